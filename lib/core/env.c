@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * EAL initialisation with Unio's defaults filled in (see unio_env.h).
+ */
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+
+#include "unio_config_priv.h"
+#include "unio_env.h"
+#include "unio_log.h"
+
+#define ENV_MAX_ARGS 128
+#define ENV_MIN_HUGEPAGES 16
+
+static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
+static int env_done;
+static int env_owner;
+static char env_runtime_dir[PATH_MAX];
+static char env_args[1024];
+
+int
+unio_env_owns_eal(void)
+{
+	return env_owner;
+}
+
+const char *
+unio_env_eal_args(void)
+{
+	return env_args;
+}
+
+/* EAL was initialised by someone (the application or us): its lcore table is filled. */
+static int
+eal_is_initialised(void)
+{
+	return rte_lcore_count() > 0;
+}
+
+static int
+has_opt(int argc, char **argv, const char *const *opts)
+{
+	for (int i = 0; i < argc; i++)
+		for (const char *const *o = opts; *o != NULL; o++) {
+			size_t n = strlen(*o);
+
+			/* "-l", "-l0-1", "--lcores", "--lcores=..." */
+			if (strncmp(argv[i], *o, n) == 0 &&
+			    (argv[i][n] == '\0' || argv[i][n] == '=' || (*o)[1] != '-'))
+				return 1;
+		}
+	return 0;
+}
+
+static long
+free_hugepages(void)
+{
+	FILE *f = fopen("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "r");
+	long n = 0;
+
+	if (f == NULL)
+		return 0;
+	if (fscanf(f, "%ld", &n) != 1)
+		n = 0;
+	fclose(f);
+	return n;
+}
+
+static void
+remove_dir(const char *path)
+{
+	char file[PATH_MAX + 512];
+	struct dirent *e;
+	DIR *d = opendir(path);
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(file, sizeof(file), "%s/%s", path, e->d_name);
+		unlink(file);
+	}
+	closedir(d);
+	rmdir(path);
+}
+
+/* Remove the runtime directories "unio-<pid>" of Unio processes that died uncleanly. */
+static void
+reap_dead_runtime_dirs(void)
+{
+	const char *base = getuid() == 0 ? "/var/run/dpdk" : getenv("XDG_RUNTIME_DIR");
+	char path[PATH_MAX + 512], dir[PATH_MAX];
+	struct dirent *e;
+	DIR *d;
+
+	if (base == NULL)
+		base = "/tmp";
+	snprintf(dir, sizeof(dir), "%s%s", base, getuid() == 0 ? "" : "/dpdk");
+	d = opendir(dir);
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		char *end;
+		long pid;
+
+		if (strncmp(e->d_name, "unio-", 5) != 0)
+			continue;
+		pid = strtol(e->d_name + 5, &end, 10);
+		if (*end != '\0' || pid <= 0 || pid == getpid())
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		remove_dir(path);
+	}
+	closedir(d);
+}
+
+static void
+env_atexit(void)
+{
+	if (!env_owner)
+		return;
+	rte_eal_cleanup();
+	if (env_runtime_dir[0] != '\0')
+		remove_dir(env_runtime_dir);
+}
+
+static char *
+arg_dup(char *buf, size_t *used, size_t cap, const char *fmt, long v)
+{
+	char *p = buf + *used;
+	int n = snprintf(p, cap - *used, fmt, v);
+
+	if (n < 0 || (size_t)n >= cap - *used)
+		return NULL;
+	*used += (size_t)n + 1;
+	return p;
+}
+
+static unio_status_t
+eal_init_locked(int n_user, char **user)
+{
+	static const char *const lcore_opts[] = { "-l", "-c", "--lcores", NULL };
+	static const char *const prefix_opts[] = { "--file-prefix", "--proc-type", NULL };
+	static const char *const pci_opts[] = { "-a", "-b", "--allow", "--block", "--no-pci",
+						NULL };
+	static const char *const mem_opts[] = { "--no-huge", "--in-memory", "-m",
+						"--socket-mem", "--huge-dir", "--legacy-mem",
+						"--proc-type", NULL };
+	static const char *const log_opts[] = { "--log-level", NULL };
+	static char strbuf[512];
+	const struct unio_config *cfg = unio_config_env();
+	char *argv[ENV_MAX_ARGS];
+	size_t used = 0, alen = 0;
+	int argc = 0, ret;
+	int cpu;
+
+	if (cfg == NULL)
+		return UNIO_ERR_CONFIG;
+	if (n_user > ENV_MAX_ARGS - 12) {
+		CORE_LOG(ERR, "too many EAL arguments (%d)", n_user);
+		return UNIO_ERR_INVALID_PARAM;
+	}
+	argv[argc++] = (char *)"unio";
+	for (int i = 0; i < n_user; i++)
+		argv[argc++] = user[i];
+	if (!has_opt(n_user, user, lcore_opts)) {
+		cpu = cfg->cpu >= 0 ? (int)cfg->cpu : sched_getcpu();
+		argv[argc++] = arg_dup(strbuf, &used, sizeof(strbuf), "-l%ld", cpu < 0 ? 0 : cpu);
+	}
+	if (!has_opt(n_user, user, pci_opts))
+		argv[argc++] = (char *)"--no-pci";
+	if (!has_opt(n_user, user, mem_opts)) {
+		long free_pages = free_hugepages();
+		int huge = cfg->hugepages != UNIO_HUGEPAGES_NO &&
+			   free_pages >= ENV_MIN_HUGEPAGES;
+
+		if (cfg->hugepages == UNIO_HUGEPAGES_YES && !huge) {
+			CORE_LOG(ERR, "UNIO_HUGEPAGES=yes but only %ld free 2 MiB hugepages "
+				 "(need %d): reserve them in /sys/kernel/mm/hugepages", free_pages,
+				 ENV_MIN_HUGEPAGES);
+			return UNIO_ERR_NO_MEMORY;
+		}
+		if (huge) {
+			argv[argc++] = (char *)"--in-memory";
+		} else {
+			argv[argc++] = (char *)"--no-huge";
+			argv[argc++] = (char *)"-m256";
+		}
+	}
+	if (!has_opt(n_user, user, prefix_opts))
+		argv[argc++] = arg_dup(strbuf, &used, sizeof(strbuf), "--file-prefix=unio-%ld",
+				       (long)getpid());
+	if (!has_opt(n_user, user, log_opts))
+		argv[argc++] = (char *)"--log-level=lib.*:warning";
+	argv[argc] = NULL;
+	for (int i = 0; i < argc; i++) {
+		if (argv[i] == NULL)
+			return UNIO_ERR_NO_MEMORY;
+		alen += (size_t)snprintf(env_args + alen, alen < sizeof(env_args) ?
+					 sizeof(env_args) - alen : 0, "%s%s",
+					 i ? " " : "", argv[i]);
+	}
+
+	reap_dead_runtime_dirs();
+	ret = rte_eal_init(argc, argv);
+	if (ret < 0) {
+		CORE_LOG(ERR, "rte_eal_init(%s) failed: %s", env_args, rte_strerror(rte_errno));
+		return UNIO_ERR_IO;
+	}
+	env_owner = 1;
+	snprintf(env_runtime_dir, sizeof(env_runtime_dir), "%s", rte_eal_get_runtime_dir());
+	atexit(env_atexit);
+	CORE_LOG(INFO, "EAL initialised: %s", env_args);
+	return UNIO_OK;
+}
+
+static unio_status_t
+env_init(int n_user, char **user)
+{
+	unio_status_t st = UNIO_OK;
+
+	pthread_mutex_lock(&env_lock);
+	if (!env_done) {
+		if (eal_is_initialised()) {
+			CORE_LOG(INFO, "EAL already initialised by the application: using it as is");
+			if (n_user > 0)
+				CORE_LOG(WARNING, "EAL already initialised: %d EAL argument(s) ignored",
+					 n_user);
+		} else {
+			st = eal_init_locked(n_user, user);
+		}
+		env_done = st == UNIO_OK;
+	}
+	pthread_mutex_unlock(&env_lock);
+	return st;
+}
+
+int
+unio_env_init(int argc, char **argv)
+{
+	int sep = -1;
+	unio_status_t st;
+
+	if (argc < 0 || (argc > 0 && argv == NULL))
+		return UNIO_ERR_INVALID_PARAM;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0) {
+			sep = i;
+			break;
+		}
+	st = env_init(sep > 0 ? sep - 1 : 0, argv + 1);
+	if (st != UNIO_OK)
+		return st;
+	if (sep < 0)
+		return 0;
+	/* argv[sep] ("--") now stands for the program name of the application's arguments */
+	argv[sep] = argv[0];
+	return sep;
+}
+
+unio_status_t
+unio_env_init_default(void)
+{
+	return env_init(0, NULL);
+}

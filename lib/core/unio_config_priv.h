@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef UNIO_CONFIG_PRIV_H
+#define UNIO_CONFIG_PRIV_H
+
+/**
+ * @file
+ * The parsed configuration as the library reads it (internal).  Each field is described by
+ * one row of the table in config.c.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "unio_config.h"
+
+#define UNIO_CFG_LIST_MAX   16
+#define UNIO_CFG_NAME_MAX   32
+
+/** A size value meaning "choose from the drivers' performance models". */
+#define UNIO_SIZE_AUTO ((size_t)-2)
+/** A size value meaning "no limit". */
+#define UNIO_SIZE_INF ((size_t)-1)
+/** A time value meaning "never". */
+#define UNIO_TIME_INF UINT64_MAX
+
+/** A list value: allow list, or with deny=true everything except the items. */
+struct unio_cfg_list {
+	bool deny;
+	unsigned int count;               /**< 0 with deny=false never happens: "all" is deny={} */
+	char items[UNIO_CFG_LIST_MAX][UNIO_CFG_NAME_MAX];
+};
+
+enum unio_rndv_scheme {
+	UNIO_RNDV_SCHEME_AUTO,
+	UNIO_RNDV_SCHEME_GET,         /**< receiver pulls (CMA, direct mapping, RDMA read) */
+	UNIO_RNDV_SCHEME_PIPELINE,    /**< both sides copy through shared staging buffers */
+	UNIO_RNDV_SCHEME_AM,          /**< fragments over active messages */
+};
+
+enum unio_hugepages_mode {
+	UNIO_HUGEPAGES_TRY,
+	UNIO_HUGEPAGES_YES,
+	UNIO_HUGEPAGES_NO,
+};
+
+struct unio_config {
+	int log_level;                    /**< rte_log level */
+	struct unio_cfg_list tls;
+	struct unio_cfg_list net_devices;
+	size_t zcopy_thresh;
+	size_t rndv_thresh;
+	int rndv_scheme;                  /**< enum unio_rndv_scheme */
+	int64_t max_rndv_rails;
+	int64_t cpu;                      /**< -1: the CPU the caller runs on */
+	int hugepages;                    /**< enum unio_hugepages_mode */
+	uint64_t peer_timeout_ns;
+	size_t shm_fifo_size;
+	size_t shm_seg_size;
+	bool shm_cma;
+	size_t tcp_sndbuf;
+	size_t tcp_rcvbuf;
+	uint64_t tcp_keepalive_ns;
+};
+
+/** The environment snapshot, parsed once; NULL and unio_config_error() set when malformed. */
+const struct unio_config *unio_config_env(void);
+
+/** True when @p list allows @p name (glob match on the items). */
+bool unio_cfg_list_allows(const struct unio_cfg_list *list, const char *name);
+
+/** Copy of the environment snapshot into @p out; UNIO_ERR_CONFIG when the env is malformed. */
+unio_status_t unio_config_snapshot(struct unio_config *out);
+
+/** Apply one override to a struct (see unio_config_modify()). */
+unio_status_t unio_config_set(struct unio_config *config, const char *name, const char *value);
+
+#endif /* UNIO_CONFIG_PRIV_H */

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef UNIO_ENV_H
+#define UNIO_ENV_H
+
+/**
+ * @file
+ * Environment (DPDK EAL) initialisation.
+ *
+ * Applications pass EAL arguments before "--" and their own after it, like every DPDK
+ * application: `app [EAL args --] [app args]`.  Whatever the EAL arguments leave out is
+ * filled in with Unio's defaults:
+ * - `-l <cpu>`: the CPU the caller runs on (or UNIO_CPU);
+ * - `--no-pci` unless PCI devices are named (-a/-b);
+ * - `--in-memory` when at least 16 free 2 MiB hugepages are reserved, else `--no-huge -m 256`
+ *   (UNIO_HUGEPAGES);
+ * - `--file-prefix=unio-<pid>`, so any number of Unio processes run side by side;
+ * - `--log-level=lib.*:warning` so that EAL is quiet unless asked.
+ *
+ * An application that initialised EAL itself keeps it: Unio never calls rte_eal_init()
+ * twice, and never cleans up an EAL it did not initialise.  When Unio initialised EAL, it
+ * calls rte_eal_cleanup() at exit and removes its runtime directory, so nothing is left in
+ * /var/run/dpdk after a clean exit; runtime directories of dead Unio processes are removed
+ * at the next initialisation.
+ */
+
+#include "unio_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * Initialise EAL from an application's command line, once per process.
+ *
+ * @param argc number of arguments in @p argv (argv[0] is the program name).
+ * @param argv the command line; EAL arguments end at "--".  Without "--" every argument is
+ *             the application's and EAL gets only the defaults.
+ * @return the number of leading arguments consumed (>= 0): the application's arguments are
+ *         then `argv[ret + 1 .. argc - 1]` with `argv[ret]` standing for the program name,
+ *         as with rte_eal_init(); or a negative unio_status_t.  When EAL was initialised
+ *         already, nothing is initialised again and only the "--" split is done.
+ */
+int unio_env_init(int argc, char **argv);
+
+/** Initialise EAL with the defaults only (what unio_context_create() does). */
+unio_status_t unio_env_init_default(void);
+
+/** True when Unio (not the application) initialised EAL in this process. */
+int unio_env_owns_eal(void);
+
+/** The EAL arguments Unio used (empty when the application initialised EAL); for logs. */
+const char *unio_env_eal_args(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UNIO_ENV_H */
