@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * unio-test: runs one registered test (the way meson test calls it), a whole suite, or a
+ * child process of a multi-process test.
+ *
+ *   unio-test NAME              run one test
+ *   unio-test --suite SUITE     run every test of a suite, print "N passed, N failed"
+ *   unio-test --list            list "NAME SUITE" lines
+ *   unio-test --child NAME ...  (internal) run a child entry point
+ */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "unio_test.h"
+
+#define MAX_TESTS 512
+
+struct test_entry {
+	const char *name;
+	const char *suite;
+	unio_test_fn_t fn;
+};
+
+struct child_entry {
+	const char *name;
+	unio_test_child_fn_t fn;
+};
+
+static struct test_entry tests[MAX_TESTS];
+static unsigned int n_tests;
+static struct child_entry children[MAX_TESTS];
+static unsigned int n_children;
+static char self_exe[PATH_MAX];
+static char build_dir[PATH_MAX];
+
+void
+unio_test_register(const char *name, const char *suite, unio_test_fn_t fn)
+{
+	if (n_tests < MAX_TESTS)
+		tests[n_tests++] = (struct test_entry){ name, suite, fn };
+}
+
+void
+unio_test_register_child(const char *name, unio_test_child_fn_t fn)
+{
+	if (n_children < MAX_TESTS)
+		children[n_children++] = (struct child_entry){ name, fn };
+}
+
+const char *
+test_build_dir(void)
+{
+	return build_dir;
+}
+
+pid_t
+test_spawn(const char *name, const char *const *args)
+{
+	const char *argv[64];
+	int argc = 0;
+	pid_t pid;
+
+	argv[argc++] = self_exe;
+	argv[argc++] = "--child";
+	argv[argc++] = name;
+	for (; args != NULL && *args != NULL && argc < 63; args++)
+		argv[argc++] = *args;
+	argv[argc] = NULL;
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		execv(self_exe, (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+int
+test_wait(pid_t pid, int timeout_ms)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	int status;
+
+	for (int waited = 0;; waited += 10) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid)
+			break;
+		if (r < 0)
+			return -1;
+		if (waited >= timeout_ms) {
+			TEST_LOG("child %d still running after %d ms: killing it", (int)pid,
+				 timeout_ms);
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			return -1;
+		}
+		nanosleep(&ts, NULL);
+	}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	TEST_LOG("child %d killed by signal %d", (int)pid, WTERMSIG(status));
+	return -1;
+}
+
+static int
+vsystem(char *out, size_t len, const char *fmt, va_list ap)
+{
+	char cmd[4096];
+	size_t n = 0;
+	FILE *p;
+	int st;
+
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	if (out == NULL) {
+		st = system(cmd);
+		return st == -1 ? -1 : (WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	}
+	strncat(cmd, " 2>&1", sizeof(cmd) - strlen(cmd) - 1);
+	p = popen(cmd, "r");
+	if (p == NULL)
+		return -1;
+	while (n + 1 < len) {
+		size_t r = fread(out + n, 1, len - n - 1, p);
+
+		if (r == 0)
+			break;
+		n += r;
+	}
+	out[n] = '\0';
+	st = pclose(p);
+	return st == -1 ? -1 : (WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+int
+test_system(const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vsystem(NULL, 0, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+int
+test_capture(char *out, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vsystem(out, len, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+uint64_t
+test_checksum(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+void
+test_fill(void *buf, size_t len, uint64_t seed)
+{
+	uint8_t *p = buf;
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+
+	for (size_t i = 0; i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		p[i] = (uint8_t)x;
+	}
+}
+
+int
+test_free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t l = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &l) == 0)
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+static int
+run_one(const struct test_entry *t)
+{
+	int r;
+
+	fprintf(stderr, "=== %s (%s)\n", t->name, t->suite);
+	r = t->fn();
+	fprintf(stderr, "=== %s: %s\n", t->name,
+		r == TEST_OK ? "PASS" : r == TEST_SKIP ? "SKIP" : "FAIL");
+	return r;
+}
+
+static int
+run_suite(const char *suite)
+{
+	unsigned int pass = 0, fail = 0, skip = 0;
+
+	for (unsigned int i = 0; i < n_tests; i++) {
+		pid_t pid;
+		int r;
+
+		if (strcmp(tests[i].suite, suite) != 0 && strcmp(suite, "all") != 0)
+			continue;
+		/* each test in its own process, as under meson test */
+		pid = fork();
+		if (pid == 0)
+			_exit(run_one(&tests[i]));
+		r = test_wait(pid, 600000);
+		if (r == TEST_OK)
+			pass++;
+		else if (r == TEST_SKIP)
+			skip++;
+		else
+			fail++;
+	}
+	printf("%u passed, %u failed, %u skipped\n", pass, fail, skip);
+	return fail ? 1 : 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	ssize_t n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return 2;
+	self_exe[n] = '\0';
+	snprintf(build_dir, sizeof(build_dir), "%s", self_exe);
+	slash = strrchr(build_dir, '/');
+	if (slash != NULL)
+		*slash = '\0';
+	strncat(build_dir, "/../..", sizeof(build_dir) - strlen(build_dir) - 1);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	if (argc >= 3 && strcmp(argv[1], "--child") == 0) {
+		for (unsigned int i = 0; i < n_children; i++)
+			if (strcmp(children[i].name, argv[2]) == 0)
+				return children[i].fn(argc - 3, argv + 3);
+		fprintf(stderr, "unio-test: no child entry '%s'\n", argv[2]);
+		return 2;
+	}
+	if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+		for (unsigned int i = 0; i < n_tests; i++)
+			printf("%s %s\n", tests[i].name, tests[i].suite);
+		return 0;
+	}
+	if (argc == 3 && strcmp(argv[1], "--suite") == 0)
+		return run_suite(argv[2]);
+	if (argc == 2) {
+		for (unsigned int i = 0; i < n_tests; i++)
+			if (strcmp(tests[i].name, argv[1]) == 0)
+				return run_one(&tests[i]);
+		fprintf(stderr, "unio-test: no test '%s' (try --list)\n", argv[1]);
+		return 2;
+	}
+	fprintf(stderr, "usage: unio-test NAME | --suite SUITE | --list\n");
+	return 2;
+}

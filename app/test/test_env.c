@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* EAL initialisation modes, each in a real process. */
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mempool.h>
+
+#include <unio_env.h>
+
+#include "unio_test.h"
+
+static const char *
+run_base(void)
+{
+	return getuid() == 0 ? "/var/run/dpdk" : "/tmp/dpdk";
+}
+
+static int
+runtime_dir_exists(pid_t pid)
+{
+	char path[256];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/unio-%d", run_base(), (int)pid);
+	return stat(path, &st) == 0;
+}
+
+/* Initialise with the defaults, check memory works, report the mode. */
+UNIO_TEST_CHILD(env_default)
+{
+	int want_huge = argc > 0 ? atoi(argv[0]) : -1;
+	struct rte_mempool *mp;
+	void *p;
+
+	if (unio_env_init_default() != UNIO_OK)
+		return 10;
+	if (!unio_env_owns_eal() || rte_lcore_count() != 1)
+		return 11;
+	if (want_huge >= 0 && rte_eal_has_hugepages() != want_huge) {
+		fprintf(stderr, "hugepages %d, want %d (args: %s)\n", rte_eal_has_hugepages(),
+			want_huge, unio_env_eal_args());
+		return 12;
+	}
+	p = rte_malloc("t", 1 << 20, 64);
+	if (p == NULL)
+		return 13;
+	memset(p, 0xa5, 1 << 20);
+	rte_free(p);
+	mp = rte_mempool_create("t", 1023, 256, 32, 0, NULL, NULL, NULL, NULL, SOCKET_ID_ANY, 0);
+	if (mp == NULL)
+		return 14;
+	rte_mempool_free(mp);
+	/* a second call initialises nothing again */
+	if (unio_env_init_default() != UNIO_OK)
+		return 15;
+	/* optional rendezvous with a sibling: create my marker, wait for the other's */
+	if (argc >= 3) {
+		FILE *f = fopen(argv[1], "w");
+		struct stat st;
+
+		if (f == NULL)
+			return 16;
+		fclose(f);
+		for (int i = 0; stat(argv[2], &st) != 0; i++) {
+			if (i > 3000)
+				return 17;
+			usleep(10000);
+		}
+	}
+	return 0;
+}
+
+UNIO_TEST(env_no_hugepages, mp)
+{
+	static const char *const args[] = { "0", NULL };
+	pid_t pid;
+
+	setenv("UNIO_HUGEPAGES", "no", 1);
+	pid = test_spawn("env_default", args);
+	unsetenv("UNIO_HUGEPAGES");
+	TEST_ASSERT_EQ(test_wait(pid, 60000), 0);
+	TEST_ASSERT(!runtime_dir_exists(pid), "runtime dir left behind");
+	return TEST_OK;
+}
+
+static long
+free_hugepages(void)
+{
+	FILE *f = fopen("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "r");
+	long n = 0;
+
+	if (f != NULL) {
+		if (fscanf(f, "%ld", &n) != 1)
+			n = 0;
+		fclose(f);
+	}
+	return n;
+}
+
+UNIO_TEST(env_hugepages, mp)
+{
+	static const char *const args[] = { "1", NULL };
+	long before = free_hugepages();
+	pid_t pid;
+
+	if (before < 16)
+		TEST_SKIP_BECAUSE("only %ld free 2 MiB hugepages (need 16): .ci/run reserves them",
+				  before);
+	setenv("UNIO_HUGEPAGES", "yes", 1);
+	pid = test_spawn("env_default", args);
+	unsetenv("UNIO_HUGEPAGES");
+	TEST_ASSERT_EQ(test_wait(pid, 60000), 0);
+	TEST_ASSERT(!runtime_dir_exists(pid), "runtime dir left behind");
+	TEST_ASSERT(free_hugepages() >= before, "hugepages leaked: %ld -> %ld", before,
+		    free_hugepages());
+	return TEST_OK;
+}
+
+UNIO_TEST(env_hugepages_required_missing, mp)
+{
+	pid_t pid;
+	int r;
+
+	if (free_hugepages() >= 16)
+		TEST_SKIP_BECAUSE("hugepages are reserved: the refusal path cannot be provoked");
+	setenv("UNIO_HUGEPAGES", "yes", 1);
+	pid = test_spawn("env_default", NULL);
+	unsetenv("UNIO_HUGEPAGES");
+	r = test_wait(pid, 60000);
+	TEST_ASSERT_EQ(r, 10);
+	return TEST_OK;
+}
+
+/* Two processes with the default init at the same time: both work, nothing left behind. */
+UNIO_TEST(env_two_processes, mp)
+{
+	char a[64], b[64];
+	const char *args_a[] = { "-1", a, b, NULL };
+	const char *args_b[] = { "-1", b, a, NULL };
+	pid_t pa, pb;
+
+	snprintf(a, sizeof(a), "/tmp/unio-test-env-%d-a", (int)getpid());
+	snprintf(b, sizeof(b), "/tmp/unio-test-env-%d-b", (int)getpid());
+	unlink(a);
+	unlink(b);
+	pa = test_spawn("env_default", args_a);
+	pb = test_spawn("env_default", args_b);
+	TEST_ASSERT_EQ(test_wait(pa, 60000), 0);
+	TEST_ASSERT_EQ(test_wait(pb, 60000), 0);
+	unlink(a);
+	unlink(b);
+	TEST_ASSERT(!runtime_dir_exists(pa) && !runtime_dir_exists(pb), "runtime dir left");
+	return TEST_OK;
+}
+
+/* The application initialised EAL: Unio keeps it and never calls rte_eal_init again. */
+UNIO_TEST_CHILD(env_app_eal)
+{
+	char prefix[64];
+	char *eal[] = { (char *)"app", (char *)"-l0", (char *)"--no-huge", (char *)"-m128",
+			(char *)"--no-pci", prefix, (char *)"--log-level=lib.*:warning", NULL };
+	char *app[] = { (char *)"app", (char *)"-l", (char *)"0", (char *)"--", (char *)"-x",
+			NULL };
+	int n;
+
+	RTE_SET_USED(argc), RTE_SET_USED(argv);
+	snprintf(prefix, sizeof(prefix), "--file-prefix=apptest-%d", (int)getpid());
+	if (rte_eal_init(7, eal) < 0)
+		return 10;
+	if (unio_env_init_default() != UNIO_OK || unio_env_owns_eal())
+		return 11;
+	n = unio_env_init(5, app);
+	if (n != 3 || strcmp(app[n], "app") != 0 || strcmp(app[n + 1], "-x") != 0)
+		return 12;
+	if (unio_env_eal_args()[0] != '\0')
+		return 13;
+	rte_eal_cleanup();
+	return 0;
+}
+
+UNIO_TEST(env_app_owns_eal, mp)
+{
+	pid_t pid = test_spawn("env_app_eal", NULL);
+
+	TEST_ASSERT_EQ(test_wait(pid, 60000), 0);
+	test_system("rm -rf %s/apptest-%d", run_base(), (int)pid);
+	return TEST_OK;
+}
+
+/* EAL arguments before "--" are used, the defaults fill in the rest. */
+UNIO_TEST_CHILD(env_split)
+{
+	char *args[] = { (char *)"prog", (char *)"--no-huge", (char *)"-m", (char *)"64",
+			 (char *)"--", (char *)"-t", (char *)"tag_lat", NULL };
+	int n;
+
+	RTE_SET_USED(argc), RTE_SET_USED(argv);
+	n = unio_env_init(7, args);
+	if (n != 4 || strcmp(args[n], "prog") != 0 || strcmp(args[n + 1], "-t") != 0)
+		return 10;
+	if (strstr(unio_env_eal_args(), "--file-prefix=unio-") == NULL ||
+	    strstr(unio_env_eal_args(), "--no-pci") == NULL ||
+	    strstr(unio_env_eal_args(), "--in-memory") != NULL ||
+	    strstr(unio_env_eal_args(), "-l") == NULL) {
+		fprintf(stderr, "args: %s\n", unio_env_eal_args());
+		return 11;
+	}
+	return rte_eal_has_hugepages() == 0 ? 0 : 12;
+}
+
+UNIO_TEST(env_args_split, mp)
+{
+	pid_t pid = test_spawn("env_split", NULL);
+
+	TEST_ASSERT_EQ(test_wait(pid, 60000), 0);
+	TEST_ASSERT(!runtime_dir_exists(pid), "runtime dir left behind");
+	return TEST_OK;
+}
+
+UNIO_TEST_CHILD(env_bad)
+{
+	char *args[] = { (char *)"prog", (char *)"--no-such-eal-option", (char *)"--", NULL };
+
+	RTE_SET_USED(argc), RTE_SET_USED(argv);
+	return unio_env_init(3, args) < 0 ? 0 : 10;
+}
+
+UNIO_TEST(env_bad_eal_args, mp)
+{
+	pid_t pid = test_spawn("env_bad", NULL);
+
+	TEST_ASSERT_EQ(test_wait(pid, 60000), 0);
+	test_system("rm -rf %s/unio-%d", run_base(), (int)pid);
+	return TEST_OK;
+}
+
+/* A runtime dir left by a killed Unio process is removed by the next initialisation. */
+UNIO_TEST(env_reaps_dead_dirs, mp)
+{
+	static const char *const args[] = { "-1", NULL };
+	pid_t dead = fork();
+	char path[256];
+	struct stat st;
+
+	if (dead == 0)
+		_exit(0);
+	waitpid(dead, NULL, 0);
+	snprintf(path, sizeof(path), "%s/unio-%d", run_base(), (int)dead);
+	TEST_ASSERT_EQ(test_system("mkdir -p %s && touch %s/config", path, path), 0);
+	TEST_ASSERT_EQ(test_wait(test_spawn("env_default", args), 60000), 0);
+	TEST_ASSERT(stat(path, &st) != 0, "%s still there", path);
+	return TEST_OK;
+}

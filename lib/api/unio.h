@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef UNIO_H
+#define UNIO_H
+
+/**
+ * @file
+ * The Unio API: context, worker, listener, endpoint, requests, tagged messages.
+ *
+ * Model (UCX users will recognise it):
+ * - one **context** per application: features, configuration snapshot, drivers;
+ * - one **worker** per thread: owns the transports' ifaces and the matching queues; all
+ *   progress happens in unio_worker_progress(), called from the application's loop;
+ * - a **listener** accepts connection requests on a socket address;
+ * - an **endpoint** is a connection to a remote worker (from a socket address, a connection
+ *   request, or a worker address exchanged out of band);
+ * - every communication call is non-blocking and returns UNIO_OK (done already, no
+ *   request), UNIO_INPROGRESS with a request in *req_p, or an error.  A request completes
+ *   by its callback, by polling unio_request_test(), or by unio_request_wait(); then it is
+ *   released with unio_request_free().
+ *
+ * Every params struct starts with a field_mask that says which fields are set, so the
+ * structs can grow without breaking the ABI.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+
+#include "unio_config.h"
+#include "unio_env.h"
+#include "unio_status.h"
+#include "unio_version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct unio_context unio_context_t;         /**< A context. */
+typedef struct unio_worker unio_worker_t;           /**< A worker. */
+typedef struct unio_listener unio_listener_t;       /**< A listener. */
+typedef struct unio_ep unio_ep_t;                   /**< An endpoint. */
+typedef struct unio_request unio_request_t;         /**< A request handle. */
+typedef struct unio_conn_request unio_conn_request_t; /**< An incoming connection. */
+typedef struct unio_tag_msg unio_tag_msg_t;         /**< A probed unexpected message. */
+
+/* ------------------------------------------------------------------------------------- */
+/** @name Context */
+
+/** Features a context may be asked for. */
+#define UNIO_FEATURE_TAG    (1ull << 0)  /**< tagged messages */
+#define UNIO_FEATURE_AM     (1ull << 1)  /**< active messages */
+#define UNIO_FEATURE_RMA    (1ull << 2)  /**< put / get */
+#define UNIO_FEATURE_WAKEUP (1ull << 3)  /**< event fd for sleeping */
+
+#define UNIO_CONTEXT_PARAM_FEATURES (1ull << 0) /**< features is set */
+#define UNIO_CONTEXT_PARAM_CONFIG   (1ull << 1) /**< config is set */
+#define UNIO_CONTEXT_PARAM_NAME     (1ull << 2) /**< name is set */
+
+/** Context parameters. */
+struct unio_context_params {
+	uint64_t field_mask;                /**< UNIO_CONTEXT_PARAM_* */
+	uint64_t features;                  /**< UNIO_FEATURE_*; default TAG */
+	const struct unio_config *config;   /**< default: the environment (unio_config_read) */
+	const char *name;                   /**< for logs; default the program name */
+};
+
+/**
+ * Create a context.  Initialises EAL with the defaults of unio_env.h unless the application
+ * did (unio_env_init() or rte_eal_init()).
+ *
+ * @param params   may be NULL for all defaults.
+ * @param[out] status set on failure (may be NULL).
+ * @return the context, or NULL with *status set.
+ */
+unio_context_t *unio_context_create(const struct unio_context_params *params,
+				    unio_status_t *status);
+
+/** Destroy a context; every worker must be destroyed first.  NULL accepted. */
+void unio_context_destroy(unio_context_t *ctx);
+
+/** Print the context's configuration, drivers and devices. */
+void unio_context_print_info(const unio_context_t *ctx, FILE *stream);
+
+/* ------------------------------------------------------------------------------------- */
+/** @name Worker */
+
+/** Thread modes. */
+enum unio_thread_mode {
+	UNIO_THREAD_MODE_SINGLE = 0,  /**< only the creating thread uses the worker (default) */
+	UNIO_THREAD_MODE_MULTI = 1,   /**< any thread may call; the worker takes a lock */
+};
+
+#define UNIO_WORKER_PARAM_THREAD_MODE (1ull << 0) /**< thread_mode is set */
+
+/** Worker parameters. */
+struct unio_worker_params {
+	uint64_t field_mask;                /**< UNIO_WORKER_PARAM_* */
+	enum unio_thread_mode thread_mode;
+};
+
+/** Create a worker: opens an iface on every usable driver device. */
+unio_worker_t *unio_worker_create(unio_context_t *ctx, const struct unio_worker_params *params,
+				  unio_status_t *status);
+
+/** Destroy a worker; endpoints still open are closed with force.  NULL accepted. */
+void unio_worker_destroy(unio_worker_t *worker);
+
+/**
+ * Progress every transport, protocol and connection of the worker.
+ * @return nonzero when anything happened (a message, a completion, a connection).
+ */
+unsigned int unio_worker_progress(unio_worker_t *worker);
+
+/**
+ * A file descriptor that becomes readable when the worker has work, for epoll.  Needs
+ * UNIO_FEATURE_WAKEUP.
+ */
+unio_status_t unio_worker_get_efd(unio_worker_t *worker, int *fd);
+
+/**
+ * Arm the event fd before sleeping.  Returns UNIO_OK (armed: sleep on the fd), or
+ * UNIO_ERR_BUSY (events are pending: call unio_worker_progress() again first).
+ */
+unio_status_t unio_worker_arm(unio_worker_t *worker);
+
+/** Wake a worker sleeping on its event fd (any thread). */
+unio_status_t unio_worker_signal(unio_worker_t *worker);
+
+/**
+ * The worker's address, an opaque blob to exchange out of band; a peer creates an endpoint
+ * from it (UNIO_EP_PARAM_WORKER_ADDR).  Release with unio_worker_release_address().
+ */
+unio_status_t unio_worker_get_address(unio_worker_t *worker, void **addr_p, size_t *len_p);
+
+/** Release an address from unio_worker_get_address(). */
+void unio_worker_release_address(unio_worker_t *worker, void *addr);
+
+/* ------------------------------------------------------------------------------------- */
+/** @name Requests */
+
+/** What a completed receive found. */
+struct unio_recv_info {
+	uint64_t tag;        /**< the sender's tag */
+	size_t length;       /**< the message length (may exceed the buffer: truncated) */
+};
+
+/**
+ * Completion callback.  Runs inside unio_worker_progress() (or inside the call that started
+ * the operation when UNIO_REQ_FLAG_NO_IMM_COMPLETION is set and it completes at once).  The
+ * request stays valid until unio_request_free().
+ *
+ * @param req    the request.
+ * @param status UNIO_OK or the error.
+ * @param info   for receives, the tag and length; NULL for sends.
+ * @param user_data unio_request_param.user_data.
+ */
+typedef void (*unio_request_cb_t)(unio_request_t *req, unio_status_t status,
+				  const struct unio_recv_info *info, void *user_data);
+
+#define UNIO_REQ_PARAM_CB        (1ull << 0) /**< cb is set */
+#define UNIO_REQ_PARAM_USER_DATA (1ull << 1) /**< user_data is set */
+#define UNIO_REQ_PARAM_FLAGS     (1ull << 2) /**< flags is set */
+#define UNIO_REQ_PARAM_RECV_INFO (1ull << 3) /**< recv_info is set */
+
+/** Always return a request, even when the operation completes at once. */
+#define UNIO_REQ_FLAG_NO_IMM_COMPLETION (1u << 0)
+
+/** Per-operation parameters; NULL means all defaults. */
+struct unio_request_param {
+	uint64_t field_mask;                /**< UNIO_REQ_PARAM_* */
+	unio_request_cb_t cb;
+	void *user_data;
+	unsigned int flags;                 /**< UNIO_REQ_FLAG_* */
+	/** receives that complete at once (UNIO_OK) write the tag and length here */
+	struct unio_recv_info *recv_info;
+};
+
+/**
+ * Poll a request.
+ * @return UNIO_INPROGRESS while it runs, else its final status (info filled for receives).
+ */
+unio_status_t unio_request_test(unio_request_t *req, struct unio_recv_info *info);
+
+/**
+ * Progress @p worker until @p req completes, then free it (the future/await style).
+ * @return the request's final status.
+ */
+unio_status_t unio_request_wait(unio_worker_t *worker, unio_request_t *req,
+				struct unio_recv_info *info);
+
+/**
+ * Cancel a request: a receive not yet matched completes with UNIO_ERR_CANCELED; a send
+ * that already started completes normally.  The request still needs unio_request_free().
+ */
+void unio_request_cancel(unio_worker_t *worker, unio_request_t *req);
+
+/** Release a request; when it is still running, it completes without a callback. */
+void unio_request_free(unio_request_t *req);
+
+/* ------------------------------------------------------------------------------------- */
+/** @name Listener */
+
+/** Called for each incoming connection: accept with unio_ep_create(), or reject. */
+typedef void (*unio_conn_handler_t)(unio_conn_request_t *conn_request, void *arg);
+
+#define UNIO_LISTENER_PARAM_SOCKADDR (1ull << 0) /**< sockaddr is set */
+#define UNIO_LISTENER_PARAM_HANDLER  (1ull << 1) /**< conn_handler is set */
+
+/** Listener parameters. */
+struct unio_listener_params {
+	uint64_t field_mask;
+	const struct sockaddr *sockaddr;    /**< IPv4 or IPv6 address; port 0 picks one */
+	socklen_t addrlen;
+	unio_conn_handler_t conn_handler;
+	void *arg;
+};
+
+/** Listen for connections on a socket address. */
+unio_listener_t *unio_listener_create(unio_worker_t *worker,
+				      const struct unio_listener_params *params,
+				      unio_status_t *status);
+
+/** The address the listener is bound to (with the port it picked). */
+unio_status_t unio_listener_query(unio_listener_t *listener, struct sockaddr_storage *addr);
+
+/** Reject a connection request: the peer's unio_ep_create() fails with UNIO_ERR_REJECTED. */
+unio_status_t unio_listener_reject(unio_listener_t *listener, unio_conn_request_t *req);
+
+/** Where a connection request comes from. */
+unio_status_t unio_conn_request_query(unio_conn_request_t *req, struct sockaddr_storage *addr);
+
+/** Stop listening.  NULL accepted. */
+void unio_listener_destroy(unio_listener_t *listener);
+
+/* ------------------------------------------------------------------------------------- */
+/** @name Endpoint */
+
+/** Called once when an endpoint fails (peer died, reset, timed out, wire version). */
+typedef void (*unio_ep_err_handler_t)(void *arg, unio_ep_t *ep, unio_status_t status);
+
+#define UNIO_EP_PARAM_SOCKADDR     (1ull << 0) /**< connect to sockaddr */
+#define UNIO_EP_PARAM_CONN_REQUEST (1ull << 1) /**< accept conn_request */
+#define UNIO_EP_PARAM_WORKER_ADDR  (1ull << 2) /**< connect to a worker address */
+#define UNIO_EP_PARAM_ERR_HANDLER  (1ull << 3) /**< err_handler is set */
+#define UNIO_EP_PARAM_USER_DATA    (1ull << 4) /**< user_data is set */
+
+/** Endpoint parameters: exactly one of SOCKADDR, CONN_REQUEST, WORKER_ADDR. */
+struct unio_ep_params {
+	uint64_t field_mask;
+	const struct sockaddr *sockaddr;
+	socklen_t addrlen;
+	unio_conn_request_t *conn_request;
+	const void *worker_addr;
+	size_t worker_addr_len;
+	unio_ep_err_handler_t err_handler;
+	void *err_arg;
+	void *user_data;
+};
+
+/**
+ * Create an endpoint.  Connecting by socket address completes the handshake before it
+ * returns (bounded by UNIO_PEER_TIMEOUT): a refused connection, a rejection or a peer of
+ * another wire version is reported here.
+ */
+unio_ep_t *unio_ep_create(unio_worker_t *worker, const struct unio_ep_params *params,
+			  unio_status_t *status);
+
+/** Close modes. */
+enum unio_ep_close_mode {
+	UNIO_EP_CLOSE_FLUSH = 0,  /**< complete outstanding sends first */
+	UNIO_EP_CLOSE_FORCE = 1,  /**< fail outstanding requests with UNIO_ERR_CANCELED */
+};
+
+/**
+ * Close an endpoint.  Returns UNIO_OK when closed, or UNIO_INPROGRESS with *req_p to wait
+ * on.  The endpoint must not be used after this call.
+ */
+unio_status_t unio_ep_close(unio_ep_t *ep, enum unio_ep_close_mode mode,
+			    unio_request_t **req_p);
+
+/** Flush an endpoint: every send started on it has completed at the peer's transport. */
+unio_status_t unio_ep_flush(unio_ep_t *ep, const struct unio_request_param *param,
+			    unio_request_t **req_p);
+
+/** Flush every endpoint of a worker. */
+unio_status_t unio_worker_flush(unio_worker_t *worker, const struct unio_request_param *param,
+				unio_request_t **req_p);
+
+/** The endpoint's user_data (UNIO_EP_PARAM_USER_DATA). */
+void *unio_ep_get_user_data(const unio_ep_t *ep);
+
+/** Print the endpoint's lanes and their drivers (which transport serves which sizes). */
+void unio_ep_print_info(const unio_ep_t *ep, FILE *stream);
+
+/* ------------------------------------------------------------------------------------- */
+/** @name Tagged messages */
+
+/**
+ * Send a tagged message.  The buffer may be reused when the call returns UNIO_OK, or after
+ * the request completes.
+ */
+unio_status_t unio_tag_send(unio_ep_t *ep, const void *buf, size_t len, uint64_t tag,
+			    const struct unio_request_param *param, unio_request_t **req_p);
+
+/** Send a tagged message that completes only once the receiver matched it. */
+unio_status_t unio_tag_send_sync(unio_ep_t *ep, const void *buf, size_t len, uint64_t tag,
+				 const struct unio_request_param *param,
+				 unio_request_t **req_p);
+
+/**
+ * Receive a message whose tag matches: ((msg_tag ^ tag) & tag_mask) == 0.  Receives match in
+ * the order they were posted, messages in the order they arrived from each endpoint.  A
+ * message longer than @p len completes with UNIO_ERR_MESSAGE_TRUNCATED and nothing past
+ * @p len is written.
+ */
+unio_status_t unio_tag_recv(unio_worker_t *worker, void *buf, size_t len, uint64_t tag,
+			    uint64_t tag_mask, const struct unio_request_param *param,
+			    unio_request_t **req_p);
+
+/**
+ * Look for an unexpected message without receiving it.
+ * @param remove when nonzero a found message is taken out of the queue and *msg_p is set:
+ *        receive it with unio_tag_msg_recv().
+ * @return UNIO_OK (found, *info filled), UNIO_ERR_NOT_FOUND.
+ */
+unio_status_t unio_tag_probe(unio_worker_t *worker, uint64_t tag, uint64_t tag_mask,
+			     int remove, struct unio_recv_info *info, unio_tag_msg_t **msg_p);
+
+/** Receive a message removed by unio_tag_probe(). */
+unio_status_t unio_tag_msg_recv(unio_worker_t *worker, void *buf, size_t len,
+				unio_tag_msg_t *msg, const struct unio_request_param *param,
+				unio_request_t **req_p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UNIO_H */

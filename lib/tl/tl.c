@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The generic transport layer: the driver registry, argument validation, and the stubs that
+ * stand in for operations a driver does not implement.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_debug.h>
+#include <rte_log.h>
+
+#include "unio_log.h"
+#include "unio_tl.h"
+
+RTE_LOG_REGISTER(unio_logtype_tl, unio.tl, WARNING);
+#define TL_LOG(lvl, fmt, ...) UNIO_LOG(lvl, unio_logtype_tl, fmt, ##__VA_ARGS__)
+
+#define TL_MAX_DRIVERS 16
+
+static const struct unio_tl_driver *tl_drivers[TL_MAX_DRIVERS];
+static unsigned int tl_n_drivers;
+
+void
+unio_tl_driver_register(const struct unio_tl_driver *drv)
+{
+	RTE_VERIFY(drv != NULL && drv->name != NULL && drv->iface_open != NULL &&
+		   drv->query_devices != NULL);
+	RTE_VERIFY(tl_n_drivers < TL_MAX_DRIVERS);
+	tl_drivers[tl_n_drivers++] = drv;
+}
+
+unsigned int
+unio_tl_driver_count(void)
+{
+	return tl_n_drivers;
+}
+
+const struct unio_tl_driver *
+unio_tl_driver_get(unsigned int i)
+{
+	return i < tl_n_drivers ? tl_drivers[i] : NULL;
+}
+
+const struct unio_tl_driver *
+unio_tl_driver_find(const char *name)
+{
+	for (unsigned int i = 0; name != NULL && i < tl_n_drivers; i++)
+		if (strcmp(tl_drivers[i]->name, name) == 0)
+			return tl_drivers[i];
+	return NULL;
+}
+
+bool
+unio_tl_driver_allowed(const struct unio_config *config, const char *name)
+{
+	return unio_cfg_list_allows(&config->tls, name);
+}
+
+/* ---- stubs for what a driver leaves out ---- */
+
+static unio_status_t
+stub_am_short(struct unio_tl_ep *ep, uint8_t id, uint64_t hdr, const void *payload,
+	      size_t len)
+{
+	RTE_SET_USED(ep), RTE_SET_USED(id), RTE_SET_USED(hdr);
+	RTE_SET_USED(payload), RTE_SET_USED(len);
+	return UNIO_ERR_UNSUPPORTED;
+}
+
+static ssize_t
+stub_am_bcopy(struct unio_tl_ep *ep, uint8_t id, unio_tl_pack_cb_t pack, void *arg,
+	      unsigned int flags)
+{
+	RTE_SET_USED(ep), RTE_SET_USED(id), RTE_SET_USED(pack);
+	RTE_SET_USED(arg), RTE_SET_USED(flags);
+	return UNIO_ERR_UNSUPPORTED;
+}
+
+static unio_status_t
+stub_am_zcopy(struct unio_tl_ep *ep, uint8_t id, const void *hdr, size_t hdr_len,
+	      const struct iovec *iov, size_t iovcnt, unsigned int flags,
+	      struct unio_tl_completion *comp)
+{
+	RTE_SET_USED(ep), RTE_SET_USED(id), RTE_SET_USED(hdr), RTE_SET_USED(hdr_len);
+	RTE_SET_USED(iov), RTE_SET_USED(iovcnt), RTE_SET_USED(flags), RTE_SET_USED(comp);
+	return UNIO_ERR_UNSUPPORTED;
+}
+
+static unio_status_t
+stub_rma_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size_t iovcnt,
+	       uint64_t remote_addr, const struct unio_tl_rkey *rkey,
+	       struct unio_tl_completion *comp)
+{
+	RTE_SET_USED(ep), RTE_SET_USED(iov), RTE_SET_USED(iovcnt);
+	RTE_SET_USED(remote_addr), RTE_SET_USED(rkey), RTE_SET_USED(comp);
+	return UNIO_ERR_UNSUPPORTED;
+}
+
+static unio_status_t
+stub_flush(struct unio_tl_ep *ep, struct unio_tl_completion *comp)
+{
+	RTE_SET_USED(ep), RTE_SET_USED(comp);
+	return UNIO_OK;
+}
+
+static unsigned int
+stub_progress(struct unio_tl_iface *iface)
+{
+	RTE_SET_USED(iface);
+	return 0;
+}
+
+/* An AM id nobody registered: the message is dropped and logged. */
+static unio_status_t
+drop_am(void *arg, const void *data, size_t length, unsigned int flags)
+{
+	struct unio_tl_iface *iface = arg;
+
+	RTE_SET_USED(data), RTE_SET_USED(flags);
+	TL_LOG(WARNING, "%s/%s: dropped a %zu-byte message for an AM id with no handler",
+	       iface->driver->name, iface->dev_name, length);
+	return UNIO_OK;
+}
+
+static void
+fill_stubs(struct unio_tl_ops *ops)
+{
+	if (ops->ep_am_short == NULL)
+		ops->ep_am_short = stub_am_short;
+	if (ops->ep_am_bcopy == NULL)
+		ops->ep_am_bcopy = stub_am_bcopy;
+	if (ops->ep_am_zcopy == NULL)
+		ops->ep_am_zcopy = stub_am_zcopy;
+	if (ops->ep_put_zcopy == NULL)
+		ops->ep_put_zcopy = stub_rma_zcopy;
+	if (ops->ep_get_zcopy == NULL)
+		ops->ep_get_zcopy = stub_rma_zcopy;
+	if (ops->ep_flush == NULL)
+		ops->ep_flush = stub_flush;
+	if (ops->iface_progress == NULL)
+		ops->iface_progress = stub_progress;
+}
+
+unio_status_t
+unio_tl_iface_open(const struct unio_tl_driver *drv, const struct unio_tl_iface_params *params,
+		   struct unio_tl_iface **iface_p)
+{
+	struct unio_tl_iface *iface = NULL;
+	unio_status_t st;
+
+	if (drv == NULL || params == NULL || params->config == NULL ||
+	    params->dev_name == NULL || iface_p == NULL)
+		return UNIO_ERR_INVALID_PARAM;
+	if (!unio_tl_driver_allowed(params->config, drv->name))
+		return UNIO_ERR_NO_DEVICE;
+	st = drv->iface_open(params, &iface);
+	if (st != UNIO_OK)
+		return st;
+	iface->driver = drv;
+	snprintf(iface->dev_name, sizeof(iface->dev_name), "%s", params->dev_name);
+	iface->err_cb = params->err_cb;
+	iface->err_arg = params->err_arg;
+	fill_stubs(&iface->ops);
+	for (unsigned int i = 0; i < UNIO_TL_AM_ID_MAX; i++)
+		if (iface->am[i].cb == NULL) {
+			iface->am[i].cb = drop_am;
+			iface->am[i].arg = iface;
+		}
+	st = iface->ctl->iface_query(iface, &iface->attr);
+	if (st != UNIO_OK) {
+		TL_LOG(ERR, "%s/%s: query failed: %s", drv->name, params->dev_name,
+		       unio_status_string(st));
+		iface->ctl->iface_close(iface);
+		return st;
+	}
+	*iface_p = iface;
+	return UNIO_OK;
+}
+
+void
+unio_tl_iface_close(struct unio_tl_iface *iface)
+{
+	if (iface != NULL)
+		iface->ctl->iface_close(iface);
+}
+
+unio_status_t
+unio_tl_iface_set_am_handler(struct unio_tl_iface *iface, uint8_t id, unio_tl_am_cb_t cb,
+			     void *arg)
+{
+	if (iface == NULL || id >= UNIO_TL_AM_ID_MAX)
+		return UNIO_ERR_INVALID_PARAM;
+	iface->am[id].cb = cb != NULL ? cb : drop_am;
+	iface->am[id].arg = cb != NULL ? arg : iface;
+	return UNIO_OK;
+}
+
+unio_status_t
+unio_tl_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *params,
+		  struct unio_tl_ep **ep_p)
+{
+	struct unio_tl_ep *ep = NULL;
+	unio_status_t st;
+
+	if (iface == NULL || params == NULL || ep_p == NULL ||
+	    (params->iface_addr == NULL && params->iface_addr_len != 0))
+		return UNIO_ERR_INVALID_PARAM;
+	if (iface->ctl->ep_create == NULL)
+		return UNIO_ERR_UNSUPPORTED;
+	if (params->iface_addr_len != iface->attr.iface_addr_len)
+		return UNIO_ERR_INVALID_ADDR;
+	if (iface->ctl->iface_is_reachable != NULL &&
+	    !iface->ctl->iface_is_reachable(iface, params->iface_addr, params->iface_addr_len))
+		return UNIO_ERR_UNREACHABLE;
+	st = iface->ctl->ep_create(iface, params, &ep);
+	if (st != UNIO_OK)
+		return st;
+	ep->iface = iface;
+	ep->user = params->user;
+	*ep_p = ep;
+	return UNIO_OK;
+}
+
+void
+unio_tl_ep_destroy(struct unio_tl_ep *ep)
+{
+	if (ep != NULL)
+		ep->iface->ctl->ep_destroy(ep);
+}

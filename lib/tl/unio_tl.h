@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef UNIO_TL_H
+#define UNIO_TL_H
+
+/**
+ * @file
+ * The transport driver interface (driver SDK; not installed for applications).
+ *
+ * Modelled on UCT's three operation families in DPDK's shape:
+ * - a driver (struct unio_tl_driver) registers itself from a constructor with
+ *   UNIO_TL_DRIVER_REGISTER(); it lists its devices and opens memory domains and ifaces;
+ * - an iface is one device opened by one worker; it owns its receive path and is progressed
+ *   only by that worker's thread (no locks);
+ * - an ep is a connection from an iface to a peer iface;
+ * - the hot operations live in one flat, cache-aligned ops table per iface
+ *   (struct unio_tl_ops) and are called through the static inline wrappers below, which do
+ *   no validation: the generic layer (lib/tl) and the protocol layer validate once;
+ * - control operations are NULL when unsupported; the generic layer then returns
+ *   UNIO_ERR_UNSUPPORTED.
+ *
+ * Receive: progress() delivers every arrived message by calling the handler that the
+ * protocol layer set for its AM id, with (data, length) where data starts with the header
+ * the sender gave.  Nothing is allocated on this path: data points into driver memory and is
+ * valid only during the call (unless the handler returns UNIO_INPROGRESS on a message
+ * delivered with UNIO_TL_CB_FLAG_DESC, and releases it later with release_desc()).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <rte_common.h>
+
+#include "unio_config_priv.h"
+#include "unio_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define UNIO_TL_NAME_MAX      16
+#define UNIO_TL_DEV_NAME_MAX  32
+#define UNIO_TL_AM_ID_MAX     32   /**< AM ids are 0 .. UNIO_TL_AM_ID_MAX-1 */
+#define UNIO_TL_ADDR_MAX      128  /**< bytes of an iface or device address */
+#define UNIO_TL_RKEY_MAX      64   /**< bytes of a packed remote key */
+#define UNIO_TL_MAX_DEVICES   8
+#define UNIO_TL_MAX_IOV       16
+
+/** Capability flags of an iface. */
+#define UNIO_TL_CAP_AM_SHORT      (1ull << 0)  /**< am_short */
+#define UNIO_TL_CAP_AM_BCOPY      (1ull << 1)  /**< am_bcopy */
+#define UNIO_TL_CAP_AM_ZCOPY      (1ull << 2)  /**< am_zcopy */
+#define UNIO_TL_CAP_PUT_ZCOPY     (1ull << 3)  /**< put_zcopy */
+#define UNIO_TL_CAP_GET_ZCOPY     (1ull << 4)  /**< get_zcopy */
+#define UNIO_TL_CAP_RKEY_PTR      (1ull << 5)  /**< remote memory can be mapped: rkey_ptr */
+#define UNIO_TL_CAP_CONNECT_IFACE (1ull << 6)  /**< ep from the peer's iface address alone */
+#define UNIO_TL_CAP_EVENT_FD      (1ull << 7)  /**< event fd + arm for sleeping */
+#define UNIO_TL_CAP_PEER_FAILURE  (1ull << 8)  /**< detects dead peers, reports ep errors */
+#define UNIO_TL_CAP_ORDERED       (1ull << 9)  /**< AMs on one ep arrive in send order */
+
+/** Reachability classes, from nearest to farthest. */
+enum unio_tl_reach {
+	UNIO_TL_REACH_SELF = 0,   /**< same worker */
+	UNIO_TL_REACH_HOST = 1,   /**< another process on the same host */
+	UNIO_TL_REACH_NET = 2,    /**< another host */
+};
+
+/** Flags of an rx callback. */
+#define UNIO_TL_CB_FLAG_DESC (1u << 0) /**< data may be kept: return UNIO_INPROGRESS */
+
+/** Flags of send operations. */
+#define UNIO_TL_SEND_FLAG_SIGNALED (1u << 0) /**< wake a sleeping receiver */
+
+struct unio_tl_driver;
+struct unio_tl_md;
+struct unio_tl_iface;
+struct unio_tl_ep;
+
+/**
+ * Rx handler for one AM id.  @p data starts with the sender's header.  Return UNIO_OK when
+ * done with the data; UNIO_INPROGRESS (only with UNIO_TL_CB_FLAG_DESC) to keep it.
+ */
+typedef unio_status_t (*unio_tl_am_cb_t)(void *arg, const void *data, size_t length,
+					 unsigned int flags);
+
+/** bcopy pack callback: write the message into @p dest, return the number of bytes. */
+typedef size_t (*unio_tl_pack_cb_t)(void *dest, void *arg);
+
+/** Ep error callback: the peer died, reset or timed out. */
+typedef void (*unio_tl_ep_err_cb_t)(void *arg, struct unio_tl_ep *ep, unio_status_t status);
+
+/** Completion of a zero-copy operation: func runs once count drops to zero. */
+struct unio_tl_completion {
+	void (*func)(struct unio_tl_completion *self);
+	int count;             /**< operations still outstanding */
+	unio_status_t status;  /**< first error, or UNIO_OK */
+};
+
+/** Mark one operation of @p comp complete with @p st. */
+static inline void
+unio_tl_completion_done(struct unio_tl_completion *comp, unio_status_t st)
+{
+	if (st != UNIO_OK && comp->status == UNIO_OK)
+		comp->status = st;
+	if (--comp->count == 0)
+		comp->func(comp);
+}
+
+/** Performance model used by the protocol layer to select lanes and thresholds. */
+struct unio_tl_perf {
+	double latency_ns;        /**< one-way latency of a minimal message */
+	double overhead_ns;       /**< sender CPU time per message */
+	double bandwidth_MBps;    /**< sustained bandwidth, MB/s (1e6 bytes) */
+	double zcopy_overhead_ns; /**< extra fixed cost of a zero-copy operation */
+};
+
+/** What an iface can do, and its limits. */
+struct unio_tl_iface_attr {
+	uint64_t cap;             /**< UNIO_TL_CAP_* */
+	size_t max_short;         /**< am_short: most payload bytes (beyond the 8-byte header) */
+	size_t max_bcopy;         /**< am_bcopy: most bytes a pack callback may write */
+	size_t max_zcopy;         /**< am_zcopy: most payload bytes */
+	size_t max_zcopy_hdr;     /**< am_zcopy: most header bytes */
+	size_t max_iov;           /**< am/put/get zcopy: most iov entries */
+	size_t max_put_zcopy;     /**< put_zcopy: most bytes per call */
+	size_t max_get_zcopy;     /**< get_zcopy: most bytes per call */
+	size_t iface_addr_len;    /**< bytes of the iface address */
+	size_t rkey_packed_len;   /**< bytes of a packed remote key (0: no rkeys) */
+	enum unio_tl_reach reach; /**< the nearest class this iface serves */
+	struct unio_tl_perf perf;
+};
+
+/** One device a driver offers. */
+struct unio_tl_device_info {
+	char name[UNIO_TL_DEV_NAME_MAX];   /**< e.g. "memory", "lo", "net_af_xdp0" */
+	enum unio_tl_reach reach;
+	char detail[96];                   /**< free text for unio-info -d */
+};
+
+/** Parameters to open an iface. */
+struct unio_tl_iface_params {
+	const struct unio_config *config;  /**< the context's configuration */
+	const char *dev_name;              /**< one of the driver's devices */
+	int cpu;                           /**< the worker's CPU (-1 unknown) */
+	unio_tl_ep_err_cb_t err_cb;        /**< called when an ep fails */
+	void *err_arg;
+};
+
+/** Parameters to create an ep. */
+struct unio_tl_ep_params {
+	const void *iface_addr;            /**< the peer iface's address */
+	size_t iface_addr_len;
+	void *user;                        /**< stored in ep->user for the protocol layer */
+};
+
+/** Memory registration handle (driver-defined content). */
+struct unio_tl_memh {
+	void *addr;
+	size_t len;
+	void *priv;
+};
+
+/** An unpacked remote key. */
+struct unio_tl_rkey {
+	uint64_t remote_base;   /**< start of the range the key grants, in the peer's space */
+	uint64_t remote_len;    /**< length of that range */
+	void *local_ptr;        /**< non-NULL when mapped here (UNIO_TL_CAP_RKEY_PTR) */
+	void *priv;
+};
+
+/** Hot operations of an iface, resolved once at open.  See the inline wrappers. */
+struct unio_tl_ops {
+	unio_status_t (*ep_am_short)(struct unio_tl_ep *ep, uint8_t id, uint64_t hdr,
+				     const void *payload, size_t len);
+	ssize_t (*ep_am_bcopy)(struct unio_tl_ep *ep, uint8_t id, unio_tl_pack_cb_t pack,
+			       void *arg, unsigned int flags);
+	unio_status_t (*ep_am_zcopy)(struct unio_tl_ep *ep, uint8_t id, const void *hdr,
+				     size_t hdr_len, const struct iovec *iov, size_t iovcnt,
+				     unsigned int flags, struct unio_tl_completion *comp);
+	unio_status_t (*ep_put_zcopy)(struct unio_tl_ep *ep, const struct iovec *iov,
+				      size_t iovcnt, uint64_t remote_addr,
+				      const struct unio_tl_rkey *rkey,
+				      struct unio_tl_completion *comp);
+	unio_status_t (*ep_get_zcopy)(struct unio_tl_ep *ep, const struct iovec *iov,
+				      size_t iovcnt, uint64_t remote_addr,
+				      const struct unio_tl_rkey *rkey,
+				      struct unio_tl_completion *comp);
+	unio_status_t (*ep_flush)(struct unio_tl_ep *ep, struct unio_tl_completion *comp);
+	unsigned int (*iface_progress)(struct unio_tl_iface *iface);
+} __rte_cache_aligned;
+
+/** Control operations of an iface; NULL = unsupported. */
+struct unio_tl_iface_ctl_ops {
+	void (*iface_close)(struct unio_tl_iface *iface);
+	unio_status_t (*iface_query)(struct unio_tl_iface *iface, struct unio_tl_iface_attr *attr);
+	unio_status_t (*iface_get_address)(struct unio_tl_iface *iface, void *addr);
+	/** Can this iface reach the peer iface at @p addr? (same host, same namespace...) */
+	bool (*iface_is_reachable)(struct unio_tl_iface *iface, const void *addr, size_t len);
+	unio_status_t (*iface_event_fd)(struct unio_tl_iface *iface, int *fd);
+	unio_status_t (*iface_event_arm)(struct unio_tl_iface *iface);
+	void (*iface_release_desc)(struct unio_tl_iface *iface, void *desc);
+	unio_status_t (*ep_create)(struct unio_tl_iface *iface,
+				   const struct unio_tl_ep_params *params,
+				   struct unio_tl_ep **ep_p);
+	void (*ep_destroy)(struct unio_tl_ep *ep);
+	/* memory domain */
+	unio_status_t (*mem_reg)(struct unio_tl_iface *iface, void *addr, size_t len,
+				 struct unio_tl_memh *memh);
+	void (*mem_dereg)(struct unio_tl_iface *iface, struct unio_tl_memh *memh);
+	unio_status_t (*mem_alloc)(struct unio_tl_iface *iface, size_t len,
+				   struct unio_tl_memh *memh);
+	void (*mem_free)(struct unio_tl_iface *iface, struct unio_tl_memh *memh);
+	unio_status_t (*rkey_pack)(struct unio_tl_iface *iface, const struct unio_tl_memh *memh,
+				   void *buf);
+	unio_status_t (*rkey_unpack)(struct unio_tl_ep *ep, const void *buf, size_t len,
+				     struct unio_tl_rkey *rkey);
+	void (*rkey_release)(struct unio_tl_ep *ep, struct unio_tl_rkey *rkey);
+};
+
+/** An AM handler slot. */
+struct unio_tl_am_handler {
+	unio_tl_am_cb_t cb;
+	void *arg;
+};
+
+/** The generic part of an iface; drivers embed it first in their own iface struct. */
+struct unio_tl_iface {
+	struct unio_tl_ops ops;                         /**< hot ops, flat */
+	struct unio_tl_am_handler am[UNIO_TL_AM_ID_MAX]; /**< rx handlers by AM id */
+	const struct unio_tl_iface_ctl_ops *ctl;
+	const struct unio_tl_driver *driver;
+	struct unio_tl_iface_attr attr;                  /**< filled by the generic layer */
+	char dev_name[UNIO_TL_DEV_NAME_MAX];
+	unio_tl_ep_err_cb_t err_cb;
+	void *err_arg;
+};
+
+/** The generic part of an ep; drivers embed it first in their own ep struct. */
+struct unio_tl_ep {
+	struct unio_tl_iface *iface;
+	void *user;        /**< the protocol layer's (see unio_tl_ep_params.user) */
+};
+
+/** A transport driver. */
+struct unio_tl_driver {
+	const char *name;                  /**< "self", "shm", "tcp", ... */
+	const char *description;
+	/**
+	 * List the devices usable under @p config (UNIO_TLS is applied by the generic layer;
+	 * network drivers apply UNIO_NET_DEVICES).  With no device, set @p reason.
+	 */
+	unio_status_t (*query_devices)(const struct unio_config *config,
+				       struct unio_tl_device_info *devs, unsigned int *n_devs,
+				       char *reason, size_t reason_len);
+	/** Open an iface on one device. */
+	unio_status_t (*iface_open)(const struct unio_tl_iface_params *params,
+				    struct unio_tl_iface **iface_p);
+};
+
+/** Register a driver (called from the driver's constructor). */
+void unio_tl_driver_register(const struct unio_tl_driver *drv);
+
+/** Register @p drv from a constructor at the driver priority tier. */
+#define UNIO_TL_DRIVER_REGISTER(drv) \
+	RTE_INIT_PRIO(unio_tl_register_##drv, CLASS) \
+	{ \
+		unio_tl_driver_register(&(drv)); \
+	}
+
+/** Number of registered drivers. */
+unsigned int unio_tl_driver_count(void);
+
+/** Driver @p i (0-based), or NULL. */
+const struct unio_tl_driver *unio_tl_driver_get(unsigned int i);
+
+/** Driver by name, or NULL. */
+const struct unio_tl_driver *unio_tl_driver_find(const char *name);
+
+/** True when UNIO_TLS in @p config allows driver @p name. */
+bool unio_tl_driver_allowed(const struct unio_config *config, const char *name);
+
+/**
+ * Open an iface through the generic layer: checks UNIO_TLS, opens, queries the attributes
+ * into iface->attr, and fills missing ops with stubs that return UNIO_ERR_UNSUPPORTED.
+ */
+unio_status_t unio_tl_iface_open(const struct unio_tl_driver *drv,
+				 const struct unio_tl_iface_params *params,
+				 struct unio_tl_iface **iface_p);
+
+/** Close an iface (NULL accepted). */
+void unio_tl_iface_close(struct unio_tl_iface *iface);
+
+/** Set the rx handler of AM id @p id (UNIO_ERR_INVALID_PARAM when out of range). */
+unio_status_t unio_tl_iface_set_am_handler(struct unio_tl_iface *iface, uint8_t id,
+					   unio_tl_am_cb_t cb, void *arg);
+
+/** Create an ep to the peer iface at @p params->iface_addr (validates the arguments). */
+unio_status_t unio_tl_ep_create(struct unio_tl_iface *iface,
+				const struct unio_tl_ep_params *params, struct unio_tl_ep **ep_p);
+
+/** Destroy an ep (NULL accepted). */
+void unio_tl_ep_destroy(struct unio_tl_ep *ep);
+
+/** Log type of the transport layer, for drivers' own log types see their sources. */
+extern int unio_logtype_tl;
+
+/* ---- fast-path wrappers: no validation, the callers did it ---- */
+
+/** Send a short AM: 8-byte header + up to attr.max_short payload bytes, copied now. */
+static inline unio_status_t
+unio_tl_ep_am_short(struct unio_tl_ep *ep, uint8_t id, uint64_t hdr, const void *payload,
+		    size_t len)
+{
+	return ep->iface->ops.ep_am_short(ep, id, hdr, payload, len);
+}
+
+/** Send a bcopy AM: @p pack writes up to attr.max_bcopy bytes. Returns bytes or <0 status. */
+static inline ssize_t
+unio_tl_ep_am_bcopy(struct unio_tl_ep *ep, uint8_t id, unio_tl_pack_cb_t pack, void *arg,
+		    unsigned int flags)
+{
+	return ep->iface->ops.ep_am_bcopy(ep, id, pack, arg, flags);
+}
+
+/**
+ * Send a zcopy AM: header copied now, payload read from @p iov until completion.  Returns
+ * UNIO_OK (done already), UNIO_INPROGRESS (comp will be called), or an error.
+ */
+static inline unio_status_t
+unio_tl_ep_am_zcopy(struct unio_tl_ep *ep, uint8_t id, const void *hdr, size_t hdr_len,
+		    const struct iovec *iov, size_t iovcnt, unsigned int flags,
+		    struct unio_tl_completion *comp)
+{
+	return ep->iface->ops.ep_am_zcopy(ep, id, hdr, hdr_len, iov, iovcnt, flags, comp);
+}
+
+/** Write local @p iov to the peer's @p remote_addr inside @p rkey's range. */
+static inline unio_status_t
+unio_tl_ep_put_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size_t iovcnt,
+		     uint64_t remote_addr, const struct unio_tl_rkey *rkey,
+		     struct unio_tl_completion *comp)
+{
+	return ep->iface->ops.ep_put_zcopy(ep, iov, iovcnt, remote_addr, rkey, comp);
+}
+
+/** Read the peer's @p remote_addr (inside @p rkey's range) into local @p iov. */
+static inline unio_status_t
+unio_tl_ep_get_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size_t iovcnt,
+		     uint64_t remote_addr, const struct unio_tl_rkey *rkey,
+		     struct unio_tl_completion *comp)
+{
+	return ep->iface->ops.ep_get_zcopy(ep, iov, iovcnt, remote_addr, rkey, comp);
+}
+
+/** Complete (UNIO_OK) or start completing (UNIO_INPROGRESS) every operation on @p ep. */
+static inline unio_status_t
+unio_tl_ep_flush(struct unio_tl_ep *ep, struct unio_tl_completion *comp)
+{
+	return ep->iface->ops.ep_flush(ep, comp);
+}
+
+/** Poll the iface: deliver arrived messages and completions; returns events handled. */
+static inline unsigned int
+unio_tl_iface_progress(struct unio_tl_iface *iface)
+{
+	return iface->ops.iface_progress(iface);
+}
+
+/** Deliver one message to its handler (for drivers' rx paths). */
+static inline unio_status_t
+unio_tl_iface_invoke_am(struct unio_tl_iface *iface, uint8_t id, const void *data,
+			size_t length, unsigned int flags)
+{
+	return iface->am[id].cb(iface->am[id].arg, data, length, flags);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UNIO_TL_H */
