@@ -219,6 +219,8 @@ unio_tl_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *p
 		return st;
 	ep->iface = iface;
 	ep->user = params->user;
+	if (ep->cap == 0)
+		ep->cap = iface->attr.cap;
 	*ep_p = ep;
 	return UNIO_OK;
 }

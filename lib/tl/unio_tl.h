@@ -241,6 +241,12 @@ struct unio_tl_iface {
 struct unio_tl_ep {
 	struct unio_tl_iface *iface;
 	void *user;        /**< the protocol layer's (see unio_tl_ep_params.user) */
+	/**
+	 * Capabilities toward this peer: the iface's, less what this peer refuses (e.g. no
+	 * GET_ZCOPY when the kernel refuses CMA to a process of another user).  The driver's
+	 * ep_create may set it; left at 0, the generic layer sets it to iface->attr.cap.
+	 */
+	uint64_t cap;
 };
 
 /** A transport driver. */
