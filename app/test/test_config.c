@@ -138,7 +138,8 @@ UNIO_TEST(config_time, fast)
 {
 	static const struct { const char *in; uint64_t ns; } good[] = {
 		{ "10s", 10000000000ull }, { "500us", 500000 }, { "3ms", 3000000 },
-		{ "7ns", 7 }, { "2m", 120000000000ull }, { "1.5s", 1500000000 }, { "4", 4000000000ull },
+		{ "7ns", 7 }, { "2m", 120000000000ull }, { "1.5s", 1500000000 },
+		{ "4", 4000000000ull },
 		{ "inf", UNIO_TIME_INF },
 	};
 	static const char *const bad[] = { "", "s", "10x", "-1s", "1h", "10 s", "abc" };
@@ -198,7 +199,8 @@ UNIO_TEST(config_info_tool, fast)
 		TEST_ASSERT(strstr(out, line) != NULL, "%s missing", vars[i]);
 	}
 	TEST_ASSERT(strstr(out, "# type: size;") != NULL, "doc lines");
-	r = test_capture(out, sizeof(out), "UNIO_RNDV_SCHEME=get UNIO_TLS=^tcp %s/app/info/unio-info -c",
+	r = test_capture(out, sizeof(out),
+			 "UNIO_RNDV_SCHEME=get UNIO_TLS=^tcp %s/app/info/unio-info -c",
 			 test_build_dir());
 	TEST_ASSERT_EQ(r, 0);
 	TEST_ASSERT(strstr(out, "\nUNIO_RNDV_SCHEME=get  [default: auto]") != NULL, "env value");
@@ -221,7 +223,8 @@ UNIO_TEST(config_reference_doc, fast)
 	if (src == NULL)
 		TEST_SKIP_BECAUSE("UNIO_TEST_SOURCE_DIR not set (run through meson test)");
 	r = test_capture(out, sizeof(out),
-			 "%s/app/info/unio-info --config-reference | diff -u %s/doc/guides/config.md -",
+			 "%s/app/info/unio-info --config-reference | "
+			 "diff -u %s/doc/guides/config.md -",
 			 test_build_dir(), src);
 	TEST_ASSERT(r == 0, "doc/guides/config.md is stale; regenerate with "
 		    "unio-info --config-reference > doc/guides/config.md\n%s", out);

@@ -34,7 +34,8 @@ struct cfg_row {
 	enum cfg_type type;
 	const char *dflt;
 	size_t offset;
-	const char *const *words;  /**< CFG_ENUM: NULL-terminated; CFG_SIZE: non-NULL allows "auto" */
+	/** CFG_ENUM: the words, NULL-terminated; CFG_SIZE: non-NULL allows "auto" */
+	const char *const *words;
 	int64_t min, max;          /**< CFG_INT range */
 	const char *doc;
 };
@@ -284,7 +285,8 @@ type_forms(const struct cfg_row *row, char *buf, size_t len)
 		return "a comma-separated list of names (globs allowed), 'all', or '^' followed by "
 		       "names to deny";
 	case CFG_TIME:
-		return "a time: a number with a unit ns, us, ms, s or m (e.g. 500us, 10s), or 'inf'";
+		return "a time: a number with a unit ns, us, ms, s or m (e.g. 500us, 10s), "
+		       "or 'inf'";
 	case CFG_ENUM:
 		n = (size_t)snprintf(buf, len, "one of:");
 		for (int i = 0; row->words[i] != NULL && n < len; i++)

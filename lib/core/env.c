@@ -237,10 +237,11 @@ env_init(int n_user, char **user)
 	pthread_mutex_lock(&env_lock);
 	if (!env_done) {
 		if (eal_is_initialised()) {
-			CORE_LOG(INFO, "EAL already initialised by the application: using it as is");
+			CORE_LOG(INFO, "EAL already initialised by the application: "
+				 "using it as is");
 			if (n_user > 0)
-				CORE_LOG(WARNING, "EAL already initialised: %d EAL argument(s) ignored",
-					 n_user);
+				CORE_LOG(WARNING, "EAL already initialised: "
+					 "%d EAL argument(s) ignored", n_user);
 		} else {
 			st = eal_init_locked(n_user, user);
 		}

@@ -19,21 +19,26 @@ extern "C" {
 typedef enum unio_status {
 	UNIO_OK = 0,                        /**< Success. */
 	UNIO_INPROGRESS = 1,                /**< Operation started; completes later. */
-	UNIO_ERR_INVALID_PARAM = -1,        /**< An argument is NULL, out of range or inconsistent. */
+	/** An argument is NULL, out of range or inconsistent. */
+	UNIO_ERR_INVALID_PARAM = -1,
 	UNIO_ERR_NO_MEMORY = -2,            /**< Memory allocation failed. */
-	UNIO_ERR_NO_RESOURCE = -3,          /**< Temporarily out of a resource (FIFO full, pool empty): retry later. */
-	UNIO_ERR_UNSUPPORTED = -4,          /**< The driver or build does not support the operation. */
+	/** Temporarily out of a resource (FIFO full, pool empty): retry later. */
+	UNIO_ERR_NO_RESOURCE = -3,
+	/** The driver or build does not support the operation. */
+	UNIO_ERR_UNSUPPORTED = -4,
 	UNIO_ERR_UNREACHABLE = -5,          /**< No transport can reach the peer. */
 	UNIO_ERR_TIMED_OUT = -6,            /**< The operation or peer did not answer in time. */
 	UNIO_ERR_CANCELED = -7,             /**< The request was canceled. */
 	UNIO_ERR_MESSAGE_TRUNCATED = -8,    /**< The receive buffer is smaller than the message. */
 	UNIO_ERR_CONNECTION_RESET = -9,     /**< The peer closed or died. */
 	UNIO_ERR_IO = -10,                  /**< A system call failed. */
-	UNIO_ERR_BUSY = -11,                /**< The object is in use or an event is already pending. */
+	/** The object is in use or an event is already pending. */
+	UNIO_ERR_BUSY = -11,
 	UNIO_ERR_NO_DEVICE = -12,           /**< No device is present for the driver. */
 	UNIO_ERR_VERSION_MISMATCH = -13,    /**< The peer speaks another wire-protocol version. */
 	UNIO_ERR_REJECTED = -14,            /**< The peer rejected the connection or message. */
-	UNIO_ERR_PERMISSION = -15,          /**< The operation is not permitted (e.g. CMA to another user). */
+	/** The operation is not permitted (e.g. CMA to another user). */
+	UNIO_ERR_PERMISSION = -15,
 	UNIO_ERR_NOT_FOUND = -16,           /**< No such element (handler, variable, device). */
 	UNIO_ERR_OUT_OF_RANGE = -17,        /**< Address or length outside the registered range. */
 	UNIO_ERR_INVALID_ADDR = -18,        /**< A malformed or foreign address or remote key. */

@@ -1,0 +1,100 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The README's test command (and what .ci/run calls): installs what is missing, reserves
+# hugepages when it can, builds with warnings as errors and runs every test suite, builds
+# again with ASan+UBSan and runs the fast and multi-process suites, builds a minimal
+# configuration, and ends with the line "N passed, N failed, N skipped".
+#
+#   usertools/unio-test.sh [--quick]     (--quick: skip the sanitizer and minimal builds)
+set -u
+cd "$(dirname "$0")/.." || exit 1
+top=$PWD
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+
+usertools/unio-deps.sh || { echo "unio-test: installing packages failed"; echo "0 passed, 1 failed"; exit 1; }
+usertools/unio-hugepages.sh 256
+
+pass=0 fail=0 skip=0
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
+
+# count the results of one meson test run from its JSON log
+count() {
+	python3 - "$1/meson-logs/testlog.json" >"$results" <<'PY'
+import json, sys
+p = f = s = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)["result"]
+    if r in ("OK", "EXPECTEDFAIL"):
+        p += 1
+    elif r == "SKIP":
+        s += 1
+    else:
+        f += 1
+print(p, f, s)
+PY
+	read -r p f s <"$results"
+	pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
+	echo "unio-test: $2: $p passed, $f failed, $s skipped"
+}
+
+# run one build step quietly; on failure show its output and count it
+step() {
+	local name=$1 log
+	shift
+	log=$(mktemp)
+	echo "unio-test: == $name: $*"
+	if ! "$@" >"$log" 2>&1; then
+		tail -n 60 "$log"
+		echo "unio-test: $name failed"
+		rm -f "$log"
+		fail=$((fail + 1))
+		return 1
+	fi
+	rm -f "$log"
+}
+
+export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=1
+export LSAN_OPTIONS=suppressions=$top/devtools/lsan.supp:print_suppressions=0
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+
+# 1. release build, warnings are errors, every suite
+rm -rf build-ci
+if step setup meson setup build-ci -Dwerror=true -Dbuildtype=release &&
+   step build ninja -C build-ci; then
+	meson test -C build-ci --num-processes 2 --print-errorlogs >build-ci/test.out 2>&1
+	grep -E "^ *[0-9]+/[0-9]+ " build-ci/test.out | grep -vE " OK | SKIP " || true
+	count build-ci "release build"
+fi
+
+if [ $quick -eq 0 ]; then
+	# 2. sanitizers: fast and multi-process suites
+	rm -rf build-ci-asan
+	if step asan-setup meson setup build-ci-asan -Dwerror=true -Db_sanitize=address,undefined \
+			-Db_lundef=false -Dbuildtype=debugoptimized &&
+	   step asan-build ninja -C build-ci-asan; then
+		meson test -C build-ci-asan --num-processes 2 --suite fast --suite mp \
+			--print-errorlogs >build-ci-asan/test.out 2>&1
+		grep -E "^ *[0-9]+/[0-9]+ " build-ci-asan/test.out | grep -vE " OK | SKIP " || true
+		count build-ci-asan "ASan+UBSan build"
+	fi
+	# 3. minimal build: only the mandatory drivers, no tests or examples
+	rm -rf build-ci-min
+	if step min-setup meson setup build-ci-min -Dwerror=true -Denable_drivers=tl/self,tl/shm \
+			-Dtests=false -Dexamples=false &&
+	   step min-build ninja -C build-ci-min &&
+	   step min-summary grep -q "tl/tcp *: not in enable_drivers" build-ci-min/meson-logs/meson-log.txt; then
+		pass=$((pass + 1))
+	fi
+fi
+
+# leftovers are failures too
+left=$(ls -d /var/run/dpdk/unio-* /dev/shm/unio* 2>/dev/null | head -5)
+if [ -n "$left" ]; then
+	echo "unio-test: left behind by the tests:"; echo "$left"
+	fail=$((fail + 1))
+fi
+
+echo "$pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ]
