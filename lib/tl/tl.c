@@ -231,3 +231,119 @@ unio_tl_ep_destroy(struct unio_tl_ep *ep)
 	if (ep != NULL)
 		ep->iface->ctl->ep_destroy(ep);
 }
+
+unio_status_t
+unio_tl_query_devices(const struct unio_tl_driver *drv, const struct unio_config *config,
+		      struct unio_tl_device_info *devs, unsigned int *n_devs, char *reason,
+		      size_t reason_len)
+{
+	if (drv == NULL || config == NULL || devs == NULL || n_devs == NULL ||
+	    (reason == NULL && reason_len != 0))
+		return UNIO_ERR_INVALID_PARAM;
+	*n_devs = 0;
+	if (reason_len != 0)
+		reason[0] = '\0';
+	if (!unio_tl_driver_allowed(config, drv->name)) {
+		if (reason_len != 0)
+			snprintf(reason, reason_len, "not allowed by UNIO_TLS");
+		return UNIO_OK;
+	}
+	return drv->query_devices(config, devs, n_devs, reason, reason_len);
+}
+
+unio_status_t
+unio_tl_iface_get_address(struct unio_tl_iface *iface, void *addr)
+{
+	if (iface == NULL || addr == NULL)
+		return UNIO_ERR_INVALID_PARAM;
+	if (iface->ctl->iface_get_address == NULL)
+		return UNIO_ERR_UNSUPPORTED;
+	return iface->ctl->iface_get_address(iface, addr);
+}
+
+unio_status_t
+unio_tl_mem_reg(struct unio_tl_iface *iface, void *addr, size_t len, struct unio_tl_memh *memh)
+{
+	if (iface == NULL || memh == NULL || (addr == NULL && len != 0))
+		return UNIO_ERR_INVALID_PARAM;
+	if (iface->ctl->mem_reg == NULL)
+		return UNIO_ERR_UNSUPPORTED;
+	return iface->ctl->mem_reg(iface, addr, len, memh);
+}
+
+void
+unio_tl_mem_dereg(struct unio_tl_iface *iface, struct unio_tl_memh *memh)
+{
+	if (iface != NULL && memh != NULL && iface->ctl->mem_dereg != NULL)
+		iface->ctl->mem_dereg(iface, memh);
+}
+
+unio_status_t
+unio_tl_mem_alloc(struct unio_tl_iface *iface, size_t len, struct unio_tl_memh *memh)
+{
+	if (iface == NULL || memh == NULL || len == 0)
+		return UNIO_ERR_INVALID_PARAM;
+	if (iface->ctl->mem_alloc == NULL)
+		return UNIO_ERR_UNSUPPORTED;
+	return iface->ctl->mem_alloc(iface, len, memh);
+}
+
+void
+unio_tl_mem_free(struct unio_tl_iface *iface, struct unio_tl_memh *memh)
+{
+	if (iface != NULL && memh != NULL && iface->ctl->mem_free != NULL)
+		iface->ctl->mem_free(iface, memh);
+}
+
+unio_status_t
+unio_tl_rkey_pack(struct unio_tl_iface *iface, const struct unio_tl_memh *memh, void *buf)
+{
+	if (iface == NULL || memh == NULL || buf == NULL)
+		return UNIO_ERR_INVALID_PARAM;
+	if (iface->ctl->rkey_pack == NULL)
+		return UNIO_ERR_UNSUPPORTED;
+	return iface->ctl->rkey_pack(iface, memh, buf);
+}
+
+unio_status_t
+unio_tl_rkey_unpack(struct unio_tl_ep *ep, const void *buf, size_t len,
+		    struct unio_tl_rkey *rkey)
+{
+	if (ep == NULL || buf == NULL || rkey == NULL)
+		return UNIO_ERR_INVALID_PARAM;
+	if (ep->iface->ctl->rkey_unpack == NULL)
+		return UNIO_ERR_UNSUPPORTED;
+	if (len != ep->iface->attr.rkey_packed_len)
+		return UNIO_ERR_INVALID_ADDR;
+	return ep->iface->ctl->rkey_unpack(ep, buf, len, rkey);
+}
+
+void
+unio_tl_rkey_release(struct unio_tl_ep *ep, struct unio_tl_rkey *rkey)
+{
+	if (ep != NULL && rkey != NULL && ep->iface->ctl->rkey_release != NULL)
+		ep->iface->ctl->rkey_release(ep, rkey);
+}
+
+void
+unio_tl_cap_string(uint64_t cap, char *buf, size_t len)
+{
+	static const char *const names[] = {
+		"am_short", "am_bcopy", "am_zcopy", "put_zcopy", "get_zcopy", "rkey_ptr",
+		"connect_iface", "event_fd", "peer_failure", "ordered",
+	};
+	size_t off = 0;
+
+	if (len == 0)
+		return;
+	buf[0] = '\0';
+	for (unsigned int i = 0; i < RTE_DIM(names); i++) {
+		if ((cap & (1ull << i)) == 0)
+			continue;
+		int n = snprintf(buf + off, len - off, "%s%s", off != 0 ? " " : "", names[i]);
+
+		if (n < 0 || (size_t)n >= len - off)
+			return;
+		off += (size_t)n;
+	}
+}

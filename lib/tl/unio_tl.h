@@ -309,6 +309,49 @@ unio_status_t unio_tl_ep_create(struct unio_tl_iface *iface,
 /** Destroy an ep (NULL accepted). */
 void unio_tl_ep_destroy(struct unio_tl_ep *ep);
 
+/**
+ * List the devices of @p drv usable under @p config.  A driver that UNIO_TLS denies gets no
+ * device and the reason says so.  @p devs holds UNIO_TL_MAX_DEVICES entries.
+ */
+unio_status_t unio_tl_query_devices(const struct unio_tl_driver *drv,
+				    const struct unio_config *config,
+				    struct unio_tl_device_info *devs, unsigned int *n_devs,
+				    char *reason, size_t reason_len);
+
+/** Write the iface's address (attr.iface_addr_len bytes) into @p addr. */
+unio_status_t unio_tl_iface_get_address(struct unio_tl_iface *iface, void *addr);
+
+/** Register @p len bytes at @p addr for zero-copy and remote access. */
+unio_status_t unio_tl_mem_reg(struct unio_tl_iface *iface, void *addr, size_t len,
+			      struct unio_tl_memh *memh);
+
+/** Deregister memory registered with unio_tl_mem_reg(). */
+void unio_tl_mem_dereg(struct unio_tl_iface *iface, struct unio_tl_memh *memh);
+
+/**
+ * Allocate and register @p len bytes that peers may map directly (UNIO_TL_CAP_RKEY_PTR);
+ * memh->addr is the memory.  Free with unio_tl_mem_free().
+ */
+unio_status_t unio_tl_mem_alloc(struct unio_tl_iface *iface, size_t len,
+				struct unio_tl_memh *memh);
+
+/** Free memory from unio_tl_mem_alloc(). */
+void unio_tl_mem_free(struct unio_tl_iface *iface, struct unio_tl_memh *memh);
+
+/** Pack a remote key for @p memh into @p buf (attr.rkey_packed_len bytes). */
+unio_status_t unio_tl_rkey_pack(struct unio_tl_iface *iface, const struct unio_tl_memh *memh,
+				void *buf);
+
+/** Unpack a remote key a peer packed; validates it (UNIO_ERR_INVALID_ADDR when foreign). */
+unio_status_t unio_tl_rkey_unpack(struct unio_tl_ep *ep, const void *buf, size_t len,
+				  struct unio_tl_rkey *rkey);
+
+/** Release an unpacked remote key (unmaps what rkey_unpack mapped). */
+void unio_tl_rkey_release(struct unio_tl_ep *ep, struct unio_tl_rkey *rkey);
+
+/** Names of the capability flags in @p cap, space-separated, into @p buf. */
+void unio_tl_cap_string(uint64_t cap, char *buf, size_t len);
+
 /** Log type of the transport layer, for drivers' own log types see their sources. */
 extern int unio_logtype_tl;
 

@@ -1,0 +1,476 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The transport conformance suite, single-process part: every built driver with a device,
+ * every check gated on the capabilities the driver advertises.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tl_common.h"
+
+#define ORDER_COUNT 2000u
+
+/* sizes 0, 1, limit-1, limit and a few in between, capped at @p limit */
+static size_t
+size_class(unsigned int i, size_t limit, int *more)
+{
+	const size_t fixed[] = { 0, 1, 7, 8, 55, 56, 57, 63, 64, 120, 1000 };
+	size_t s;
+
+	*more = 1;
+	if (i < RTE_DIM(fixed)) {
+		s = fixed[i];
+		return s < limit ? s : limit;
+	}
+	if (i == RTE_DIM(fixed))
+		return limit > 0 ? limit - 1 : 0;
+	*more = 0;
+	return limit;
+}
+
+static int
+case_am_short(const struct unio_tl_driver *drv, const char *dev)
+{
+	struct tl_pair p;
+	struct tl_rx rx = { 0 };
+	uint8_t *buf;
+	int more = 1, r = TEST_OK;
+	uint64_t sent = 0;
+
+	if (tl_pair_open(&p, drv, dev) != TEST_OK)
+		return TEST_FAIL;
+	if (!(p.ep->cap & UNIO_TL_CAP_AM_SHORT))
+		goto out;
+	buf = malloc(p.rx->attr.max_short + 8);
+	unio_tl_iface_set_am_handler(p.rx, TL_AM_ID, tl_check_cb, &rx);
+	for (unsigned int i = 0; more && r == TEST_OK; i++) {
+		size_t len = size_class(i, p.rx->attr.max_short, &more);
+		uint64_t seq;
+
+		tl_make_msg(buf, len + 8, sent);
+		memcpy(&seq, buf, 8);
+		if (unio_tl_ep_am_short(p.ep, TL_AM_ID, seq, buf + 8, len) != UNIO_OK) {
+			TEST_LOG("am_short of %zu bytes failed", len);
+			r = TEST_FAIL;
+			break;
+		}
+		sent++;
+		r = tl_pair_wait(&p, &rx, sent);
+		if (r == TEST_OK && (rx.last_len != len + 8 || rx.bad != 0)) {
+			TEST_LOG("am_short %zu bytes: got length %zu, %" PRIu64 " bad", len,
+				 rx.last_len, rx.bad);
+			r = TEST_FAIL;
+		}
+	}
+	free(buf);
+out:
+	tl_pair_close(&p);
+	return r;
+}
+
+UNIO_TEST(tl_am_short, fast)
+{
+	return tl_for_each_driver(case_am_short);
+}
+
+struct pack_arg {
+	size_t len;
+	uint64_t seq;
+};
+
+static size_t
+pack_msg(void *dest, void *arg)
+{
+	struct pack_arg *a = arg;
+
+	tl_make_msg(dest, a->len, a->seq);
+	return a->len;
+}
+
+static int
+case_am_bcopy(const struct unio_tl_driver *drv, const char *dev)
+{
+	struct tl_pair p;
+	struct tl_rx rx = { 0 };
+	int more = 1, r = TEST_OK;
+	uint64_t sent = 0;
+
+	if (tl_pair_open(&p, drv, dev) != TEST_OK)
+		return TEST_FAIL;
+	if (!(p.ep->cap & UNIO_TL_CAP_AM_BCOPY))
+		goto out;
+	unio_tl_iface_set_am_handler(p.rx, TL_AM_ID, tl_check_cb, &rx);
+	for (unsigned int i = 0; more && r == TEST_OK; i++) {
+		struct pack_arg a = { size_class(i, p.rx->attr.max_bcopy, &more), sent };
+		ssize_t n;
+
+		if (a.len < 8)
+			a.len = 8;
+		n = unio_tl_ep_am_bcopy(p.ep, TL_AM_ID, pack_msg, &a, 0);
+		if (n != (ssize_t)a.len) {
+			TEST_LOG("am_bcopy of %zu bytes returned %zd", a.len, n);
+			r = TEST_FAIL;
+			break;
+		}
+		sent++;
+		r = tl_pair_wait(&p, &rx, sent);
+		if (r == TEST_OK && (rx.last_len != a.len || rx.bad != 0)) {
+			TEST_LOG("am_bcopy %zu bytes: got %zu, %" PRIu64 " bad", a.len,
+				 rx.last_len, rx.bad);
+			r = TEST_FAIL;
+		}
+	}
+out:
+	tl_pair_close(&p);
+	return r;
+}
+
+UNIO_TEST(tl_am_bcopy, fast)
+{
+	return tl_for_each_driver(case_am_bcopy);
+}
+
+static void
+comp_done(struct unio_tl_completion *c)
+{
+	RTE_SET_USED(c);
+}
+
+/* header of 24 bytes (the checked message's first part), payload in two iov entries */
+static int
+send_zcopy(struct tl_pair *p, struct unio_tl_memh *mh, size_t len, uint64_t seq)
+{
+	struct unio_tl_completion comp = { comp_done, 1, UNIO_OK };
+	uint8_t *buf = mh->addr;
+	struct iovec iov[2] = {
+		{ buf + 24, len / 2 }, { buf + 24 + len / 2, len - len / 2 },
+	};
+	unio_status_t st;
+
+	tl_make_msg(buf, len + 24, seq);
+	st = unio_tl_ep_am_zcopy(p->ep, TL_AM_ID, buf, 24, iov, 2, 0, &comp);
+	if (st == UNIO_INPROGRESS) {
+		for (int i = 0; comp.count != 0 && i < 100000000; i++) {
+			unio_tl_iface_progress(p->tx);
+			unio_tl_iface_progress(p->rx);
+		}
+		st = comp.count == 0 ? comp.status : UNIO_ERR_TIMED_OUT;
+	}
+	TEST_ASSERT_STATUS(st, UNIO_OK);
+	return TEST_OK;
+}
+
+static int
+case_am_zcopy(const struct unio_tl_driver *drv, const char *dev)
+{
+	struct unio_tl_memh mh;
+	struct tl_pair p;
+	struct tl_rx rx = { 0 };
+	int more = 1, r = TEST_OK;
+	uint64_t sent = 0;
+	void *buf;
+
+	if (tl_pair_open(&p, drv, dev) != TEST_OK)
+		return TEST_FAIL;
+	if (!(p.ep->cap & UNIO_TL_CAP_AM_ZCOPY) || p.rx->attr.max_zcopy_hdr < 24)
+		goto out;
+	buf = malloc(p.rx->attr.max_zcopy + 24);
+	if (unio_tl_mem_reg(p.tx, buf, p.rx->attr.max_zcopy + 24, &mh) != UNIO_OK)
+		r = TEST_FAIL;
+	unio_tl_iface_set_am_handler(p.rx, TL_AM_ID, tl_check_cb, &rx);
+	for (unsigned int i = 0; more && r == TEST_OK; i++) {
+		size_t len = size_class(i, p.rx->attr.max_zcopy, &more);
+
+		r = send_zcopy(&p, &mh, len, sent++);
+		if (r == TEST_OK)
+			r = tl_pair_wait(&p, &rx, sent);
+		if (r == TEST_OK && (rx.last_len != len + 24 || rx.bad != 0)) {
+			TEST_LOG("am_zcopy %zu bytes: got %zu, %" PRIu64 " bad", len,
+				 rx.last_len, rx.bad);
+			r = TEST_FAIL;
+		}
+	}
+	unio_tl_mem_dereg(p.tx, &mh);
+	free(buf);
+out:
+	tl_pair_close(&p);
+	return r;
+}
+
+UNIO_TEST(tl_am_zcopy, fast)
+{
+	return tl_for_each_driver(case_am_zcopy);
+}
+
+/* many messages of mixed sizes; ordered drivers deliver them in sequence */
+static int
+case_order_flush(const struct unio_tl_driver *drv, const char *dev)
+{
+	struct unio_tl_completion comp = { comp_done, 1, UNIO_OK };
+	struct tl_pair p;
+	struct tl_rx rx = { 0 };
+	uint8_t buf[64];
+	uint64_t sent = 0;
+	unio_status_t st;
+	int r = TEST_OK;
+
+	if (tl_pair_open(&p, drv, dev) != TEST_OK)
+		return TEST_FAIL;
+	if (!(p.ep->cap & UNIO_TL_CAP_AM_SHORT))
+		goto out;
+	rx.check_order = (p.ep->cap & UNIO_TL_CAP_ORDERED) != 0;
+	unio_tl_iface_set_am_handler(p.rx, TL_AM_ID, tl_check_cb, &rx);
+	while (sent < ORDER_COUNT) {
+		size_t len = RTE_MIN((size_t)(sent % 48), p.rx->attr.max_short);
+
+		tl_make_msg(buf, len + 8, sent);
+		st = unio_tl_ep_am_short(p.ep, TL_AM_ID, sent, buf + 8, len);
+		if (st == UNIO_ERR_NO_RESOURCE) {
+			unio_tl_iface_progress(p.rx);
+			continue;
+		}
+		TEST_ASSERT_STATUS(st, UNIO_OK);
+		sent++;
+	}
+	st = unio_tl_ep_flush(p.ep, &comp);
+	TEST_ASSERT(st == UNIO_OK || st == UNIO_INPROGRESS, "flush: %d", st);
+	r = tl_pair_wait(&p, &rx, ORDER_COUNT);
+	if (st == UNIO_INPROGRESS)
+		TEST_ASSERT(comp.count == 0 && comp.status == UNIO_OK, "flush never completed");
+	TEST_ASSERT_EQ(rx.bad, 0);
+	/* nothing outstanding now: a flush completes at once */
+	TEST_ASSERT_STATUS(unio_tl_ep_flush(p.ep, NULL), UNIO_OK);
+out:
+	tl_pair_close(&p);
+	return r;
+}
+
+UNIO_TEST(tl_order_flush, fast)
+{
+	return tl_for_each_driver(case_order_flush);
+}
+
+/* fill the FIFO without progressing the receiver, then drain it, then send again */
+static int
+case_fifo_full(const struct unio_tl_driver *drv, const char *dev)
+{
+	struct tl_pair p;
+	struct tl_rx rx = { .check_order = 1 };
+	uint8_t buf[64];
+	uint64_t sent = 0;
+	unio_status_t st;
+	int r = TEST_OK;
+
+	if (tl_pair_open(&p, drv, dev) != TEST_OK)
+		return TEST_FAIL;
+	if (!(p.ep->cap & UNIO_TL_CAP_AM_SHORT))
+		goto out;
+	unio_tl_iface_set_am_handler(p.rx, TL_AM_ID, tl_check_cb, &rx);
+	for (;;) {
+		tl_make_msg(buf, 48, sent);
+		st = unio_tl_ep_am_short(p.ep, TL_AM_ID, sent, buf + 8, 40);
+		if (st != UNIO_OK)
+			break;
+		TEST_ASSERT(++sent < 100000000, "the FIFO never filled up");
+	}
+	TEST_ASSERT_STATUS(st, UNIO_ERR_NO_RESOURCE);
+	TEST_ASSERT(sent > 0, "not one message fit");
+	TEST_LOG("%" PRIu64 " messages of 48 bytes fit", sent);
+	r = tl_pair_wait(&p, &rx, sent);
+	TEST_ASSERT_EQ(rx.bad, 0);
+	for (unsigned int i = 0; i < 3 && r == TEST_OK; i++) {
+		tl_make_msg(buf, 48, sent);
+		TEST_ASSERT_STATUS(unio_tl_ep_am_short(p.ep, TL_AM_ID, sent, buf + 8, 40),
+				   UNIO_OK);
+		r = tl_pair_wait(&p, &rx, ++sent);
+	}
+	TEST_ASSERT_EQ(rx.bad, 0);
+out:
+	tl_pair_close(&p);
+	return r;
+}
+
+UNIO_TEST(tl_fifo_full, fast)
+{
+	return tl_for_each_driver(case_fifo_full);
+}
+
+static void
+wait_comp(struct tl_pair *p, struct unio_tl_completion *c, unio_status_t *st)
+{
+	if (*st != UNIO_INPROGRESS)
+		return;
+	for (long i = 0; c->count != 0 && i < 100000000; i++)
+		unio_tl_iface_progress(p->tx);
+	*st = c->count == 0 ? c->status : UNIO_ERR_TIMED_OUT;
+}
+
+static int
+rma(struct tl_pair *p, int put, void *local, size_t len, uint64_t raddr,
+    const struct unio_tl_rkey *rkey)
+{
+	struct unio_tl_completion c = { comp_done, 1, UNIO_OK };
+	struct iovec iov = { local, len };
+	unio_status_t st;
+
+	st = put ? unio_tl_ep_put_zcopy(p->ep, &iov, 1, raddr, rkey, &c) :
+		   unio_tl_ep_get_zcopy(p->ep, &iov, 1, raddr, rkey, &c);
+	wait_comp(p, &c, &st);
+	return st;
+}
+
+#define RMA_LEN 65536
+
+/* put and get inside the key's range; out of range fails and touches nothing */
+static int
+rma_checks(struct tl_pair *p, struct unio_tl_memh *remote, uint8_t *local, int put, int get)
+{
+	uint8_t packed[UNIO_TL_RKEY_MAX];
+	struct unio_tl_rkey rkey;
+	uint8_t *rbuf = remote->addr;
+	uint64_t base = (uintptr_t)rbuf;
+	size_t rlen = RMA_LEN;
+
+	TEST_ASSERT_STATUS(unio_tl_rkey_pack(p->rx, remote, packed), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_tl_rkey_unpack(p->ep, packed, p->rx->attr.rkey_packed_len,
+					       &rkey), UNIO_OK);
+	test_fill(rbuf, rlen, 11);
+	if (put) {
+		test_fill(local, rlen, 22);
+		TEST_ASSERT_STATUS(rma(p, 1, local + 100, 5000, base + 300, &rkey), UNIO_OK);
+		TEST_ASSERT(memcmp(rbuf + 300, local + 100, 5000) == 0, "put data differs");
+		TEST_ASSERT_STATUS(rma(p, 1, local, rlen, base, &rkey), UNIO_OK);
+		TEST_ASSERT(memcmp(rbuf, local, rlen) == 0, "full put differs");
+		test_fill(local, rlen, 33);
+		uint64_t before = test_checksum(rbuf, rlen);
+
+		TEST_ASSERT(rma(p, 1, local, 2, base + rlen - 1, &rkey) < 0, "put past end");
+		TEST_ASSERT(rma(p, 1, local, 1, base - 1, &rkey) < 0, "put before start");
+		TEST_ASSERT(rma(p, 1, local, rlen + 1, base, &rkey) < 0, "put too long");
+		TEST_ASSERT(test_checksum(rbuf, rlen) == before, "failed put touched memory");
+	}
+	if (get) {
+		test_fill(rbuf, rlen, 44);
+		memset(local, 0, rlen);
+		TEST_ASSERT_STATUS(rma(p, 0, local, rlen, base, &rkey), UNIO_OK);
+		TEST_ASSERT(memcmp(rbuf, local, rlen) == 0, "get data differs");
+		TEST_ASSERT_STATUS(rma(p, 0, local, 1, base + rlen - 1, &rkey), UNIO_OK);
+		TEST_ASSERT_EQ(local[0], rbuf[rlen - 1]);
+		memset(local, 0x5a, rlen);
+		TEST_ASSERT(rma(p, 0, local, 2, base + rlen - 1, &rkey) < 0, "get past end");
+		TEST_ASSERT(rma(p, 0, local, 1, base - 1, &rkey) < 0, "get before start");
+		TEST_ASSERT_EQ(local[0], 0x5a);
+	}
+	unio_tl_rkey_release(p->ep, &rkey);
+	return TEST_OK;
+}
+
+static int
+case_put_get(const struct unio_tl_driver *drv, const char *dev)
+{
+	struct unio_tl_memh remote, lmh;
+	struct tl_pair p;
+	int put, get, r = TEST_OK;
+	uint8_t *local = NULL, *rmem = NULL;
+
+	if (tl_pair_open(&p, drv, dev) != TEST_OK)
+		return TEST_FAIL;
+	put = (p.ep->cap & UNIO_TL_CAP_PUT_ZCOPY) && p.rx->attr.max_put_zcopy >= RMA_LEN + 1;
+	get = (p.ep->cap & UNIO_TL_CAP_GET_ZCOPY) && p.rx->attr.max_get_zcopy >= RMA_LEN;
+	if (!put && !get)
+		goto out;
+	local = malloc(RMA_LEN + 1);
+	rmem = malloc(RMA_LEN);
+	if (unio_tl_mem_reg(p.tx, local, RMA_LEN + 1, &lmh) != UNIO_OK ||
+	    unio_tl_mem_reg(p.rx, rmem, RMA_LEN, &remote) != UNIO_OK) {
+		TEST_LOG("mem_reg failed");
+		r = TEST_FAIL;
+		goto out;
+	}
+	r = rma_checks(&p, &remote, local, put, get);
+	unio_tl_mem_dereg(p.rx, &remote);
+	unio_tl_mem_dereg(p.tx, &lmh);
+	/* memory from mem_alloc works the same (and may be mapped directly) */
+	if (r == TEST_OK && unio_tl_mem_alloc(p.rx, RMA_LEN, &remote) == UNIO_OK) {
+		r = rma_checks(&p, &remote, local, put, get);
+		unio_tl_mem_free(p.rx, &remote);
+	}
+out:
+	free(local);
+	free(rmem);
+	tl_pair_close(&p);
+	return r;
+}
+
+UNIO_TEST(tl_put_get, fast)
+{
+	return tl_for_each_driver(case_put_get);
+}
+
+/* direct mapping: the unpacked key of mem_alloc'ed memory has a usable local_ptr */
+static int
+case_rkey_ptr(const struct unio_tl_driver *drv, const char *dev)
+{
+	uint8_t packed[UNIO_TL_RKEY_MAX];
+	struct unio_tl_memh mh;
+	struct unio_tl_rkey rkey;
+	struct tl_pair p;
+	int r = TEST_OK;
+
+	if (tl_pair_open(&p, drv, dev) != TEST_OK)
+		return TEST_FAIL;
+	if (!(p.ep->cap & UNIO_TL_CAP_RKEY_PTR))
+		goto out;
+	TEST_ASSERT_STATUS(unio_tl_mem_alloc(p.rx, 1 << 20, &mh), UNIO_OK);
+	test_fill(mh.addr, 1 << 20, 5);
+	TEST_ASSERT_STATUS(unio_tl_rkey_pack(p.rx, &mh, packed), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_tl_rkey_unpack(p.ep, packed, p.rx->attr.rkey_packed_len,
+					       &rkey), UNIO_OK);
+	TEST_ASSERT(rkey.local_ptr != NULL, "rkey_ptr capability but no local_ptr");
+	TEST_ASSERT_EQ(rkey.remote_len, 1 << 20);
+	TEST_ASSERT(test_checksum(rkey.local_ptr, 1 << 20) == test_checksum(mh.addr, 1 << 20),
+		    "mapped memory differs");
+	((uint8_t *)rkey.local_ptr)[12345] ^= 0xff;
+	TEST_ASSERT_EQ(((uint8_t *)mh.addr)[12345], ((uint8_t *)rkey.local_ptr)[12345]);
+	unio_tl_rkey_release(p.ep, &rkey);
+	unio_tl_mem_free(p.rx, &mh);
+out:
+	tl_pair_close(&p);
+	return r;
+}
+
+UNIO_TEST(tl_rkey_ptr, fast)
+{
+	return tl_for_each_driver(case_rkey_ptr);
+}
+
+/* foreign addresses and keys are refused, not trusted */
+static int
+case_bad_input(const struct unio_tl_driver *drv, const char *dev)
+{
+	uint8_t junk[UNIO_TL_ADDR_MAX];
+	struct unio_tl_ep_params ep_params = { .iface_addr = junk };
+	struct unio_tl_rkey rkey;
+	struct unio_tl_ep *ep = NULL;
+	struct tl_pair p;
+
+	if (tl_pair_open(&p, drv, dev) != TEST_OK)
+		return TEST_FAIL;
+	test_fill(junk, sizeof(junk), 99);
+	ep_params.iface_addr_len = p.rx->attr.iface_addr_len;
+	TEST_ASSERT(unio_tl_ep_create(p.tx, &ep_params, &ep) < 0, "junk address accepted");
+	TEST_ASSERT(ep == NULL, "ep set on failure");
+	ep_params.iface_addr_len = p.rx->attr.iface_addr_len + 1;
+	TEST_ASSERT(unio_tl_ep_create(p.tx, &ep_params, &ep) < 0, "wrong length accepted");
+	if (p.rx->attr.rkey_packed_len != 0)
+		TEST_ASSERT(unio_tl_rkey_unpack(p.ep, junk, p.rx->attr.rkey_packed_len,
+						&rkey) < 0, "junk rkey accepted");
+	tl_pair_close(&p);
+	return TEST_OK;
+}
+
+UNIO_TEST(tl_bad_input, fast)
+{
+	return tl_for_each_driver(case_bad_input);
+}
