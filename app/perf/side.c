@@ -1,0 +1,892 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * unio-perf sides: connection setup, the control exchange, and the measured loops.
+ *
+ * Control protocol (tag PERF_TAG_CTRL, one struct perf_ctrl per message):
+ *   client START(test, size, iterations, warmup, window, flags) -> server READY(status)
+ *   data phase (tag PERF_TAG_DATA), then client END(count) -> server FIN(count, status)
+ *   ... one START per size ..., then client BYE.
+ * The server receives data with a wildcard tag so that END ends its loop wherever it is;
+ * every field the peer sends is checked before use.
+ */
+
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_pause.h>
+
+#include "perf.h"
+
+#define PERF_TAG_DATA 0x7065726664617461ull   /* "perfdata" */
+#define PERF_TAG_CTRL 0x70657266637472ull     /* "perfctr" */
+#define TAG_FULL      UINT64_MAX
+#define CTRL_MAGIC    0x46525055u             /* "UPRF" */
+#define CTRL_VERSION  1
+#define CTRL_F_VALIDATE 1u
+
+enum ctrl_type { CTRL_START = 1, CTRL_READY, CTRL_END, CTRL_FIN, CTRL_BYE };
+
+struct perf_ctrl {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint32_t test;
+	uint32_t window;
+	uint64_t size;
+	uint64_t iters;
+	uint64_t warmup;
+	uint64_t count;
+	int32_t status;
+	uint32_t flags;
+};
+
+/* What one size's data phase needs. */
+struct perf_round {
+	enum perf_test test;
+	size_t size;
+	uint64_t iters;
+	uint64_t warmup;
+	unsigned int window;
+	int validate;
+	uint64_t done;          /* timed iterations completed */
+	uint64_t received;      /* server: data messages received, warmup included */
+	uint64_t elapsed;       /* TSC cycles of the timed part */
+	uint64_t bad_iter;      /* first payload mismatch, UINT64_MAX when none */
+};
+
+static const char *
+side_name(const struct perf_side *s)
+{
+	return s->is_server ? "server" : "client";
+}
+
+static int
+fail(const struct perf_side *s, const char *what, unio_status_t st)
+{
+	fprintf(stderr, "unio-perf %s: %s: %s\n", side_name(s), what, unio_status_string(st));
+	return -1;
+}
+
+/* ---- payload pattern: derived from (iteration, size), checked by the receiver ---- */
+
+static uint64_t
+pattern_seed(uint64_t iter, size_t size)
+{
+	return (iter + 1) * 0x9e3779b97f4a7c15ull ^ ((uint64_t)size << 17);
+}
+
+static uint64_t
+pattern_next(uint64_t *x)
+{
+	*x += 0x9e3779b97f4a7c15ull;
+	return *x ^ (*x >> 31);
+}
+
+static void
+pattern_fill(void *buf, size_t len, uint64_t iter)
+{
+	uint64_t x = pattern_seed(iter, len), w;
+	uint8_t *p = buf;
+	size_t i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		w = pattern_next(&x);
+		memcpy(p + i, &w, 8);
+	}
+	w = pattern_next(&x);
+	for (; i < len; i++)
+		p[i] = (uint8_t)(w >> (8 * (i & 7)));
+}
+
+static int
+pattern_ok(const void *buf, size_t len, uint64_t iter)
+{
+	uint64_t x = pattern_seed(iter, len), w;
+	const uint8_t *p = buf;
+	size_t i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		w = pattern_next(&x);
+		if (memcmp(p + i, &w, 8) != 0)
+			return 0;
+	}
+	w = pattern_next(&x);
+	for (; i < len; i++)
+		if (p[i] != (uint8_t)(w >> (8 * (i & 7))))
+			return 0;
+	return 1;
+}
+
+/* ---- requests ---- */
+
+static void
+drop(struct perf_side *s, unio_request_t *req)
+{
+	if (req == NULL)
+		return;
+	unio_request_cancel(s->worker, req);
+	unio_request_free(req);
+}
+
+/* Progress until @p req completes, the endpoint fails, or nothing completes in time. */
+static unio_status_t
+wait_req(struct perf_side *s, unio_request_t *req, struct unio_recv_info *info)
+{
+	uint64_t deadline = rte_rdtsc() + s->timeout_tsc;
+	unio_status_t st;
+
+	while ((st = unio_request_test(req, info)) == UNIO_INPROGRESS) {
+		if (unio_worker_progress(s->worker))
+			continue;
+		if (s->ep_failed) {
+			st = s->ep_status < 0 ? s->ep_status : UNIO_ERR_CONNECTION_RESET;
+			break;
+		}
+		if (rte_rdtsc() > deadline) {
+			st = UNIO_ERR_TIMED_OUT;
+			break;
+		}
+	}
+	if (st == UNIO_INPROGRESS || UNIO_IS_ERR(st))
+		unio_request_cancel(s->worker, req);
+	unio_request_free(req);
+	return st;
+}
+
+/* Finish what a post started: UNIO_OK (done), UNIO_INPROGRESS (wait), or an error. */
+static unio_status_t
+finish(struct perf_side *s, unio_status_t st, unio_request_t *req, struct unio_recv_info *info)
+{
+	return st == UNIO_INPROGRESS ? wait_req(s, req, info) : st;
+}
+
+static unio_status_t
+post_send(struct perf_side *s, const void *buf, size_t len, uint64_t tag, int sync,
+	  unio_request_t **req)
+{
+	*req = NULL;
+	if (sync)
+		return unio_tag_send_sync(s->ep, buf, len, tag, NULL, req);
+	return unio_tag_send(s->ep, buf, len, tag, NULL, req);
+}
+
+static unio_status_t
+post_recv(struct perf_side *s, void *buf, size_t len, uint64_t tag, uint64_t mask,
+	  struct unio_recv_info *info, unio_request_t **req)
+{
+	struct unio_request_param p = {
+		.field_mask = UNIO_REQ_PARAM_RECV_INFO,
+		.recv_info = info,
+	};
+
+	*req = NULL;
+	return unio_tag_recv(s->worker, buf, len, tag, mask, &p, req);
+}
+
+/* ---- control messages ---- */
+
+static int
+ctrl_send(struct perf_side *s, struct perf_ctrl *c, uint16_t type)
+{
+	unio_request_t *req;
+	unio_status_t st;
+
+	c->magic = CTRL_MAGIC;
+	c->version = CTRL_VERSION;
+	c->type = type;
+	st = post_send(s, c, sizeof(*c), PERF_TAG_CTRL, 0, &req);
+	st = finish(s, st, req, NULL);
+	return UNIO_IS_ERR(st) ? fail(s, "sending a control message", st) : 0;
+}
+
+static int
+ctrl_check(const struct perf_side *s, const struct perf_ctrl *c, size_t len, uint16_t want)
+{
+	if (len != sizeof(*c) || c->magic != CTRL_MAGIC || c->version != CTRL_VERSION) {
+		fprintf(stderr, "unio-perf %s: malformed control message from the peer "
+			"(length %zu, magic 0x%x, version %u)\n", side_name(s), len,
+			len >= 8 ? c->magic : 0, len >= 8 ? c->version : 0);
+		return -1;
+	}
+	if (want != 0 && c->type != want) {
+		fprintf(stderr, "unio-perf %s: unexpected control message %u (wanted %u)\n",
+			side_name(s), c->type, want);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+ctrl_recv(struct perf_side *s, struct perf_ctrl *c, uint16_t want)
+{
+	struct unio_recv_info info = { 0 };
+	unio_request_t *req;
+	unio_status_t st;
+
+	memset(c, 0, sizeof(*c));
+	st = post_recv(s, c, sizeof(*c), PERF_TAG_CTRL, TAG_FULL, &info, &req);
+	st = finish(s, st, req, &info);
+	if (UNIO_IS_ERR(st))
+		return fail(s, "waiting for a control message", st);
+	return ctrl_check(s, c, info.length, want);
+}
+
+/* ---- measured loops ---- */
+
+struct timer {
+	uint64_t prev;
+	uint64_t start;
+	uint64_t next_live;
+	uint64_t live_done;
+	uint64_t live_tsc;
+};
+
+static void
+timer_init(struct timer *t)
+{
+	t->prev = rte_rdtsc();
+	t->start = t->prev;
+	t->next_live = t->prev + rte_get_tsc_hz();
+	t->live_tsc = t->prev;
+	t->live_done = 0;
+}
+
+/* Account iteration @p i (warmup ones only move the clock). */
+static void
+timer_tick(struct perf_side *s, struct perf_round *r, struct timer *t, uint64_t i)
+{
+	uint64_t now = rte_rdtsc();
+
+	if (i >= r->warmup) {
+		perf_hist_add(&s->hist, now - t->prev);
+		__atomic_store_n(&s->live->done, i + 1 - r->warmup, __ATOMIC_RELAXED);
+		if (!s->quiet && !s->o->final_only && !s->o->csv && now >= t->next_live) {
+			perf_live_print(stdout, r->test, s->live, &t->live_done, &t->live_tsc);
+			t->next_live = now + rte_get_tsc_hz();
+		}
+	} else {
+		t->start = now;
+	}
+	t->prev = now;
+}
+
+/* "stop" ends a size early, once at least one timed iteration is done. */
+static int
+stopped(const struct perf_side *s, const struct perf_round *r, uint64_t i)
+{
+	return *s->stop && i > r->warmup;
+}
+
+static void *
+buf_alloc(size_t len)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, 4096, RTE_MAX(len, (size_t)64)) != 0)
+		return NULL;
+	memset(p, 0, RTE_MAX(len, (size_t)64));
+	return p;
+}
+
+static int
+recv_len_ok(struct perf_side *s, const struct unio_recv_info *info, size_t want, uint64_t i)
+{
+	if (info->length == want)
+		return 1;
+	fprintf(stderr, "unio-perf %s: iteration %" PRIu64 ": received %zu bytes, expected "
+		"%zu\n", side_name(s), i, info->length, want);
+	return 0;
+}
+
+/* Client ping-pong: post the receive, send, wait for the echo. */
+static int
+client_pingpong_one(struct perf_side *s, struct perf_round *r, void *sbuf, void *rbuf,
+		    uint64_t i)
+{
+	struct unio_recv_info info = { 0 };
+	unio_request_t *rreq, *sreq;
+	unio_status_t rst, st;
+
+	rst = post_recv(s, rbuf, r->size, PERF_TAG_DATA, TAG_FULL, &info, &rreq);
+	if (UNIO_IS_ERR(rst))
+		return fail(s, "posting a receive", rst);
+	st = post_send(s, sbuf, r->size, PERF_TAG_DATA, perf_tests[r->test].sync, &sreq);
+	st = finish(s, st, sreq, NULL);
+	if (UNIO_IS_ERR(st)) {
+		drop(s, rreq);
+		return fail(s, "send", st);
+	}
+	rst = finish(s, rst, rreq, &info);
+	if (UNIO_IS_ERR(rst))
+		return fail(s, "receiving the echo", rst);
+	if (!recv_len_ok(s, &info, r->size, i))
+		return -1;
+	if (r->validate && !pattern_ok(rbuf, r->size, i)) {
+		fprintf(stderr, "unio-perf client: payload mismatch in the echo of iteration "
+			"%" PRIu64 " (size %zu)\n", i, r->size);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+client_pingpong(struct perf_side *s, struct perf_round *r)
+{
+	void *sbuf = buf_alloc(r->size), *rbuf = buf_alloc(r->size);
+	uint64_t total = r->warmup + r->iters, i;
+	struct timer t;
+	int rc = 0;
+
+	if (sbuf == NULL || rbuf == NULL) {
+		rc = fail(s, "allocating buffers", UNIO_ERR_NO_MEMORY);
+		goto free_bufs;
+	}
+	pattern_fill(sbuf, r->size, 0);
+	timer_init(&t);
+	for (i = 0; i < total && !stopped(s, r, i); i++) {
+		if (r->validate)
+			pattern_fill(sbuf, r->size, i);
+		rc = client_pingpong_one(s, r, sbuf, rbuf, i);
+		if (rc != 0)
+			break;
+		timer_tick(s, r, &t, i);
+	}
+	r->done = i > r->warmup ? i - r->warmup : 0;
+	r->elapsed = t.prev - t.start;
+free_bufs:
+	free(sbuf);
+	free(rbuf);
+	return rc;
+}
+
+/* Server ping-pong: echo each message; the next receive is posted before the echo. */
+static int
+server_pingpong(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end)
+{
+	size_t len = RTE_MAX(r->size, sizeof(*end));
+	void *buf[2] = { buf_alloc(len), buf_alloc(len) };
+	struct unio_recv_info info[2] = { { 0 }, { 0 } };
+	unio_status_t st[2];
+	unio_request_t *req[2] = { NULL, NULL }, *sreq;
+	unsigned int cur = 0;
+	struct timer t;
+	uint64_t i;
+	int rc = -1;
+
+	if (buf[0] == NULL || buf[1] == NULL) {
+		fail(s, "allocating buffers", UNIO_ERR_NO_MEMORY);
+		goto free_bufs;
+	}
+	timer_init(&t);
+	st[0] = post_recv(s, buf[0], len, 0, 0, &info[0], &req[0]);
+	for (i = 0;; i++) {
+		unio_status_t sst;
+
+		st[cur] = finish(s, st[cur], req[cur], &info[cur]);
+		req[cur] = NULL;
+		if (UNIO_IS_ERR(st[cur])) {
+			fail(s, "receive", st[cur]);
+			goto free_bufs;
+		}
+		if (info[cur].tag == PERF_TAG_CTRL) {
+			memcpy(end, buf[cur], RTE_MIN(info[cur].length, sizeof(*end)));
+			rc = ctrl_check(s, end, info[cur].length, CTRL_END);
+			break;
+		}
+		if (info[cur].tag != PERF_TAG_DATA || !recv_len_ok(s, &info[cur], r->size, i))
+			goto free_bufs;
+		if (r->validate && r->bad_iter == UINT64_MAX && !pattern_ok(buf[cur], r->size, i))
+			r->bad_iter = i;
+		st[cur ^ 1] = post_recv(s, buf[cur ^ 1], len, 0, 0, &info[cur ^ 1], &req[cur ^ 1]);
+		sst = post_send(s, buf[cur], r->size, PERF_TAG_DATA, perf_tests[r->test].sync,
+				&sreq);
+		sst = finish(s, sst, sreq, NULL);
+		if (UNIO_IS_ERR(sst)) {
+			fail(s, "echo send", sst);
+			goto free_bufs;
+		}
+		timer_tick(s, r, &t, i);
+		cur ^= 1;
+	}
+	r->received = i;
+	r->done = i > r->warmup ? i - r->warmup : 0;
+	r->elapsed = t.prev - t.start;
+free_bufs:
+	drop(s, req[0]);
+	drop(s, req[1]);
+	free(buf[0]);
+	free(buf[1]);
+	return rc;
+}
+
+struct slot {
+	void *buf;
+	unio_request_t *req;
+	unio_status_t st;
+	struct unio_recv_info info;
+};
+
+static struct slot *
+slots_alloc(unsigned int n, size_t len, int own_bufs)
+{
+	struct slot *sl = calloc(n, sizeof(*sl));
+
+	if (sl == NULL)
+		return NULL;
+	for (unsigned int k = 0; k < n; k++) {
+		sl[k].buf = (own_bufs || k == 0) ? buf_alloc(len) : sl[0].buf;
+		if (sl[k].buf == NULL) {
+			for (unsigned int j = 0; j < k; j++)
+				if (own_bufs || j == 0)
+					free(sl[j].buf);
+			free(sl);
+			return NULL;
+		}
+	}
+	return sl;
+}
+
+static void
+slots_free(struct perf_side *s, struct slot *sl, unsigned int n, int own_bufs)
+{
+	if (sl == NULL)
+		return;
+	for (unsigned int k = 0; k < n; k++) {
+		drop(s, sl[k].req);
+		if (own_bufs || k == 0)
+			free(sl[k].buf);
+	}
+	free(sl);
+}
+
+/* Client streaming: keep up to window sends in flight, one buffer each when validating. */
+static int
+client_stream(struct perf_side *s, struct perf_round *r)
+{
+	struct slot *sl = slots_alloc(r->window, r->size, r->validate);
+	uint64_t total = r->warmup + r->iters, i;
+	unio_status_t st;
+	struct timer t;
+	int rc = 0;
+
+	if (sl == NULL)
+		return fail(s, "allocating buffers", UNIO_ERR_NO_MEMORY);
+	pattern_fill(sl[0].buf, r->size, 0);
+	timer_init(&t);
+	for (i = 0; i < total && !stopped(s, r, i); i++) {
+		struct slot *k = &sl[i % r->window];
+
+		if (k->req != NULL) {
+			st = wait_req(s, k->req, NULL);
+			k->req = NULL;
+			if (UNIO_IS_ERR(st)) {
+				rc = fail(s, "send", st);
+				break;
+			}
+		}
+		if (r->validate)
+			pattern_fill(k->buf, r->size, i);
+		st = post_send(s, k->buf, r->size, PERF_TAG_DATA, 0, &k->req);
+		if (UNIO_IS_ERR(st)) {
+			rc = fail(s, "send", st);
+			break;
+		}
+		timer_tick(s, r, &t, i);
+	}
+	for (unsigned int k = 0; k < r->window && rc == 0; k++) {
+		if (sl[k].req == NULL)
+			continue;
+		st = wait_req(s, sl[k].req, NULL);
+		sl[k].req = NULL;
+		if (UNIO_IS_ERR(st))
+			rc = fail(s, "send", st);
+	}
+	r->done = i;
+	slots_free(s, sl, r->window, r->validate);
+	return rc;
+}
+
+/* Server streaming: window receives posted; the k-th posted receive gets the k-th message. */
+static int
+server_stream(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end)
+{
+	size_t len = RTE_MAX(r->size, sizeof(*end));
+	struct slot *sl = slots_alloc(r->window, len, 1);
+	struct timer t;
+	uint64_t j;
+	int rc = -1;
+
+	if (sl == NULL)
+		return fail(s, "allocating buffers", UNIO_ERR_NO_MEMORY);
+	for (unsigned int k = 0; k < r->window; k++)
+		sl[k].st = post_recv(s, sl[k].buf, len, 0, 0, &sl[k].info, &sl[k].req);
+	timer_init(&t);
+	for (j = 0;; j++) {
+		struct slot *k = &sl[j % r->window];
+
+		k->st = finish(s, k->st, k->req, &k->info);
+		k->req = NULL;
+		if (UNIO_IS_ERR(k->st)) {
+			fail(s, "receive", k->st);
+			break;
+		}
+		if (k->info.tag == PERF_TAG_CTRL) {
+			memcpy(end, k->buf, RTE_MIN(k->info.length, sizeof(*end)));
+			rc = ctrl_check(s, end, k->info.length, CTRL_END);
+			break;
+		}
+		if (k->info.tag != PERF_TAG_DATA || !recv_len_ok(s, &k->info, r->size, j))
+			break;
+		if (r->validate && r->bad_iter == UINT64_MAX && !pattern_ok(k->buf, r->size, j))
+			r->bad_iter = j;
+		timer_tick(s, r, &t, j);
+		k->st = post_recv(s, k->buf, len, 0, 0, &k->info, &k->req);
+	}
+	r->received = j;
+	r->done = j > r->warmup ? j - r->warmup : 0;
+	r->elapsed = t.prev - t.start;
+	slots_free(s, sl, r->window, 1);
+	return rc;
+}
+
+/* ---- one size ---- */
+
+static void
+record(struct perf_side *s, const struct perf_round *r)
+{
+	struct perf_result *res = &s->results[s->n_results];
+
+	perf_result_fill(res, &s->hist, r->test, r->size, r->done, r->elapsed,
+			 rte_get_tsc_hz());
+	__atomic_store_n(&s->n_results, s->n_results + 1, __ATOMIC_RELEASE);
+	if (s->quiet)
+		return;
+	if (s->o->final_only) {
+		perf_print_final_line(stdout, res);
+	} else if (!s->o->csv) {
+		if (s->n_results == 1)
+			perf_print_header(stdout);
+		perf_print_row(stdout, res);
+	}
+	fflush(stdout);
+}
+
+static void
+live_begin(struct perf_side *s, const struct perf_round *r, unsigned int idx)
+{
+	__atomic_store_n(&s->live->done, 0, __ATOMIC_RELAXED);
+	s->live->total = r->iters;
+	s->live->size = r->size;
+	s->live->size_idx = idx;
+	s->live->tsc_start = rte_rdtsc();
+	perf_hist_reset(&s->hist);
+}
+
+/* The data phase of one size, then END -> FIN; @p fin gets the server's verdict. */
+static int
+client_round(struct perf_side *s, struct perf_round *r, struct perf_ctrl *fin)
+{
+	struct perf_ctrl end = { 0 };
+	uint64_t t0 = rte_rdtsc(), sent;
+	int pingpong = perf_tests[r->test].pingpong;
+
+	if ((pingpong ? client_pingpong(s, r) : client_stream(s, r)) != 0)
+		return -1;
+	sent = pingpong ? r->warmup + r->done : r->done;
+	end.count = sent;
+	if (ctrl_send(s, &end, CTRL_END) != 0 || ctrl_recv(s, fin, CTRL_FIN) != 0)
+		return -1;
+	if (!pingpong) {
+		/* streaming: the clock stops when the server has seen everything */
+		r->done = sent > r->warmup ? sent - r->warmup : 0;
+		r->elapsed = rte_rdtsc() - t0;
+		if (sent > 0)
+			r->elapsed = r->elapsed * r->done / sent;
+	}
+	return 0;
+}
+
+static int
+client_size(struct perf_side *s, unsigned int idx)
+{
+	const struct perf_opts *o = s->o;
+	struct perf_round r = {
+		.test = o->test, .size = o->sizes[idx], .iters = o->iters,
+		.warmup = o->warmup, .window = o->window, .validate = o->validate,
+		.bad_iter = UINT64_MAX,
+	};
+	struct perf_ctrl c = {
+		.test = o->test, .window = o->window, .size = o->sizes[idx], .iters = o->iters,
+		.warmup = o->warmup, .flags = o->validate ? CTRL_F_VALIDATE : 0,
+	};
+
+	live_begin(s, &r, idx);
+	if (ctrl_send(s, &c, CTRL_START) != 0 || ctrl_recv(s, &c, CTRL_READY) != 0)
+		return -1;
+	if (c.status != UNIO_OK)
+		return fail(s, "the server refused the test", (unio_status_t)c.status);
+	if (client_round(s, &r, &c) != 0)
+		return -1;
+	if (c.status != UNIO_OK) {
+		fprintf(stderr, "unio-perf client: size %zu: the server reports a payload "
+			"mismatch or a lost message (%s)\n", r.size,
+			unio_status_string((unio_status_t)c.status));
+		return -1;
+	}
+	record(s, &r);
+	return 0;
+}
+
+int
+perf_run_client(struct perf_side *s)
+{
+	struct perf_ctrl bye = { 0 };
+	int rc = 0;
+
+	for (unsigned int i = 0; i < s->o->n_sizes && rc == 0 && !(*s->stop && i > 0); i++)
+		rc = client_size(s, i);
+	__atomic_store_n(&s->live->running, 0, __ATOMIC_RELAXED);
+	if (rc == 0)
+		rc = ctrl_send(s, &bye, CTRL_BYE);
+	return rc;
+}
+
+/* Check a START from the peer; returns the READY status. */
+static unio_status_t
+start_check(const struct perf_ctrl *c, struct perf_round *r)
+{
+	if (c->test >= PERF_TEST_COUNT || !perf_tests[c->test].supported)
+		return UNIO_ERR_UNSUPPORTED;
+	if (c->size == 0 || c->size > PERF_MAX_MSG || c->iters == 0 || c->window == 0 ||
+	    c->window > PERF_MAX_WINDOW || c->warmup > UINT64_MAX / 2 ||
+	    c->iters > UINT64_MAX / 2 || (c->flags & ~CTRL_F_VALIDATE) != 0)
+		return UNIO_ERR_INVALID_PARAM;
+	*r = (struct perf_round){
+		.test = (enum perf_test)c->test, .size = (size_t)c->size, .iters = c->iters,
+		.warmup = c->warmup, .window = c->window,
+		.validate = (c->flags & CTRL_F_VALIDATE) != 0, .bad_iter = UINT64_MAX,
+	};
+	return UNIO_OK;
+}
+
+static int
+server_size(struct perf_side *s, const struct perf_ctrl *start)
+{
+	struct perf_ctrl c = { 0 }, end = { 0 };
+	struct perf_round r;
+	int rc;
+
+	c.status = start_check(start, &r);
+	if (ctrl_send(s, &c, CTRL_READY) != 0)
+		return -1;
+	if (c.status != UNIO_OK)
+		return fail(s, "refused a test request", (unio_status_t)c.status);
+	if (s->n_results >= PERF_MAX_SIZES)
+		return fail(s, "too many sizes", UNIO_ERR_NO_RESOURCE);
+	live_begin(s, &r, s->n_results);
+	rc = perf_tests[r.test].pingpong ? server_pingpong(s, &r, &end) :
+					    server_stream(s, &r, &end);
+	if (rc != 0)
+		return -1;
+	c.status = UNIO_OK;
+	c.count = r.received;
+	if (end.count != r.received) {
+		fprintf(stderr, "unio-perf server: size %zu: the client sent %" PRIu64
+			" messages, %" PRIu64 " arrived\n", r.size, end.count, r.received);
+		c.status = UNIO_ERR_PROTO;
+	}
+	if (r.bad_iter != UINT64_MAX) {
+		fprintf(stderr, "unio-perf server: size %zu: payload mismatch at iteration %"
+			PRIu64 "\n", r.size, r.bad_iter);
+		c.status = UNIO_ERR_PROTO;
+	}
+	if (ctrl_send(s, &c, CTRL_FIN) != 0 || c.status != UNIO_OK)
+		return -1;
+	record(s, &r);
+	return 0;
+}
+
+int
+perf_run_server(struct perf_side *s)
+{
+	struct perf_ctrl c;
+
+	for (;;) {
+		if (ctrl_recv(s, &c, 0) != 0)
+			return -1;
+		if (c.type == CTRL_BYE)
+			return 0;
+		if (c.type != CTRL_START) {
+			fprintf(stderr, "unio-perf server: unexpected control message %u\n",
+				c.type);
+			return -1;
+		}
+		if (server_size(s, &c) != 0)
+			return -1;
+	}
+}
+
+/* ---- setup and teardown ---- */
+
+static void
+ep_error(void *arg, unio_ep_t *ep, unio_status_t status)
+{
+	struct perf_side *s = arg;
+
+	RTE_SET_USED(ep);
+	s->ep_status = status;
+	s->ep_failed = 1;
+}
+
+int
+perf_side_open(struct perf_side *s)
+{
+	struct unio_context_params cp = {
+		.field_mask = UNIO_CONTEXT_PARAM_FEATURES | UNIO_CONTEXT_PARAM_NAME,
+		.features = UNIO_FEATURE_TAG,
+		.name = s->is_server ? "unio-perf-server" : "unio-perf",
+	};
+	unio_status_t st = UNIO_OK;
+
+	s->timeout_tsc = (uint64_t)(s->o->timeout_s * (double)rte_get_tsc_hz());
+	perf_hist_reset(&s->hist);
+	s->ctx = unio_context_create(&cp, &st);
+	if (s->ctx == NULL)
+		return fail(s, "creating the context", st);
+	s->worker = unio_worker_create(s->ctx, NULL, &st);
+	if (s->worker == NULL)
+		return fail(s, "creating the worker", st);
+	return 0;
+}
+
+static void
+conn_handler(unio_conn_request_t *req, void *arg)
+{
+	struct perf_side *s = arg;
+
+	if (s->conn_req == NULL)
+		s->conn_req = req;
+	else
+		unio_listener_reject(s->listener, req);   /* one client at a time */
+}
+
+static int
+server_listen(struct perf_side *s)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct sockaddr_storage bound;
+	struct unio_listener_params lp = {
+		.field_mask = UNIO_LISTENER_PARAM_SOCKADDR | UNIO_LISTENER_PARAM_HANDLER,
+		.sockaddr = (const struct sockaddr *)&sa,
+		.addrlen = sizeof(sa),
+		.conn_handler = conn_handler,
+		.arg = s,
+	};
+	unio_status_t st = UNIO_OK;
+
+	sa.sin_port = htons(s->o->loopback ? 0 : s->o->port);
+	sa.sin_addr.s_addr = htonl(s->o->loopback ? INADDR_LOOPBACK : INADDR_ANY);
+	s->listener = unio_listener_create(s->worker, &lp, &st);
+	if (s->listener == NULL)
+		return fail(s, "listening", st);
+	st = unio_listener_query(s->listener, &bound);
+	if (st != UNIO_OK)
+		return fail(s, "querying the listener", st);
+	s->bound_port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+	__atomic_store_n(&s->listening, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int
+perf_server_accept(struct perf_side *s)
+{
+	struct unio_ep_params ep = {
+		.field_mask = UNIO_EP_PARAM_CONN_REQUEST | UNIO_EP_PARAM_ERR_HANDLER,
+		.err_handler = ep_error,
+		.err_arg = s,
+	};
+	unio_status_t st = UNIO_OK;
+
+	if (server_listen(s) != 0)
+		return -1;
+	if (!s->quiet) {
+		printf("unio-perf: waiting for a connection on port %u\n", s->bound_port);
+		fflush(stdout);
+	}
+	while (s->conn_req == NULL && !*s->stop)
+		if (!unio_worker_progress(s->worker))
+			rte_pause();
+	if (s->conn_req == NULL)
+		return fail(s, "stopped before a client connected", UNIO_ERR_CANCELED);
+	ep.conn_request = s->conn_req;
+	s->ep = unio_ep_create(s->worker, &ep, &st);
+	if (s->ep == NULL)
+		return fail(s, "accepting the connection", st);
+	return 0;
+}
+
+int
+perf_client_connect(struct perf_side *s, uint16_t port)
+{
+	const char *host = s->o->host != NULL ? s->o->host : "127.0.0.1";
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct unio_ep_params ep = {
+		.field_mask = UNIO_EP_PARAM_SOCKADDR | UNIO_EP_PARAM_ERR_HANDLER,
+		.err_handler = ep_error,
+		.err_arg = s,
+	};
+	struct addrinfo *ai = NULL;
+	unio_status_t st = UNIO_OK;
+	char svc[8];
+	int gai;
+
+	snprintf(svc, sizeof(svc), "%u", port);
+	gai = getaddrinfo(host, svc, &hints, &ai);
+	if (gai != 0) {
+		fprintf(stderr, "unio-perf client: cannot resolve '%s': %s\n", host,
+			gai_strerror(gai));
+		return -1;
+	}
+	ep.sockaddr = ai->ai_addr;
+	ep.addrlen = ai->ai_addrlen;
+	s->ep = unio_ep_create(s->worker, &ep, &st);
+	freeaddrinfo(ai);
+	if (s->ep == NULL) {
+		fprintf(stderr, "unio-perf client: cannot connect to %s port %u: %s\n", host,
+			port, unio_status_string(st));
+		return -1;
+	}
+	return 0;
+}
+
+void
+perf_side_close(struct perf_side *s)
+{
+	unio_request_t *req = NULL;
+	unio_status_t st;
+
+	if (s->ep != NULL) {
+		st = unio_ep_close(s->ep, s->ep_failed ? UNIO_EP_CLOSE_FORCE : UNIO_EP_CLOSE_FLUSH,
+				   &req);
+		if (st == UNIO_INPROGRESS)
+			wait_req(s, req, NULL);
+		s->ep = NULL;
+	}
+	unio_listener_destroy(s->listener);
+	s->listener = NULL;
+	unio_worker_destroy(s->worker);
+	s->worker = NULL;
+	unio_context_destroy(s->ctx);
+	s->ctx = NULL;
+}
+
+/* The end-of-run report: CSV and JSON (the table rows were printed as sizes finished). */
+void
+perf_report(const struct perf_side *s)
+{
+	if (!s->quiet && s->o->csv)
+		perf_print_csv(stdout, s->results, s->n_results);
+	fflush(stdout);
+}

@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * unio-perf end to end: real server and client processes (and --loopback, interactive
+ * scripts), the JSON they write checked record by record, and the failure paths (bad
+ * option, refused connection, a server killed mid-run) checked by exit code and deadline.
+ */
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "unio_test.h"
+
+#define OUT_MAX (64 * 1024)
+
+struct perf_env {
+	char dir[64];                /* scratch directory, removed at the end */
+	char exe[PATH_MAX];
+	char cpu[2][8];              /* two CPUs this process may run on */
+	char port[8];
+};
+
+static int
+env_setup(struct perf_env *e)
+{
+	cpu_set_t set;
+	int n = 0;
+
+	snprintf(e->exe, sizeof(e->exe), "%s/app/perf/unio-perf", test_build_dir());
+	if (access(e->exe, X_OK) != 0)
+		return -1;
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return -1;
+	for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+		if (CPU_ISSET(c, &set))
+			snprintf(e->cpu[n++], sizeof(e->cpu[0]), "%d", c);
+	if (n < 2)
+		return 1;
+	snprintf(e->dir, sizeof(e->dir), "/tmp/unio-perf-test.XXXXXX");
+	if (mkdtemp(e->dir) == NULL)
+		return -1;
+	snprintf(e->port, sizeof(e->port), "%d", test_free_port());
+	return 0;
+}
+
+static void
+env_cleanup(struct perf_env *e)
+{
+	if (e->dir[0] != '\0')
+		test_system("rm -rf '%s'", e->dir);
+}
+
+static void
+path_of(const struct perf_env *e, const char *name, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s", e->dir, name);
+}
+
+/* Start unio-perf with @p args (NULL-ended), stdout and stderr into @p out. */
+static pid_t
+perf_start(const struct perf_env *e, const char *out, const char *const *args)
+{
+	const char *argv[48];
+	int argc = 0;
+	pid_t pid;
+
+	argv[argc++] = e->exe;
+	for (; *args != NULL && argc < 47; args++)
+		argv[argc++] = *args;
+	argv[argc] = NULL;
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		if (fd < 0)
+			_exit(127);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		close(fd);
+		execv(e->exe, (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int
+read_file(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	buf[0] = '\0';
+	if (f == NULL)
+		return -1;
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return 0;
+}
+
+/* Wait until @p path contains @p what, up to @p ms.  Returns 0 when it does. */
+static int
+wait_for_text(const char *path, const char *what, int ms, pid_t pid)
+{
+	static char buf[OUT_MAX];
+	struct timespec ts = { 0, 5 * 1000 * 1000 };
+
+	for (int waited = 0; waited < ms; waited += 5) {
+		if (read_file(path, buf, sizeof(buf)) == 0 && strstr(buf, what) != NULL)
+			return 0;
+		if (pid > 0 && waitpid(pid, NULL, WNOHANG) == pid)
+			return -1;
+		nanosleep(&ts, NULL);
+	}
+	return -1;
+}
+
+static void
+kill_wait(pid_t pid)
+{
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+}
+
+static void
+dump(const char *path)
+{
+	static char buf[OUT_MAX];
+
+	if (read_file(path, buf, sizeof(buf)) == 0)
+		TEST_LOG("%s:\n%s", path, buf);
+}
+
+/* A number after "key": in one JSON record; -1 when missing. */
+static double
+json_num(const char *rec, const char *end, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	p = strstr(rec, pat);
+	if (p == NULL || p > end)
+		return -1;
+	return strtod(p + strlen(pat), NULL);
+}
+
+/*
+ * Check a unio-perf JSON file: one record per expected size, in order, each with the test
+ * name, the size, the iteration count and ordered, positive percentiles.
+ */
+static int
+check_json(const char *path, const char *test, const size_t *sizes, unsigned int n,
+	   uint64_t iters)
+{
+	static const char *const keys[] = { "lat_p50_us", "lat_p99_us", "lat_p999_us",
+					    "lat_avg_us", "bw_MBps", "msg_rate" };
+	static char buf[OUT_MAX];
+	char name[64];
+	const char *rec = buf;
+	unsigned int i;
+
+	TEST_ASSERT(read_file(path, buf, sizeof(buf)) == 0, "no JSON file %s", path);
+	snprintf(name, sizeof(name), "\"test\": \"%s\"", test);
+	for (i = 0; (rec = strchr(rec, '{')) != NULL; i++) {
+		const char *end = strchr(rec, '}');
+
+		TEST_ASSERT(end != NULL, "unterminated record in %s", path);
+		TEST_ASSERT(i < n, "more records than sizes in %s", path);
+		TEST_ASSERT(strstr(rec, name) != NULL && strstr(rec, name) < end,
+			    "record %u is not %s", i, test);
+		TEST_ASSERT_EQ(json_num(rec, end, "size"), sizes[i]);
+		TEST_ASSERT_EQ(json_num(rec, end, "iterations"), iters);
+		for (unsigned int k = 0; k < RTE_DIM(keys); k++)
+			TEST_ASSERT(json_num(rec, end, keys[k]) > 0, "record %u: %s missing or "
+				    "not positive", i, keys[k]);
+		TEST_ASSERT(json_num(rec, end, "lat_p50_us") <= json_num(rec, end, "lat_p99_us") &&
+			    json_num(rec, end, "lat_p99_us") <= json_num(rec, end, "lat_p999_us"),
+			    "record %u: percentiles out of order", i);
+		rec = end;
+	}
+	TEST_ASSERT_EQ(i, n);
+	return TEST_OK;
+}
+
+#define ENV_OR_SKIP(e) do { \
+	int r_ = env_setup(e); \
+	if (r_ > 0) \
+		TEST_SKIP_BECAUSE("unio-perf tests need two CPUs to pin server and client"); \
+	TEST_ASSERT(r_ == 0, "cannot find %s or create a scratch directory", (e)->exe); \
+} while (0)
+
+/*
+ * The issue's two-process run: server and client with @p opts, both exit 0, both JSON files
+ * hold one record per size.
+ */
+static int
+two_procs(struct perf_env *e, const char *test, const char *sizes_arg, const size_t *sizes,
+	  unsigned int n, const char *iters, int validate)
+{
+	char sout[PATH_MAX], cout[PATH_MAX], sjson[PATH_MAX], cjson[PATH_MAX];
+	const char *sargs[] = { "-l", e->cpu[0], "--", "-t", test, "-s", sizes_arg, "-n", iters,
+				"-w", "100", "-p", e->port, "--json", sjson,
+				validate ? "-V" : NULL, NULL };
+	const char *cargs[] = { "-l", e->cpu[1], "--", "-t", test, "-s", sizes_arg, "-n", iters,
+				"-w", "100", "-p", e->port, "--json", cjson, "127.0.0.1",
+				validate ? "-V" : NULL, NULL };
+	pid_t srv, cli;
+	int rs, rc;
+
+	path_of(e, "server.out", sout, sizeof(sout));
+	path_of(e, "client.out", cout, sizeof(cout));
+	path_of(e, "server.json", sjson, sizeof(sjson));
+	path_of(e, "client.json", cjson, sizeof(cjson));
+	srv = perf_start(e, sout, sargs);
+	if (wait_for_text(sout, "waiting for a connection", 20000, srv) != 0) {
+		dump(sout);
+		kill_wait(srv);
+		TEST_ASSERT(0, "the server did not start listening");
+	}
+	cli = perf_start(e, cout, cargs);
+	rc = test_wait(cli, 50000);
+	rs = test_wait(srv, 5000);
+	if (rc != 0 || rs != 0) {
+		dump(sout);
+		dump(cout);
+	}
+	TEST_ASSERT_EQ(rc, 0);
+	TEST_ASSERT_EQ(rs, 0);
+	if (check_json(cjson, test, sizes, n, strtoull(iters, NULL, 10)) != TEST_OK ||
+	    check_json(sjson, test, sizes, n, strtoull(iters, NULL, 10)) != TEST_OK)
+		return TEST_FAIL;
+	return TEST_OK;
+}
+
+UNIO_TEST(perf_tag_lat_two_procs, mp)
+{
+	static const size_t sizes[] = { 8 };
+	struct perf_env e = { 0 };
+	int r;
+
+	ENV_OR_SKIP(&e);
+	r = two_procs(&e, "tag_lat", "8", sizes, 1, "2000", 0);
+	env_cleanup(&e);
+	return r;
+}
+
+UNIO_TEST(perf_tag_bw_validate_two_procs, mp)
+{
+	static const size_t sizes[] = { 8, 65536, 1048576 };
+	struct perf_env e = { 0 };
+	int r;
+
+	ENV_OR_SKIP(&e);
+	r = two_procs(&e, "tag_bw", "8,65536,1048576", sizes, 3, "200", 1);
+	env_cleanup(&e);
+	return r;
+}
+
+UNIO_TEST(perf_tag_sync_lat_sweep_two_procs, mp)
+{
+	static const size_t sizes[] = { 64, 128, 256, 512, 1024 };
+	struct perf_env e = { 0 };
+	int r;
+
+	ENV_OR_SKIP(&e);
+	r = two_procs(&e, "tag_sync_lat", "64:1k", sizes, 5, "300", 1);
+	env_cleanup(&e);
+	return r;
+}
+
+UNIO_TEST(perf_loopback, mp)
+{
+	static const size_t sizes[] = { 8, 4096 };
+	struct perf_env e = { 0 };
+	char out[PATH_MAX], json[PATH_MAX], lcores[24];
+	const char *args[] = { "-l", lcores, "--", "--loopback", "-t", "tag_lat", "-s", "8,4k",
+			       "-n", "1000", "-V", "--json", json, NULL };
+	int rc;
+
+	ENV_OR_SKIP(&e);
+	snprintf(lcores, sizeof(lcores), "%s,%s", e.cpu[0], e.cpu[1]);
+	path_of(&e, "loop.out", out, sizeof(out));
+	path_of(&e, "loop.json", json, sizeof(json));
+	rc = test_wait(perf_start(&e, out, args), 50000);
+	if (rc != 0)
+		dump(out);
+	TEST_ASSERT_EQ(rc, 0);
+	rc = check_json(json, "tag_lat", sizes, 2, 1000);
+	env_cleanup(&e);
+	return rc;
+}
+
+UNIO_TEST(perf_interactive_script, mp)
+{
+	static char buf[OUT_MAX];
+	struct perf_env e = { 0 };
+	char out[PATH_MAX], script[PATH_MAX];
+	const char *args[] = { "-l", e.cpu[0], "--", "-i", "--cmdline-file", script, NULL };
+	FILE *f;
+	int rc;
+
+	ENV_OR_SKIP(&e);
+	path_of(&e, "cmds", script, sizeof(script));
+	path_of(&e, "ia.out", out, sizeof(out));
+	f = fopen(script, "w");
+	TEST_ASSERT(f != NULL, "cannot write %s", script);
+	fprintf(f, "set test tag_bw\nset size 256\nset iters 5000\nshow config\nstart\n"
+		"show stats\nstop\nshow stats\nquit\n");
+	fclose(f);
+	rc = test_wait(perf_start(&e, out, args), 50000);
+	read_file(out, buf, sizeof(buf));
+	if (rc != 0)
+		TEST_LOG("output:\n%s", buf);
+	env_cleanup(&e);
+	TEST_ASSERT_EQ(rc, 0);
+	TEST_ASSERT(strstr(buf, "test        tag_bw") != NULL, "show config lacks the test");
+	TEST_ASSERT(strstr(buf, "sizes       256") != NULL, "show config lacks the size");
+	TEST_ASSERT(strstr(buf, "started tag_bw, 1 size(s), 5000 iterations") != NULL,
+		    "start did not start");
+	TEST_ASSERT(strstr(buf, "| tag_bw       |      256 |") != NULL, "no result row");
+	TEST_ASSERT(strstr(buf, "stopped: ok") != NULL, "stop did not report");
+	TEST_ASSERT(strstr(buf, "finished: ok") != NULL, "show stats after stop");
+	return TEST_OK;
+}
+
+UNIO_TEST(perf_bad_options, mp)
+{
+	static const char *const bad[] = {
+		"-x", "-t nosuchtest", "-s 0", "-s 64:8", "-O 0", "-n 0", "-p 70000",
+		"-m cuda", "-D 2", "-t am_lat", "-t put_bw", "-t tag_lat 127.0.0.1 extra",
+	};
+	struct perf_env e = { 0 };
+	char out[4096];
+
+	ENV_OR_SKIP(&e);
+	env_cleanup(&e);
+	for (unsigned int i = 0; i < RTE_DIM(bad); i++) {
+		int rc = test_capture(out, sizeof(out), "timeout 30 '%s' -l %s -- %s", e.exe,
+				      e.cpu[0], bad[i]);
+
+		if (rc != 2)
+			TEST_LOG("'%s' gave %d:\n%s", bad[i], rc, out);
+		TEST_ASSERT_EQ(rc, 2);
+		TEST_ASSERT(strstr(out, "unio-perf") != NULL, "no message for '%s'", bad[i]);
+	}
+	return TEST_OK;
+}
+
+UNIO_TEST(perf_connection_refused, mp)
+{
+	struct perf_env e = { 0 };
+	char out[4096];
+	int rc;
+
+	ENV_OR_SKIP(&e);
+	env_cleanup(&e);
+	/* nobody listens on a port that was just free */
+	rc = test_capture(out, sizeof(out), "timeout 30 '%s' -l %s -- -p %s -n 10 127.0.0.1",
+			  e.exe, e.cpu[1], e.port);
+	if (rc != 1)
+		TEST_LOG("output:\n%s", out);
+	TEST_ASSERT_EQ(rc, 1);
+	TEST_ASSERT(strstr(out, "cannot connect to 127.0.0.1 port") != NULL, "no clear error");
+	return TEST_OK;
+}
+
+UNIO_TEST(perf_server_killed, mp)
+{
+	struct perf_env e = { 0 };
+	char sout[PATH_MAX], cout[PATH_MAX];
+	const char *sargs[] = { "-l", e.cpu[0], "--", "-p", e.port, "--timeout", "5", NULL };
+	const char *cargs[] = { "-l", e.cpu[1], "--", "-t", "tag_bw", "-s", "4k", "-n",
+				"100000000", "-p", e.port, "--timeout", "5", "127.0.0.1", NULL };
+	pid_t srv, cli;
+	int rc;
+
+	ENV_OR_SKIP(&e);
+	path_of(&e, "server.out", sout, sizeof(sout));
+	path_of(&e, "client.out", cout, sizeof(cout));
+	srv = perf_start(&e, sout, sargs);
+	if (wait_for_text(sout, "waiting for a connection", 20000, srv) != 0) {
+		kill_wait(srv);
+		env_cleanup(&e);
+		TEST_ASSERT(0, "the server did not start listening");
+	}
+	cli = perf_start(&e, cout, cargs);
+	/* the live line proves the run is under way */
+	rc = wait_for_text(cout, "[tag_bw 4096 B]", 20000, cli);
+	kill_wait(srv);
+	if (rc != 0) {
+		dump(cout);
+		kill_wait(cli);
+		env_cleanup(&e);
+		TEST_ASSERT(0, "the client never reported progress");
+	}
+	rc = test_wait(cli, 20000);
+	if (rc == 0 || rc == -1)
+		dump(cout);
+	env_cleanup(&e);
+	TEST_ASSERT(rc == 1, "client exit code %d after its server died (want 1)", rc);
+	return TEST_OK;
+}
