@@ -87,6 +87,10 @@ static const struct cfg_row cfg_table[] = {
 	  "kernel refuses it (another user) the capability is absent whatever this says." },
 	{ "SHM_FIFO_SIZE", CFG_SIZE, "256k", OFF(shm_fifo_size), NULL, 0, 0,
 	  "Bytes of the receive FIFO each shm peer pair has (a power of two, 4k to 64m)." },
+	{ "SHM_MAX_PEERS", CFG_INT, "128", OFF(shm_max_peers), NULL, 2, 1024,
+	  "Receive rings in each shm iface's segment: how many peer ifaces can send to one "
+	  "worker at once.  A ring is taken at ep creation and given back when the sender "
+	  "destroys its ep or dies." },
 	{ "SHM_SEG_SIZE", CFG_SIZE, "4m", OFF(shm_seg_size), NULL, 0, 0,
 	  "Bytes of the shared staging segment each shm peer pair has for medium and pipelined "
 	  "messages." },

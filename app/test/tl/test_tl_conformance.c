@@ -151,10 +151,7 @@ send_zcopy(struct tl_pair *p, struct unio_tl_memh *mh, size_t len, uint64_t seq)
 	tl_make_msg(buf, len + 24, seq);
 	st = unio_tl_ep_am_zcopy(p->ep, TL_AM_ID, buf, 24, iov, 2, 0, &comp);
 	if (st == UNIO_INPROGRESS) {
-		for (int i = 0; comp.count != 0 && i < 100000000; i++) {
-			unio_tl_iface_progress(p->tx);
-			unio_tl_iface_progress(p->rx);
-		}
+		tl_pair_wait_comp(p, &comp);
 		st = comp.count == 0 ? comp.status : UNIO_ERR_TIMED_OUT;
 	}
 	TEST_ASSERT_STATUS(st, UNIO_OK);
@@ -301,8 +298,7 @@ wait_comp(struct tl_pair *p, struct unio_tl_completion *c, unio_status_t *st)
 {
 	if (*st != UNIO_INPROGRESS)
 		return;
-	for (long i = 0; c->count != 0 && i < 100000000; i++)
-		unio_tl_iface_progress(p->tx);
+	tl_pair_wait_comp(p, c);
 	*st = c->count == 0 ? c->status : UNIO_ERR_TIMED_OUT;
 }
 

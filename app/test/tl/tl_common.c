@@ -108,6 +108,22 @@ tl_pair_wait(struct tl_pair *p, struct tl_rx *rx, uint64_t want)
 }
 
 void
+tl_pair_wait_comp(struct tl_pair *p, struct unio_tl_completion *c)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (c->count != 0) {
+		unio_tl_iface_progress(p->tx);
+		if (p->tx != p->rx)
+			unio_tl_iface_progress(p->rx);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 5)
+			return;
+	}
+}
+
+void
 tl_make_msg(void *buf, size_t total, uint64_t seq)
 {
 	uint64_t h[3] = { seq, total - sizeof(h), 0 };

@@ -45,6 +45,9 @@ void tl_pair_close(struct tl_pair *p);
 /** Progress both ifaces until @p rx counts @p want messages or ~5 s pass; TEST_OK/FAIL. */
 int tl_pair_wait(struct tl_pair *p, struct tl_rx *rx, uint64_t want);
 
+/** Progress both ifaces until @p c completes or ~5 s pass. */
+void tl_pair_wait_comp(struct tl_pair *p, struct unio_tl_completion *c);
+
 /**
  * The checking handler (arg: struct tl_rx).  A message is [u64 seq][u64 len][u64 sum]
  * [payload...] where sum = test_checksum(payload) and payload = test_fill(len, seq); below

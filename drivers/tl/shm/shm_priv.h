@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef SHM_PRIV_H
+#define SHM_PRIV_H
+
+/*
+ * The shm driver's private structures.
+ *
+ * Each iface owns one memfd segment:
+ *
+ *   [seg header, 2 lines][slot ctl x max_peers, 2 lines each][pad to 4 KiB]
+ *   [ring 0][ring 1] ... [ring max_peers-1]          (fifo_size bytes each)
+ *
+ * A sender claims one slot (and so one ring) at ep_create with a CAS on the slot's state word
+ * and then owns the ring's head alone: an SPSC ring, no locked instruction per send.
+ *
+ * A ring is an array of 64-byte lines.  A message starts on a line with an 8-byte header word
+ * (length, AM id, type) and occupies a whole number of lines; the header word is stored last
+ * with release semantics and read with acquire.  Zero means "nothing here yet": the consumer
+ * zeroes the first word of every line it consumed, so stale bytes can never look like a
+ * header.  A message never wraps: the sender writes a PAD header to skip the ring's end.
+ * The consumer's tail lives on the slot's second line and is published every half ring (or
+ * when the ring is found empty); the sender keeps a cached copy.
+ */
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <rte_common.h>
+
+#include "unio_log.h"
+#include "unio_tl.h"
+
+extern int shm_logtype;
+#define SHM_LOG(lvl, fmt, ...) UNIO_LOG(lvl, shm_logtype, fmt, ##__VA_ARGS__)
+
+#define SHM_LINE          64u
+#define SHM_SEG_MAGIC     0x4d48534f494e55ull   /* "UNIOSHM" */
+#define SHM_ADDR_MAGIC    0x48534e55u           /* "UNSH" */
+#define SHM_RKEY_MAGIC    0x59454b52u           /* "RKEY" */
+#define SHM_VERSION       1u
+#define SHM_MAX_DATA      8192u                  /* most bytes of one message */
+#define SHM_MAX_SHORT     2048u                  /* most bytes of a short message's data */
+#define SHM_ZCOPY_HDR     128u
+#define SHM_RX_BURST      16u                    /* messages per ring per progress call */
+#define SHM_CHECK_MS      2u                     /* peer liveness check period */
+#define SHM_MAP_CACHE     32u
+#define SHM_MAX_ALLOCS    64u
+
+/* header word: [63:48] magic 0xa55a | [47:40] type | [39:32] AM id | [31:0] length */
+#define SHM_HDR_MAGIC     0xa55aull
+#define SHM_TYPE_MSG      1u
+#define SHM_TYPE_PAD      2u
+
+static inline uint64_t
+shm_hdr_word(unsigned int type, uint8_t id, uint32_t len)
+{
+	return (SHM_HDR_MAGIC << 48) | ((uint64_t)type << 40) | ((uint64_t)id << 32) | len;
+}
+
+/* slot state word: [39:8] sender pid | [7:0] state */
+enum shm_slot_state {
+	SHM_SLOT_FREE = 0,
+	SHM_SLOT_CLAIMED = 1,
+	SHM_SLOT_RELEASED = 2,
+};
+
+struct shm_seg_hdr {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t max_peers;
+	uint64_t fifo_size;
+	uint64_t iface_id;
+	uint64_t owner_pid;
+	uint64_t ring_off;
+	uint64_t seg_size;
+	uint64_t closed;                  /**< the owner closed the iface */
+	uint64_t gen __rte_aligned(64);   /**< bumped when a slot is claimed or released */
+} __rte_aligned(64);
+
+struct shm_slot_ctl {
+	uint64_t state;                   /**< enum shm_slot_state | pid << 8 */
+	uint64_t sender_iface_id;
+	uint64_t tail __rte_aligned(64);  /**< consumer's published tail (lines) */
+} __rte_aligned(64);
+
+/** What a peer needs to reach an iface. */
+struct shm_iface_addr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t flags;
+	uint32_t pid;
+	uint32_t seg_fd;
+	uint64_t iface_id;
+	uint64_t seg_size;
+	uint64_t probe_addr;              /**< a word holding iface_id, for the CMA probe */
+	uint64_t ns_ipc, ns_mnt, ns_pid, ns_net;
+	uint8_t boot_id[16];
+};
+
+#define SHM_RKEY_F_ALLOC (1u << 0)   /**< memory from mem_alloc: it can be mapped */
+
+struct shm_rkey_packed {
+	uint32_t magic;
+	uint32_t flags;
+	uint32_t pid;
+	uint32_t fd;                      /**< the memfd in the owner (ALLOC) */
+	uint64_t base;
+	uint64_t len;
+	uint64_t alloc_id;                /**< identity of the memfd (ALLOC) */
+	uint64_t iface_id;                /**< the owner iface (for SCM_RIGHTS requests) */
+	uint64_t map_len;                 /**< size of the memfd (ALLOC) */
+};
+
+/** A receive ring in use, as its consumer sees it (local memory). */
+struct shm_rx_ring {
+	uint8_t *ring;
+	uint64_t tail;
+	uint64_t published;
+	struct shm_slot_ctl *ctl;
+	uint32_t slot;
+	pid_t pid;
+	int pidfd;
+	bool broken;
+};
+
+/** A memory allocation from mem_alloc. */
+struct shm_alloc {
+	int fd;
+	uint64_t id;
+	size_t map_len;
+};
+
+/** A mapped peer allocation (direct mapping cache on the importing side). */
+struct shm_map {
+	pid_t pid;
+	uint64_t alloc_id;
+	void *addr;
+	size_t len;
+	unsigned int refs;
+};
+
+struct shm_ep;
+
+struct shm_iface {
+	struct unio_tl_iface super;
+	/* receive side, hot */
+	unsigned int n_active;
+	struct shm_rx_ring *active;
+	uint64_t *gen;
+	uint64_t seen_gen;
+	uint64_t next_check;              /**< tsc of the next liveness check */
+	uint64_t check_cycles;
+	uint64_t n_lines;
+	uint64_t mask;
+	size_t max_data;
+	/* segment */
+	struct shm_seg_hdr *hdr;
+	uint8_t *seg;
+	size_t seg_size;
+	int seg_fd;
+	uint64_t iface_id;
+	uint32_t max_peers;
+	size_t fifo_size;
+	bool cma;
+	int hugepages;
+	/* send side */
+	struct shm_ep *eps;               /**< list of this iface's eps */
+	/* fd passing for peers of other users */
+	int listen_fd;
+	pthread_t server;
+	bool server_running;
+	pthread_mutex_t lock;             /**< allocs, read by the server thread */
+	struct shm_alloc allocs[SHM_MAX_ALLOCS];
+	struct shm_map maps[SHM_MAP_CACHE];
+};
+
+struct shm_ep {
+	struct unio_tl_ep super;
+	/* fast path */
+	uint8_t *ring;
+	uint64_t head;
+	uint64_t cached_tail;
+	uint64_t credit_lines;            /**< n_lines; 0 once the peer is gone */
+	uint64_t n_lines;
+	uint64_t mask;
+	uint64_t *tail;
+	/* control */
+	struct shm_seg_hdr *peer_hdr;
+	struct shm_slot_ctl *slot;
+	void *peer_seg;
+	size_t peer_seg_size;
+	pid_t peer_pid;
+	uint64_t peer_iface_id;
+	int pidfd;
+	bool dead;
+	struct shm_ep *next;
+} __rte_cache_aligned;
+
+/* shm_seg.c: segments, identity, fd passing */
+unio_status_t shm_seg_create(struct shm_iface *si, const struct unio_config *cfg);
+void shm_seg_destroy(struct shm_iface *si);
+void shm_local_addr(const struct shm_iface *si, struct shm_iface_addr *a);
+bool shm_addr_same_host(const struct shm_iface_addr *a);
+int shm_open_peer_fd(pid_t pid, int fd, uint64_t iface_id, uint64_t want_id);
+int shm_memfd(const char *prefix, uint64_t id, size_t *len, int hugepages);
+int shm_pidfd_open(pid_t pid);
+bool shm_pid_dead(pid_t pid, int pidfd);
+uint64_t shm_random_id(void);
+
+/* shm_md.c: memory domain and RMA */
+extern const struct unio_tl_iface_ctl_ops shm_ctl_ops;
+unio_status_t shm_mem_reg(struct unio_tl_iface *iface, void *addr, size_t len,
+			  struct unio_tl_memh *memh);
+void shm_mem_dereg(struct unio_tl_iface *iface, struct unio_tl_memh *memh);
+unio_status_t shm_mem_alloc(struct unio_tl_iface *iface, size_t len, struct unio_tl_memh *memh);
+void shm_mem_free(struct unio_tl_iface *iface, struct unio_tl_memh *memh);
+unio_status_t shm_rkey_pack(struct unio_tl_iface *iface, const struct unio_tl_memh *memh,
+			    void *buf);
+unio_status_t shm_rkey_unpack(struct unio_tl_ep *ep, const void *buf, size_t len,
+			      struct unio_tl_rkey *rkey);
+void shm_rkey_release(struct unio_tl_ep *ep, struct unio_tl_rkey *rkey);
+unio_status_t shm_put_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size_t iovcnt,
+			    uint64_t remote_addr, const struct unio_tl_rkey *rkey,
+			    struct unio_tl_completion *comp);
+unio_status_t shm_get_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size_t iovcnt,
+			    uint64_t remote_addr, const struct unio_tl_rkey *rkey,
+			    struct unio_tl_completion *comp);
+bool shm_cma_probe(pid_t pid, uint64_t addr, uint64_t want);
+void shm_maps_release_all(struct shm_iface *si);
+
+#endif /* SHM_PRIV_H */
