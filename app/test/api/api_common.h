@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef API_COMMON_H
+#define API_COMMON_H
+
+/**
+ * @file
+ * Helpers of the API tests: contexts with overrides, blocking wrappers that progress until a
+ * request completes, connecting over a socket address, and payload checks.
+ */
+
+#include <netinet/in.h>
+
+#include "unio.h"
+#include "unio_test.h"
+
+/** A context with @p n overrides given as "NAME", "VALUE" pairs (NULL-terminated). */
+unio_context_t *api_ctx(const char *const *overrides);
+
+/** Send and progress until done; returns the final status. */
+unio_status_t api_send(unio_worker_t *w, unio_ep_t *ep, const void *buf, size_t len,
+		       uint64_t tag, int sync);
+
+/** Receive and progress until done; info filled. */
+unio_status_t api_recv(unio_worker_t *w, void *buf, size_t len, uint64_t tag, uint64_t mask,
+		       struct unio_recv_info *info);
+
+/** An ep from @p w to @p peer's worker address (may be @p w itself). */
+unio_ep_t *api_ep_to_worker(unio_worker_t *w, unio_worker_t *peer, unio_status_t *st);
+
+/** 127.0.0.1:@p port. */
+struct sockaddr_in api_loopback(int port);
+
+/** Connect to 127.0.0.1:@p port, retrying while the peer is not listening yet (10 s). */
+unio_ep_t *api_connect(unio_worker_t *w, int port, unio_ep_err_handler_t eh, void *arg,
+		       unio_status_t *st);
+
+/** Listen on 127.0.0.1:@p port; accepted eps land in *@p ep_slot. */
+unio_listener_t *api_listen(unio_worker_t *w, int port, unio_ep_t **ep_slot,
+			    unio_ep_err_handler_t eh, void *arg);
+
+/** Progress @p w until *@p flag is nonzero or @p ms pass; returns the flag. */
+int api_progress_until(unio_worker_t *w, volatile int *flag, int ms);
+
+/** The size classes of the protocol limits of @p ep: 0, 1, each limit -1/0/+1, 64 KiB,
+ * 1 MiB, and @p big; returns the count written to @p sizes (at most 32). */
+unsigned int api_size_classes(unio_ep_t *ep, size_t big, size_t *sizes);
+
+#endif /* API_COMMON_H */

@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Tagged messages inside one process (the self lane, and a second worker over whatever
+ * reaches the host): every size class with random tags and wildcard receives, posted and
+ * unexpected; matching order with 10,000 posted and 10,000 unexpected messages; sync sends;
+ * probe; truncation; cancel.
+ */
+
+#include "api_common.h"
+#include "unio_proto.h"
+
+#define MIB (1024 * 1024)
+
+static uint64_t
+rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static const uint64_t masks[] = { UINT64_MAX, 0xffffffffffff0000ull, 0 };
+
+/* Send @p len bytes with @p tag and receive them on @p rw, posted first or unexpected. */
+static int
+one_message(unio_worker_t *sw, unio_ep_t *ep, unio_worker_t *rw, uint8_t *sbuf, uint8_t *rbuf,
+	    size_t len, uint64_t tag, unsigned int variant)
+{
+	uint64_t mask = masks[variant % RTE_DIM(masks)];
+	struct unio_request_param rp = { .field_mask = UNIO_REQ_PARAM_RECV_INFO };
+	struct unio_recv_info info = { 0, 0 }, sinfo;
+	unio_request_t *sreq = NULL, *rreq = NULL;
+	unio_status_t sst, rst;
+	int sync = variant % 5 == 4;
+
+	rp.recv_info = &info;
+	test_fill(sbuf, len, tag);
+	memset(rbuf, 0xee, len + 1);
+	if (variant & 1) {
+		rst = unio_tag_recv(rw, rbuf, len, tag & mask, mask, &rp, &rreq);
+		sst = sync ? unio_tag_send_sync(ep, sbuf, len, tag, NULL, &sreq) :
+		      unio_tag_send(ep, sbuf, len, tag, NULL, &sreq);
+	} else {
+		sst = sync ? unio_tag_send_sync(ep, sbuf, len, tag, NULL, &sreq) :
+		      unio_tag_send(ep, sbuf, len, tag, NULL, &sreq);
+		for (int i = 0; i < 10; i++) {
+			unio_worker_progress(sw);
+			unio_worker_progress(rw);
+		}
+		rst = unio_tag_recv(rw, rbuf, len, tag & mask, mask, &rp, &rreq);
+	}
+	TEST_ASSERT(sst == UNIO_OK || sst == UNIO_INPROGRESS, "send %zu: %s", len,
+		    unio_status_string(sst));
+	TEST_ASSERT(rst == UNIO_OK || rst == UNIO_INPROGRESS, "recv %zu: %s", len,
+		    unio_status_string(rst));
+	while ((sst == UNIO_INPROGRESS && unio_request_test(sreq, NULL) == UNIO_INPROGRESS) ||
+	       (rst == UNIO_INPROGRESS && unio_request_test(rreq, &sinfo) == UNIO_INPROGRESS)) {
+		unio_worker_progress(sw);
+		if (rw != sw)
+			unio_worker_progress(rw);
+	}
+	if (sst == UNIO_INPROGRESS) {
+		sst = unio_request_test(sreq, NULL);
+		unio_request_free(sreq);
+	}
+	if (rst == UNIO_INPROGRESS) {
+		rst = unio_request_test(rreq, &info);
+		unio_request_free(rreq);
+	}
+	TEST_ASSERT(sst == UNIO_OK, "send %zu (variant %u): %s", len, variant,
+		    unio_status_string(sst));
+	TEST_ASSERT(rst == UNIO_OK, "recv %zu (variant %u): %s", len, variant,
+		    unio_status_string(rst));
+	TEST_ASSERT(info.tag == tag && info.length == len, "info tag %#" PRIx64 " len %zu",
+		    info.tag, info.length);
+	TEST_ASSERT(test_checksum(rbuf, len) == test_checksum(sbuf, len),
+		    "payload of %zu bytes differs", len);
+	TEST_ASSERT(rbuf[len] == 0xee, "byte past the message was written");
+	return TEST_OK;
+}
+
+static int
+all_sizes(const char *const *ovr, int two_workers, size_t big)
+{
+	unio_context_t *ctx = api_ctx(ovr);
+	unio_worker_t *w, *w2;
+	size_t sizes[32];
+	uint8_t *sbuf, *rbuf;
+	uint64_t seed = 0x1234567;
+	unio_status_t st;
+	unio_ep_t *ep;
+	unsigned int n;
+	int rc = TEST_OK;
+
+	TEST_ASSERT(ctx != NULL, "context");
+	w = unio_worker_create(ctx, NULL, &st);
+	TEST_ASSERT(w != NULL, "worker: %s", unio_status_string(st));
+	w2 = two_workers ? unio_worker_create(ctx, NULL, &st) : w;
+	TEST_ASSERT(w2 != NULL, "worker 2: %s", unio_status_string(st));
+	ep = api_ep_to_worker(w, w2, &st);
+	if (ep == NULL && two_workers && st == UNIO_ERR_UNREACHABLE) {
+		unio_worker_destroy(w2);
+		unio_worker_destroy(w);
+		unio_context_destroy(ctx);
+		TEST_SKIP_BECAUSE("no built driver reaches another worker of this host");
+	}
+	TEST_ASSERT(ep != NULL, "ep: %s", unio_status_string(st));
+	n = api_size_classes(ep, big, sizes);
+	sbuf = malloc(big + 1);
+	rbuf = malloc(big + 1);
+	TEST_ASSERT(sbuf != NULL && rbuf != NULL, "malloc");
+	for (unsigned int i = 0; i < n && rc == TEST_OK; i++)
+		for (unsigned int v = 0; v < 6 && rc == TEST_OK; v++)
+			rc = one_message(w, ep, w2, sbuf, rbuf, sizes[i], rnd(&seed), v);
+	free(sbuf);
+	free(rbuf);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FLUSH, NULL);
+	if (two_workers)
+		unio_worker_destroy(w2);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return rc;
+}
+
+UNIO_TEST(api_tag_self_sizes, fast)
+{
+	static const char *const eager[] = { "TLS", "self", NULL };
+	static const char *const get[] = { "TLS", "self", "RNDV_THRESH", "16k",
+					   "RNDV_SCHEME", "get", NULL };
+	static const char *const pipe[] = { "TLS", "self", "RNDV_THRESH", "16k",
+					    "RNDV_SCHEME", "pipeline", NULL };
+
+	TEST_ASSERT_EQ(all_sizes(eager, 0, 4 * MIB), TEST_OK);
+	TEST_ASSERT_EQ(all_sizes(get, 0, 64 * MIB), TEST_OK);
+	TEST_ASSERT_EQ(all_sizes(pipe, 0, 4 * MIB), TEST_OK);
+	return TEST_OK;
+}
+
+UNIO_TEST(api_tag_two_workers_sizes, fast)
+{
+	return all_sizes(NULL, 1, 64 * MIB);
+}
+
+/* ---- ordering: 10,000 posted and 10,000 unexpected ---- */
+
+#define N_ORDER 10000
+
+static int
+check_order_posted(unio_worker_t *w, unio_ep_t *ep)
+{
+	static uint32_t got[N_ORDER];
+	static unio_request_t *reqs[N_ORDER];
+	struct unio_recv_info info;
+
+	/* receives alternate: exact tag 7, any tag, tag 7 under a low-bits mask */
+	for (uint32_t i = 0; i < N_ORDER; i++) {
+		uint64_t mask = i % 3 == 0 ? UINT64_MAX : i % 3 == 1 ? 0 : 0xff;
+
+		TEST_ASSERT_STATUS(unio_tag_recv(w, &got[i], sizeof(got[i]), 7, mask, NULL,
+						 &reqs[i]), UNIO_INPROGRESS);
+	}
+	for (uint32_t i = 0; i < N_ORDER; i++)
+		TEST_ASSERT(api_send(w, ep, &i, sizeof(i), 7, 0) == UNIO_OK, "send %u", i);
+	for (uint32_t i = 0; i < N_ORDER; i++) {
+		TEST_ASSERT_STATUS(unio_request_wait(w, reqs[i], &info), UNIO_OK);
+		TEST_ASSERT(got[i] == i, "posted receive %u got message %u", i, got[i]);
+	}
+	return TEST_OK;
+}
+
+/* smallest message not yet consumed with tag @p t (t = 3: any tag) */
+static uint32_t
+expect_next(const uint8_t *used, uint32_t *ptr, uint32_t t)
+{
+	uint32_t step = t == 3 ? 1 : 3;
+
+	while (*ptr < N_ORDER && used[*ptr])
+		*ptr += step;
+	return *ptr;
+}
+
+static int
+check_order_unexpected(unio_worker_t *w, unio_ep_t *ep)
+{
+	static uint8_t used[N_ORDER];
+	uint32_t ptr[4] = { 0, 1, 2, 0 }, v, want;
+	struct unio_recv_info info;
+
+	/* message i has tag i % 3 and payload i: all unexpected, then received by exact
+	 * tags and by wildcards; each must get exactly the oldest message it matches */
+	for (uint32_t i = 0; i < N_ORDER; i++) {
+		TEST_ASSERT(api_send(w, ep, &i, sizeof(i), i % 3, 0) == UNIO_OK, "send %u", i);
+		unio_worker_progress(w);
+	}
+	while (unio_worker_progress(w) != 0)
+		;
+	for (uint32_t k = 0; k < N_ORDER; k++) {
+		uint32_t t = k % 4 == 3 ? 3 : k % 3;
+
+		want = expect_next(used, &ptr[t], t);
+		TEST_ASSERT_STATUS(api_recv(w, &v, sizeof(v), t == 3 ? 0 : t,
+					    t == 3 ? 0 : UINT64_MAX, &info), UNIO_OK);
+		TEST_ASSERT(v == want, "receive %u (tag class %u) got %u, want %u", k, t, v,
+			    want);
+		TEST_ASSERT(info.tag == v % 3, "payload %u with tag %" PRIu64, v, info.tag);
+		used[v] = 1;
+	}
+	TEST_ASSERT_STATUS(unio_tag_probe(w, 0, 0, 0, &info, NULL), UNIO_ERR_NOT_FOUND);
+	return TEST_OK;
+}
+
+UNIO_TEST(api_tag_match_order, fast)
+{
+	static const char *const self_only[] = { "TLS", "self", NULL };
+	unio_context_t *ctx = api_ctx(self_only);
+	unio_worker_t *w;
+	unio_status_t st;
+	unio_ep_t *ep;
+	int rc;
+
+	TEST_ASSERT(ctx != NULL, "context");
+	w = unio_worker_create(ctx, NULL, &st);
+	TEST_ASSERT(w != NULL, "worker");
+	ep = api_ep_to_worker(w, w, &st);
+	TEST_ASSERT(ep != NULL, "ep: %s", unio_status_string(st));
+	rc = check_order_posted(w, ep);
+	if (rc == TEST_OK)
+		rc = check_order_unexpected(w, ep);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return rc;
+}

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Requests (test, wait, cancel, free) and the tagged-message entry points: argument
+ * validation and locking here, the protocols in lib/proto.
+ */
+
+#include <string.h>
+
+#include "unio_api_priv.h"
+
+unio_status_t
+unio_request_test(unio_request_t *req, struct unio_recv_info *info)
+{
+	unio_status_t st;
+
+	if (req == NULL || req->state == REQ_FREE)
+		return UNIO_ERR_INVALID_PARAM;
+	worker_lock(req->worker);
+	st = req->state == REQ_DONE ? req->status : UNIO_INPROGRESS;
+	if (st != UNIO_INPROGRESS && info != NULL && req->type == REQ_RECV)
+		*info = req->info;
+	worker_unlock(req->worker);
+	return st;
+}
+
+unio_status_t
+unio_request_wait(unio_worker_t *worker, unio_request_t *req, struct unio_recv_info *info)
+{
+	unio_status_t st;
+
+	if (worker == NULL || req == NULL || req->state == REQ_FREE || req->worker != worker)
+		return UNIO_ERR_INVALID_PARAM;
+	while ((st = unio_request_test(req, info)) == UNIO_INPROGRESS)
+		unio_worker_progress(worker);
+	unio_request_free(req);
+	return st;
+}
+
+void
+unio_request_cancel(unio_worker_t *worker, unio_request_t *req)
+{
+	if (worker == NULL || req == NULL || req->worker != worker)
+		return;
+	worker_lock(worker);
+	if (req->type == REQ_RECV && req->state == REQ_ACTIVE && req->posted) {
+		proto_exp_remove(worker, req);
+		proto_req_complete(req, UNIO_ERR_CANCELED);
+	}
+	worker_unlock(worker);
+}
+
+void
+unio_request_free(unio_request_t *req)
+{
+	struct unio_worker *w;
+
+	if (req == NULL || req->state == REQ_FREE)
+		return;
+	w = req->worker;
+	worker_lock(w);
+	if (req->state == REQ_DONE)
+		proto_req_put(req);
+	else
+		req->user_freed = true;
+	worker_unlock(w);
+}
+
+/* ---- tagged messages ---- */
+
+static unio_status_t
+send_common(unio_ep_t *ep, const void *buf, size_t len, uint64_t tag, bool sync,
+	    const struct unio_request_param *param, unio_request_t **req_p)
+{
+	unio_status_t st;
+
+	if (unlikely(ep == NULL || (buf == NULL && len != 0)))
+		return UNIO_ERR_INVALID_PARAM;
+	worker_lock(ep->worker);
+	st = proto_tag_send(ep, buf, len, tag, sync, param, req_p);
+	worker_unlock(ep->worker);
+	return st;
+}
+
+unio_status_t
+unio_tag_send(unio_ep_t *ep, const void *buf, size_t len, uint64_t tag,
+	      const struct unio_request_param *param, unio_request_t **req_p)
+{
+	return send_common(ep, buf, len, tag, false, param, req_p);
+}
+
+unio_status_t
+unio_tag_send_sync(unio_ep_t *ep, const void *buf, size_t len, uint64_t tag,
+		   const struct unio_request_param *param, unio_request_t **req_p)
+{
+	return send_common(ep, buf, len, tag, true, param, req_p);
+}
+
+static struct unio_request *
+recv_req(unio_worker_t *w, void *buf, size_t len, uint64_t tag, uint64_t mask)
+{
+	struct unio_request *req = proto_req_get(w);
+
+	if (req == NULL)
+		return NULL;
+	req->type = REQ_RECV;
+	req->rbuf = buf;
+	req->rlen = len;
+	req->rtag = tag;
+	req->rmask = mask;
+	return req;
+}
+
+unio_status_t
+unio_tag_recv(unio_worker_t *w, void *buf, size_t len, uint64_t tag, uint64_t tag_mask,
+	      const struct unio_request_param *param, unio_request_t **req_p)
+{
+	struct unio_request *req;
+	struct proto_unexp *ux;
+	unio_status_t st = UNIO_OK;
+
+	if (unlikely(w == NULL || (buf == NULL && len != 0)))
+		return UNIO_ERR_INVALID_PARAM;
+	worker_lock(w);
+	req = recv_req(w, buf, len, tag, tag_mask);
+	if (unlikely(req == NULL)) {
+		worker_unlock(w);
+		return UNIO_ERR_NO_MEMORY;
+	}
+	ux = proto_unexp_match(w, tag, tag_mask);
+	if (ux != NULL)
+		proto_recv_unexp(w, req, ux);
+	else
+		st = proto_exp_add(w, req);
+	if (st == UNIO_OK)
+		st = proto_req_hand_out(req, param, req_p);
+	else
+		proto_req_put(req);
+	worker_unlock(w);
+	return st;
+}
+
+unio_status_t
+unio_tag_probe(unio_worker_t *w, uint64_t tag, uint64_t tag_mask, int remove,
+	       struct unio_recv_info *info, unio_tag_msg_t **msg_p)
+{
+	struct proto_unexp *ux;
+
+	if (w == NULL || info == NULL || (remove && msg_p == NULL))
+		return UNIO_ERR_INVALID_PARAM;
+	worker_lock(w);
+	ux = proto_unexp_match(w, tag, tag_mask);
+	if (ux != NULL) {
+		info->tag = ux->tag;
+		info->length = ux->length;
+		if (remove) {
+			proto_unexp_remove(w, ux);
+			/* re-queued privately: it no longer matches receives */
+			*msg_p = (unio_tag_msg_t *)ux;
+		}
+	}
+	worker_unlock(w);
+	return ux != NULL ? UNIO_OK : UNIO_ERR_NOT_FOUND;
+}
+
+unio_status_t
+unio_tag_msg_recv(unio_worker_t *w, void *buf, size_t len, unio_tag_msg_t *msg,
+		  const struct unio_request_param *param, unio_request_t **req_p)
+{
+	struct proto_unexp *ux = (struct proto_unexp *)msg;
+	struct unio_request *req;
+	unio_status_t st;
+
+	if (w == NULL || msg == NULL || (buf == NULL && len != 0))
+		return UNIO_ERR_INVALID_PARAM;
+	worker_lock(w);
+	req = recv_req(w, buf, len, ux->tag, UINT64_MAX);
+	if (req == NULL) {
+		worker_unlock(w);
+		return UNIO_ERR_NO_MEMORY;
+	}
+	/* proto_recv_unexp removes it from the queue: put it back for that */
+	proto_unexp_add(w, ux);
+	proto_recv_unexp(w, req, ux);
+	st = proto_req_hand_out(req, param, req_p);
+	worker_unlock(w);
+	return st;
+}

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef UNIO_API_PRIV_H
+#define UNIO_API_PRIV_H
+
+/**
+ * @file
+ * Internals of the API objects (lib/api): the wire format of worker addresses and of the
+ * TCP control connection, listeners and connection requests.  Never installed.
+ */
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "unio_log.h"
+#include "unio_proto.h"
+
+extern int unio_logtype_api;
+#define API_LOG(lvl, fmt, ...) UNIO_LOG(lvl, unio_logtype_api, fmt, ##__VA_ARGS__)
+
+/** Worker address: this header, then n_ifaces (struct wire_addr_iface + address bytes). */
+struct wire_addr_hdr {
+	uint32_t magic;        /**< UNIO_WIRE_MAGIC */
+	uint16_t version;      /**< UNIO_WIRE_VERSION */
+	uint16_t n_ifaces;
+	uint64_t uuid;         /**< the worker's identity */
+};
+
+struct wire_addr_iface {
+	char driver[UNIO_TL_NAME_MAX];
+	char device[UNIO_TL_DEV_NAME_MAX];
+	uint16_t addr_len;     /**< bytes of iface address that follow (<= UNIO_TL_ADDR_MAX) */
+	uint16_t pad[3];
+};
+
+/** Control-connection message types. */
+enum wire_ctl_type {
+	WIRE_HELLO = 1,        /**< client -> server: ep_id, worker address */
+	WIRE_ACCEPT = 2,       /**< server -> client: ep_id, worker address */
+	WIRE_REJECT = 3,       /**< server -> client: the handler rejected */
+	WIRE_VERSION = 4,      /**< server -> client: another wire version, refused */
+	WIRE_CLOSE = 5,        /**< either way: orderly close of the endpoint */
+};
+
+/** Control message: this header, then addr_len bytes of worker address. */
+struct wire_ctl {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint32_t ep_id;        /**< the sender's id of its endpoint */
+	uint32_t addr_len;
+};
+
+#define WIRE_ADDR_MAX 8192
+
+struct unio_listener {
+	struct unio_worker *worker;
+	int fd;
+	unio_conn_handler_t handler;
+	void *arg;
+	struct sockaddr_storage addr;
+	TAILQ_ENTRY(unio_listener) link;
+};
+
+struct unio_conn_request {
+	struct unio_listener *listener;
+	int fd;
+	struct sockaddr_storage peer;
+	uint32_t remote_ep_id;
+	uint32_t addr_len;
+	uint8_t *addr;
+};
+
+/* worker.c */
+size_t worker_address_pack(struct unio_worker *w, void *buf, size_t len);
+/** Add @p fd to the worker's epoll set when it has one. */
+void worker_efd_watch(struct unio_worker *w, int fd);
+
+/* wireup.c */
+unsigned int wireup_progress(struct unio_worker *w);
+void wireup_ep_fail(struct unio_ep *ep, unio_status_t st, bool report);
+void wireup_worker_fini(struct unio_worker *w);
+unio_status_t wireup_set_handlers(struct unio_worker *w);
+unio_status_t wireup_efd_add_all(struct unio_worker *w);
+
+#endif /* UNIO_API_PRIV_H */

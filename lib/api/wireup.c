@@ -1,0 +1,938 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Wireup: listeners and the kernel TCP control connection (HELLO / ACCEPT / REJECT /
+ * VERSION / CLOSE), lane selection by reachability, endpoint create / close / flush, and
+ * peer-failure detection (the control connection's EOF, plus the drivers' ep errors).
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "unio_api_priv.h"
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t
+deadline_of(const struct unio_worker *w)
+{
+	uint64_t t = w->ctx->config.peer_timeout_ns;
+
+	return t == UNIO_TIME_INF ? UINT64_MAX : now_ns() + t;
+}
+
+/* Progress the control plane of every worker of the context (a handshake with a listener
+ * of this very process must not deadlock). */
+static void
+progress_ctx_control(struct unio_worker *self)
+{
+	struct unio_worker *w;
+
+	TAILQ_FOREACH(w, &self->ctx->workers, link)
+		wireup_progress(w);
+}
+
+/* Wait until @p fd is readable (POLLIN) or writable; UNIO_ERR_TIMED_OUT at the deadline. */
+static unio_status_t
+fd_wait(struct unio_worker *w, int fd, short events, uint64_t deadline)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+
+	for (;;) {
+		int r;
+
+		progress_ctx_control(w);
+		r = poll(&p, 1, 1);
+		if (r > 0)
+			return UNIO_OK;
+		if (r < 0 && errno != EINTR)
+			return UNIO_ERR_IO;
+		if (now_ns() >= deadline)
+			return UNIO_ERR_TIMED_OUT;
+	}
+}
+
+static unio_status_t
+read_full(struct unio_worker *w, int fd, void *buf, size_t len, uint64_t deadline)
+{
+	uint8_t *p = buf;
+
+	while (len > 0) {
+		ssize_t r = recv(fd, p, len, MSG_DONTWAIT);
+		unio_status_t st;
+
+		if (r > 0) {
+			p += r;
+			len -= (size_t)r;
+			continue;
+		}
+		if (r == 0)
+			return UNIO_ERR_CONNECTION_RESET;
+		if (errno != EAGAIN && errno != EINTR)
+			return UNIO_ERR_CONNECTION_RESET;
+		st = fd_wait(w, fd, POLLIN, deadline);
+		if (st != UNIO_OK)
+			return st;
+	}
+	return UNIO_OK;
+}
+
+static unio_status_t
+send_ctl(int fd, uint16_t type, uint32_t ep_id, const void *addr, uint32_t addr_len)
+{
+	struct wire_ctl h = { .magic = UNIO_WIRE_MAGIC, .version = proto_wire_version(),
+			      .type = type, .ep_id = ep_id, .addr_len = addr_len };
+	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)(uintptr_t)addr, addr_len } };
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = addr_len ? 2 : 1 };
+	ssize_t r = sendmsg(fd, &m, MSG_NOSIGNAL);
+
+	return r == (ssize_t)(sizeof(h) + addr_len) ? UNIO_OK : UNIO_ERR_CONNECTION_RESET;
+}
+
+/* Read one control message; *addr_p is malloc'ed (NULL when addr_len is 0). */
+static unio_status_t
+recv_ctl(struct unio_worker *w, int fd, struct wire_ctl *h, uint8_t **addr_p,
+	 uint64_t deadline)
+{
+	unio_status_t st = read_full(w, fd, h, sizeof(*h), deadline);
+
+	*addr_p = NULL;
+	if (st != UNIO_OK)
+		return st;
+	if (h->magic != UNIO_WIRE_MAGIC || h->addr_len > WIRE_ADDR_MAX) {
+		API_LOG(ERR, "control connection: not a Unio peer or malformed message");
+		return UNIO_ERR_PROTO;
+	}
+	if (h->version != UNIO_WIRE_VERSION)
+		return UNIO_ERR_VERSION_MISMATCH;
+	if (h->addr_len == 0)
+		return UNIO_OK;
+	*addr_p = malloc(h->addr_len);
+	if (*addr_p == NULL)
+		return UNIO_ERR_NO_MEMORY;
+	st = read_full(w, fd, *addr_p, h->addr_len, deadline);
+	if (st != UNIO_OK) {
+		free(*addr_p);
+		*addr_p = NULL;
+	}
+	return st;
+}
+
+/* ---- lanes ---- */
+
+/* Validate a worker address and return the number of ifaces in it (or an error). */
+static int
+addr_parse(const uint8_t *a, size_t len, const struct wire_addr_hdr **hdr_p)
+{
+	const struct wire_addr_hdr *h = (const void *)a;
+	size_t off = sizeof(*h);
+
+	if (a == NULL || len < sizeof(*h) || h->magic != UNIO_WIRE_MAGIC)
+		return UNIO_ERR_INVALID_ADDR;
+	if (h->version != UNIO_WIRE_VERSION)
+		return UNIO_ERR_VERSION_MISMATCH;
+	for (unsigned int i = 0; i < h->n_ifaces; i++) {
+		struct wire_addr_iface e;
+
+		if (len - off < sizeof(e))
+			return UNIO_ERR_INVALID_ADDR;
+		memcpy(&e, a + off, sizeof(e));
+		off += sizeof(e);
+		if (e.addr_len > UNIO_TL_ADDR_MAX || len - off < e.addr_len)
+			return UNIO_ERR_INVALID_ADDR;
+		off += e.addr_len;
+	}
+	*hdr_p = h;
+	return h->n_ifaces;
+}
+
+static bool
+lane_try(struct unio_ep *ep, struct unio_tl_iface *ifc, const uint8_t *a, size_t len)
+{
+	size_t off = sizeof(struct wire_addr_hdr);
+	const struct wire_addr_hdr *h = (const void *)a;
+
+	for (unsigned int i = 0; i < h->n_ifaces; i++) {
+		struct wire_addr_iface e;
+		struct unio_tl_ep_params p;
+		struct unio_tl_ep *tl_ep;
+
+		memcpy(&e, a + off, sizeof(e));
+		off += sizeof(e);
+		e.driver[sizeof(e.driver) - 1] = '\0';
+		p = (struct unio_tl_ep_params){ .iface_addr = a + off, .iface_addr_len = e.addr_len,
+						.user = ep };
+		off += e.addr_len;
+		RTE_SET_USED(len);
+		if (strcmp(e.driver, ifc->driver->name) != 0)
+			continue;
+		if (unio_tl_ep_create(ifc, &p, &tl_ep) == UNIO_OK) {
+			proto_lane_init(ep->worker, &ep->lane, tl_ep);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Choose the lane: the nearest reachability class whose driver reaches the peer. */
+static unio_status_t
+ep_connect_lanes(struct unio_ep *ep, const uint8_t *addr, size_t len)
+{
+	const struct wire_addr_hdr *h;
+	struct unio_worker *w = ep->worker;
+	int n = addr_parse(addr, len, &h);
+
+	if (n < 0) {
+		API_LOG(ERR, "peer worker address: %s", unio_status_string(n));
+		return n;
+	}
+	ep->peer_uuid = h->uuid;
+	for (int r = UNIO_TL_REACH_SELF; r <= UNIO_TL_REACH_NET; r++)
+		for (unsigned int i = 0; i < w->n_ifaces; i++)
+			if (w->ifaces[i]->attr.reach == (enum unio_tl_reach)r &&
+			    lane_try(ep, w->ifaces[i], addr, len))
+				return UNIO_OK;
+	API_LOG(ERR, "no transport reaches the peer (UNIO_TLS?)");
+	return UNIO_ERR_UNREACHABLE;
+}
+
+static unio_status_t ep_connect_worker_addr(struct unio_ep *ep,
+					    const struct unio_ep_params *p);
+
+/* ---- endpoint table ---- */
+
+static struct unio_ep *
+ep_alloc(struct unio_worker *w)
+{
+	struct unio_ep *ep = calloc(1, sizeof(*ep));
+	uint32_t i;
+
+	if (ep == NULL)
+		return NULL;
+	for (i = 0; i < w->n_eps && w->eps[i] != NULL; i++)
+		;
+	if (i == w->n_eps) {
+		uint32_t n = w->n_eps ? w->n_eps * 2 : 16;
+		struct unio_ep **t = n <= 0x10000 ? realloc(w->eps, n * sizeof(*t)) : NULL;
+
+		if (t == NULL) {
+			free(ep);
+			return NULL;
+		}
+		memset(t + w->n_eps, 0, (n - w->n_eps) * sizeof(*t));
+		w->eps = t;
+		w->n_eps = n;
+	}
+	if (++w->ep_gen == 0)
+		w->ep_gen = 1;
+	ep->id = i | ((uint32_t)w->ep_gen << 16);
+	ep->worker = w;
+	ep->ctl_fd = -1;
+	ep->state = EP_CONNECTING;
+	TAILQ_INIT(&ep->pending);
+	TAILQ_INIT(&ep->outstanding);
+	w->eps[i] = ep;
+	return ep;
+}
+
+/*
+ * Release an ep's resources.  A closed ep's memory stays until the worker is destroyed, so
+ * that a call on a closed endpoint fails with UNIO_ERR_NOT_CONNECTED instead of touching
+ * freed memory.
+ */
+static void
+ep_free(struct unio_ep *ep)
+{
+	struct unio_worker *w = ep->worker;
+
+	if (ep->lane.tl_ep != NULL)
+		unio_tl_ep_destroy(ep->lane.tl_ep);
+	ep->lane.tl_ep = NULL;
+	if (ep->ctl_fd >= 0)
+		close(ep->ctl_fd);
+	ep->ctl_fd = -1;
+	w->eps[ep->id & 0xffff] = NULL;
+	ep->state = EP_CLOSED;
+	ep->closed_next = w->closed_eps;
+	w->closed_eps = ep;
+}
+
+void
+wireup_ep_fail(struct unio_ep *ep, unio_status_t st, bool report)
+{
+	if (ep->state != EP_CONNECTED)
+		return;
+	ep->state = EP_FAILED;
+	proto_ep_fail_requests(ep, st);
+	if (report && !ep->err_reported && ep->err_handler != NULL) {
+		ep->err_reported = true;
+		ep->err_handler(ep->err_arg, ep, st);
+	}
+}
+
+/* ---- control progress: listeners and control connections ---- */
+
+static void
+listener_accept(struct unio_listener *l)
+{
+	struct unio_worker *w = l->worker;
+	struct unio_conn_request *cr;
+	struct wire_ctl h;
+	socklen_t sl = sizeof(cr->peer);
+	unio_status_t st;
+	int fd;
+
+	cr = calloc(1, sizeof(*cr));
+	if (cr == NULL)
+		return;
+	fd = accept4(l->fd, (struct sockaddr *)&cr->peer, &sl, SOCK_CLOEXEC);
+	if (fd < 0) {
+		free(cr);
+		return;
+	}
+	st = recv_ctl(w, fd, &h, &cr->addr, deadline_of(w));
+	if (st == UNIO_OK && h.type != WIRE_HELLO)
+		st = UNIO_ERR_PROTO;
+	if (st != UNIO_OK) {
+		if (st == UNIO_ERR_VERSION_MISMATCH) {
+			API_LOG(ERR, "refused a peer of wire version %u (ours is %u)", h.version,
+				UNIO_WIRE_VERSION);
+			send_ctl(fd, WIRE_VERSION, 0, NULL, 0);
+		}
+		close(fd);
+		free(cr);
+		return;
+	}
+	cr->listener = l;
+	cr->fd = fd;
+	cr->remote_ep_id = h.ep_id;
+	cr->addr_len = h.addr_len;
+	l->handler(cr, l->arg);
+}
+
+static void
+ep_check_ctl(struct unio_ep *ep)
+{
+	struct wire_ctl h;
+	ssize_t r = recv(ep->ctl_fd, &h, sizeof(h), MSG_DONTWAIT);
+
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r == (ssize_t)sizeof(h) && h.magic == UNIO_WIRE_MAGIC && h.type == WIRE_CLOSE) {
+		/* orderly close: the peer flushed; what it sent is already in our rx path */
+		ep->remote_closed = true;
+		proto_ep_fail_requests(ep, UNIO_ERR_CONNECTION_RESET);
+		return;
+	}
+	if (ep->remote_closed && r == 0) {
+		close(ep->ctl_fd);
+		ep->ctl_fd = -1;
+		return;
+	}
+	API_LOG(ERR, "peer of ep %#x died or reset its control connection", ep->id);
+	close(ep->ctl_fd);
+	ep->ctl_fd = -1;
+	wireup_ep_fail(ep, UNIO_ERR_CONNECTION_RESET, true);
+}
+
+unsigned int
+wireup_progress(struct unio_worker *w)
+{
+	struct unio_listener *l, *next;
+	unsigned int n = 0;
+
+	for (l = TAILQ_FIRST(&w->listeners); l != NULL; l = next) {
+		struct pollfd p = { .fd = l->fd, .events = POLLIN };
+
+		next = TAILQ_NEXT(l, link);
+		if (poll(&p, 1, 0) == 1) {
+			listener_accept(l);
+			n++;
+		}
+	}
+	for (uint32_t i = 0; i < w->n_eps; i++) {
+		struct unio_ep *ep = w->eps[i];
+
+		if (ep != NULL && ep->ctl_fd >= 0 && ep->state == EP_CONNECTED) {
+			ep_check_ctl(ep);
+			n += ep->state != EP_CONNECTED;
+		}
+	}
+	return n;
+}
+
+unio_status_t
+wireup_efd_add_all(struct unio_worker *w)
+{
+	struct unio_listener *l;
+
+	TAILQ_FOREACH(l, &w->listeners, link)
+		worker_efd_watch(w, l->fd);
+	for (uint32_t i = 0; i < w->n_eps; i++)
+		if (w->eps[i] != NULL && w->eps[i]->ctl_fd >= 0)
+			worker_efd_watch(w, w->eps[i]->ctl_fd);
+	return UNIO_OK;
+}
+
+/* ---- listener ---- */
+
+static int
+listen_socket(const struct sockaddr *sa, socklen_t len)
+{
+	int one = 1, fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, sa, len) != 0 || listen(fd, 128) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+unio_listener_t *
+unio_listener_create(unio_worker_t *w, const struct unio_listener_params *params,
+		     unio_status_t *status)
+{
+	struct unio_listener *l = NULL;
+	unio_status_t st = UNIO_ERR_INVALID_PARAM;
+	socklen_t sl;
+
+	if (w == NULL || params == NULL ||
+	    !(params->field_mask & UNIO_LISTENER_PARAM_SOCKADDR) ||
+	    !(params->field_mask & UNIO_LISTENER_PARAM_HANDLER) || params->sockaddr == NULL ||
+	    params->conn_handler == NULL || params->addrlen < sizeof(struct sockaddr_in) ||
+	    params->addrlen > sizeof(struct sockaddr_storage))
+		goto out;
+	st = UNIO_ERR_NO_MEMORY;
+	l = calloc(1, sizeof(*l));
+	if (l == NULL)
+		goto out;
+	l->fd = listen_socket(params->sockaddr, params->addrlen);
+	if (l->fd < 0) {
+		API_LOG(ERR, "listener: cannot bind/listen: %s", strerror(errno));
+		st = errno == EADDRINUSE ? UNIO_ERR_BUSY : UNIO_ERR_IO;
+		free(l);
+		goto out;
+	}
+	sl = sizeof(l->addr);
+	getsockname(l->fd, (struct sockaddr *)&l->addr, &sl);
+	l->worker = w;
+	l->handler = params->conn_handler;
+	l->arg = params->arg;
+	worker_lock(w);
+	TAILQ_INSERT_TAIL(&w->listeners, l, link);
+	worker_efd_watch(w, l->fd);
+	worker_unlock(w);
+	st = UNIO_OK;
+out:
+	if (status != NULL)
+		*status = st;
+	return st == UNIO_OK ? l : NULL;
+}
+
+unio_status_t
+unio_listener_query(unio_listener_t *l, struct sockaddr_storage *addr)
+{
+	if (l == NULL || addr == NULL)
+		return UNIO_ERR_INVALID_PARAM;
+	*addr = l->addr;
+	return UNIO_OK;
+}
+
+static void
+conn_request_free(struct unio_conn_request *cr)
+{
+	if (cr->fd >= 0)
+		close(cr->fd);
+	free(cr->addr);
+	free(cr);
+}
+
+unio_status_t
+unio_listener_reject(unio_listener_t *l, unio_conn_request_t *cr)
+{
+	if (l == NULL || cr == NULL || cr->listener != l)
+		return UNIO_ERR_INVALID_PARAM;
+	send_ctl(cr->fd, WIRE_REJECT, 0, NULL, 0);
+	conn_request_free(cr);
+	return UNIO_OK;
+}
+
+unio_status_t
+unio_conn_request_query(unio_conn_request_t *cr, struct sockaddr_storage *addr)
+{
+	if (cr == NULL || addr == NULL)
+		return UNIO_ERR_INVALID_PARAM;
+	*addr = cr->peer;
+	return UNIO_OK;
+}
+
+void
+unio_listener_destroy(unio_listener_t *l)
+{
+	struct unio_worker *w;
+
+	if (l == NULL)
+		return;
+	w = l->worker;
+	worker_lock(w);
+	TAILQ_REMOVE(&w->listeners, l, link);
+	worker_unlock(w);
+	close(l->fd);
+	free(l);
+}
+
+/* ---- endpoint ---- */
+
+static unio_status_t
+send_own_address(struct unio_ep *ep, int fd, uint16_t type)
+{
+	size_t len = worker_address_pack(ep->worker, NULL, 0);
+	uint8_t *buf = malloc(len);
+	unio_status_t st;
+
+	if (buf == NULL)
+		return UNIO_ERR_NO_MEMORY;
+	worker_address_pack(ep->worker, buf, len);
+	st = send_ctl(fd, type, ep->id, buf, (uint32_t)len);
+	free(buf);
+	return st;
+}
+
+static int
+connect_socket(struct unio_worker *w, const struct sockaddr *sa, socklen_t len,
+	       unio_status_t *st)
+{
+	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
+	socklen_t el = sizeof(int);
+	int err = 0;
+
+	*st = UNIO_ERR_IO;
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, sa, len) != 0 && errno != EINPROGRESS)
+		goto fail;
+	*st = fd_wait(w, fd, POLLOUT, deadline_of(w));
+	if (*st != UNIO_OK)
+		goto fail;
+	getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
+	if (err == 0)
+		return fd;
+	*st = UNIO_ERR_UNREACHABLE;
+	API_LOG(ERR, "connect: %s", strerror(err));
+fail:
+	close(fd);
+	return -1;
+}
+
+static unio_status_t
+ep_connect_sockaddr(struct unio_ep *ep, const struct unio_ep_params *p)
+{
+	struct unio_worker *w = ep->worker;
+	struct wire_ctl h;
+	uint8_t *addr;
+	unio_status_t st;
+
+	if (p->sockaddr == NULL || p->addrlen < sizeof(struct sockaddr_in))
+		return UNIO_ERR_INVALID_PARAM;
+	ep->ctl_fd = connect_socket(w, p->sockaddr, p->addrlen, &st);
+	if (ep->ctl_fd < 0)
+		return st;
+	st = send_own_address(ep, ep->ctl_fd, WIRE_HELLO);
+	if (st == UNIO_OK)
+		st = recv_ctl(w, ep->ctl_fd, &h, &addr, deadline_of(w));
+	if (st == UNIO_OK && h.type == WIRE_VERSION)
+		st = UNIO_ERR_VERSION_MISMATCH;
+	if (st == UNIO_ERR_VERSION_MISMATCH) {
+		API_LOG(ERR, "the peer speaks another wire version (ours is %u): refused",
+			proto_wire_version());
+		return st;
+	}
+	if (st == UNIO_OK && h.type == WIRE_REJECT)
+		st = UNIO_ERR_REJECTED;
+	else if (st == UNIO_OK && h.type != WIRE_ACCEPT)
+		st = UNIO_ERR_PROTO;
+	if (st == UNIO_OK) {
+		ep->remote_id = h.ep_id;
+		st = ep_connect_lanes(ep, addr, h.addr_len);
+	}
+	free(addr);
+	return st;
+}
+
+static unio_status_t
+ep_accept(struct unio_ep *ep, struct unio_conn_request *cr)
+{
+	unio_status_t st;
+
+	ep->remote_id = cr->remote_ep_id;
+	st = ep_connect_lanes(ep, cr->addr, cr->addr_len);
+	if (st != UNIO_OK) {
+		send_ctl(cr->fd, WIRE_REJECT, 0, NULL, 0);
+		conn_request_free(cr);
+		return st;
+	}
+	ep->ctl_fd = cr->fd;
+	cr->fd = -1;
+	conn_request_free(cr);
+	return send_own_address(ep, ep->ctl_fd, WIRE_ACCEPT);
+}
+
+static unio_status_t
+ep_params_check(const struct unio_ep_params *p)
+{
+	uint64_t how;
+
+	if (p == NULL)
+		return UNIO_ERR_INVALID_PARAM;
+	how = p->field_mask & (UNIO_EP_PARAM_SOCKADDR | UNIO_EP_PARAM_CONN_REQUEST |
+			       UNIO_EP_PARAM_WORKER_ADDR);
+	if (how == 0 || (how & (how - 1)) != 0)
+		return UNIO_ERR_INVALID_PARAM;
+	if ((how & UNIO_EP_PARAM_CONN_REQUEST) && p->conn_request == NULL)
+		return UNIO_ERR_INVALID_PARAM;
+	if ((how & UNIO_EP_PARAM_WORKER_ADDR) && (p->worker_addr == NULL ||
+						  p->worker_addr_len == 0))
+		return UNIO_ERR_INVALID_PARAM;
+	return UNIO_OK;
+}
+
+unio_ep_t *
+unio_ep_create(unio_worker_t *w, const struct unio_ep_params *p, unio_status_t *status)
+{
+	struct unio_ep *ep = NULL;
+	unio_status_t st = w == NULL ? UNIO_ERR_INVALID_PARAM : ep_params_check(p);
+
+	if (st != UNIO_OK)
+		goto out;
+	worker_lock(w);
+	ep = ep_alloc(w);
+	if (ep == NULL) {
+		st = UNIO_ERR_NO_MEMORY;
+		goto unlock;
+	}
+	if (p->field_mask & UNIO_EP_PARAM_ERR_HANDLER) {
+		ep->err_handler = p->err_handler;
+		ep->err_arg = p->err_arg;
+	}
+	if (p->field_mask & UNIO_EP_PARAM_USER_DATA)
+		ep->user_data = p->user_data;
+	if (p->field_mask & UNIO_EP_PARAM_SOCKADDR)
+		st = ep_connect_sockaddr(ep, p);
+	else if (p->field_mask & UNIO_EP_PARAM_CONN_REQUEST)
+		st = ep_accept(ep, p->conn_request);
+	else
+		st = ep_connect_worker_addr(ep, p);
+	if (st == UNIO_OK) {
+		ep->state = EP_CONNECTED;
+		worker_efd_watch(w, ep->ctl_fd);
+	} else {
+		ep_free(ep);
+		ep = NULL;
+	}
+unlock:
+	worker_unlock(w);
+out:
+	if (status != NULL)
+		*status = st;
+	return ep;
+}
+
+static bool
+ep_sends_outstanding(const struct unio_ep *ep)
+{
+	const struct unio_request *r;
+
+	if (!TAILQ_EMPTY(&ep->pending))
+		return true;
+	TAILQ_FOREACH(r, &ep->outstanding, ep_link)
+		if (r->type == REQ_SEND)
+			return true;
+	return false;
+}
+
+static void
+flush_done(struct unio_tl_completion *c)
+{
+	RTE_SET_USED(c);
+}
+
+/* Progress until every send on @p ep completed (or the ep failed, or the timeout). */
+static unio_status_t
+ep_flush_wait(struct unio_ep *ep)
+{
+	struct unio_worker *w = ep->worker;
+	uint64_t deadline = deadline_of(w);
+	struct unio_tl_completion c = { .func = flush_done, .count = 1 };
+
+	while (ep->state == EP_CONNECTED && ep_sends_outstanding(ep)) {
+		unio_worker_progress(w);
+		if (now_ns() >= deadline)
+			return UNIO_ERR_TIMED_OUT;
+	}
+	if (ep->state != EP_CONNECTED)
+		return UNIO_ERR_CONNECTION_RESET;
+	if (unio_tl_ep_flush(ep->lane.tl_ep, &c) == UNIO_INPROGRESS)
+		while (c.count > 0 && ep->state == EP_CONNECTED && now_ns() < deadline)
+			unio_worker_progress(w);
+	return c.count > 0 ? UNIO_ERR_TIMED_OUT : c.status;
+}
+
+unio_status_t
+unio_ep_close(unio_ep_t *ep, enum unio_ep_close_mode mode, unio_request_t **req_p)
+{
+	struct unio_worker *w;
+
+	RTE_SET_USED(req_p);
+	if (ep == NULL || (mode != UNIO_EP_CLOSE_FLUSH && mode != UNIO_EP_CLOSE_FORCE))
+		return UNIO_ERR_INVALID_PARAM;
+	w = ep->worker;
+	worker_lock(w);
+	if (ep->state == EP_CLOSED) {
+		worker_unlock(w);
+		return UNIO_ERR_NOT_CONNECTED;
+	}
+	if (mode == UNIO_EP_CLOSE_FLUSH && ep->state == EP_CONNECTED && !ep->remote_closed)
+		ep_flush_wait(ep);
+	if (mode == UNIO_EP_CLOSE_FLUSH && ep->ctl_fd >= 0 && ep->state == EP_CONNECTED)
+		send_ctl(ep->ctl_fd, WIRE_CLOSE, ep->id, NULL, 0);
+	if (ep->state == EP_CONNECTED)
+		proto_ep_fail_requests(ep, UNIO_ERR_CANCELED);
+	ep->state = EP_CLOSED;
+	ep_free(ep);
+	worker_unlock(w);
+	return UNIO_OK;
+}
+
+unio_status_t
+unio_ep_flush(unio_ep_t *ep, const struct unio_request_param *param, unio_request_t **req_p)
+{
+	unio_status_t st;
+
+	RTE_SET_USED(param), RTE_SET_USED(req_p);
+	if (ep == NULL)
+		return UNIO_ERR_INVALID_PARAM;
+	worker_lock(ep->worker);
+	st = ep->state == EP_CONNECTED ? ep_flush_wait(ep) : UNIO_ERR_NOT_CONNECTED;
+	worker_unlock(ep->worker);
+	return st;
+}
+
+unio_status_t
+unio_worker_flush(unio_worker_t *w, const struct unio_request_param *param,
+		  unio_request_t **req_p)
+{
+	unio_status_t st = UNIO_OK;
+
+	RTE_SET_USED(param), RTE_SET_USED(req_p);
+	if (w == NULL)
+		return UNIO_ERR_INVALID_PARAM;
+	worker_lock(w);
+	for (uint32_t i = 0; i < w->n_eps; i++) {
+		struct unio_ep *ep = w->eps[i];
+
+		if (ep != NULL && ep->state == EP_CONNECTED && !ep->remote_closed) {
+			unio_status_t s = ep_flush_wait(ep);
+
+			if (s != UNIO_OK && st == UNIO_OK)
+				st = s;
+		}
+	}
+	worker_unlock(w);
+	return st;
+}
+
+void *
+unio_ep_get_user_data(const unio_ep_t *ep)
+{
+	return ep != NULL ? ep->user_data : NULL;
+}
+
+void
+unio_ep_print_info(const unio_ep_t *ep, FILE *stream)
+{
+	const struct proto_lane *l;
+
+	if (ep == NULL || stream == NULL)
+		return;
+	l = &ep->lane;
+	fprintf(stream, "# ep %#x -> peer ep %#x, lane %s/%s\n", ep->id, ep->remote_id,
+		l->iface->driver->name, l->iface->dev_name);
+	fprintf(stream, "#   short <= %zu, eager <= %zu, fragment %zu, rndv >= %zu (%s)\n",
+		l->short_ok ? l->max_short : 0, l->max_eager, l->frag, l->rndv_thresh,
+		l->rndv_scheme == UNIO_RNDV_SCHEME_GET ? "get" : "pipeline");
+}
+
+void
+wireup_worker_fini(struct unio_worker *w)
+{
+	struct unio_listener *l;
+	struct unio_ep *ep;
+
+	while ((l = TAILQ_FIRST(&w->listeners)) != NULL)
+		unio_listener_destroy(l);
+	for (uint32_t i = 0; i < w->n_eps; i++)
+		if (w->eps[i] != NULL)
+			unio_ep_close(w->eps[i], UNIO_EP_CLOSE_FORCE, NULL);
+	while ((ep = w->closed_eps) != NULL) {
+		w->closed_eps = ep->closed_next;
+		free(ep);
+	}
+}
+
+/* ---- endpoints from a worker address: a wireup exchange over the lane itself ---- */
+
+struct wire_am_req {
+	uint32_t src_ep_id;    /**< the requester's ep */
+	uint32_t addr_len;     /**< requester's worker address follows */
+};
+
+struct wire_am_rep {
+	uint32_t dst_ep_id;    /**< the requester's ep */
+	uint32_t src_ep_id;    /**< the replier's ep, to put in headers */
+};
+
+struct am_pack {
+	const void *hdr;
+	size_t hdr_len;
+	struct unio_worker *w;
+};
+
+static size_t
+pack_wireup(void *dest, void *arg)
+{
+	struct am_pack *a = arg;
+	size_t n = a->hdr_len;
+
+	memcpy(dest, a->hdr, a->hdr_len);
+	if (a->w != NULL)
+		n += worker_address_pack(a->w, (uint8_t *)dest + a->hdr_len, WIRE_ADDR_MAX);
+	return n;
+}
+
+static unio_status_t
+am_send_wait(struct unio_ep *ep, uint8_t id, struct am_pack *a, uint64_t deadline)
+{
+	for (;;) {
+		ssize_t r = unio_tl_ep_am_bcopy(ep->lane.tl_ep, id, pack_wireup, a, 0);
+
+		if (r >= 0)
+			return UNIO_OK;
+		if (r != UNIO_ERR_NO_RESOURCE || now_ns() >= deadline)
+			return (unio_status_t)r;
+		for (unsigned int i = 0; i < ep->worker->n_ifaces; i++)
+			unio_tl_iface_progress(ep->worker->ifaces[i]);
+	}
+}
+
+static unio_status_t
+am_wireup_req(void *arg, const void *data, size_t length, unsigned int flags)
+{
+	struct unio_worker *w = arg;
+	struct wire_am_req h;
+	struct wire_am_rep rep;
+	struct am_pack a = { &rep, sizeof(rep), NULL };
+	struct unio_ep *ep;
+
+	RTE_SET_USED(flags);
+	if (length < sizeof(h))
+		goto bad;
+	memcpy(&h, data, sizeof(h));
+	if (h.addr_len != length - sizeof(h))
+		goto bad;
+	ep = ep_alloc(w);
+	if (ep == NULL)
+		return UNIO_OK;
+	ep->remote_id = h.src_ep_id;
+	if (ep_connect_lanes(ep, (const uint8_t *)data + sizeof(h), h.addr_len) != UNIO_OK) {
+		ep_free(ep);
+		return UNIO_OK;
+	}
+	ep->state = EP_CONNECTED;
+	rep = (struct wire_am_rep){ .dst_ep_id = h.src_ep_id, .src_ep_id = ep->id };
+	if (am_send_wait(ep, PROTO_AM_WIREUP_REP, &a, deadline_of(w)) != UNIO_OK)
+		API_LOG(ERR, "wireup reply to ep %#x failed", h.src_ep_id);
+	return UNIO_OK;
+bad:
+	API_LOG(ERR, "wireup request: malformed (%zu bytes)", length);
+	return UNIO_OK;
+}
+
+static unio_status_t
+am_wireup_rep(void *arg, const void *data, size_t length, unsigned int flags)
+{
+	struct unio_worker *w = arg;
+	struct wire_am_rep h;
+	struct unio_ep *ep;
+
+	RTE_SET_USED(flags);
+	if (length != sizeof(h))
+		goto bad;
+	memcpy(&h, data, sizeof(h));
+	if ((h.dst_ep_id & 0xffff) >= w->n_eps)
+		goto bad;
+	ep = w->eps[h.dst_ep_id & 0xffff];
+	if (ep == NULL || ep->id != h.dst_ep_id || ep->state != EP_CONNECTING)
+		goto bad;
+	ep->remote_id = h.src_ep_id;
+	ep->state = EP_CONNECTED;
+	return UNIO_OK;
+bad:
+	API_LOG(ERR, "wireup reply: malformed or for an unknown ep (%zu bytes)", length);
+	return UNIO_OK;
+}
+
+unio_status_t
+wireup_set_handlers(struct unio_worker *w)
+{
+	for (unsigned int i = 0; i < w->n_ifaces; i++) {
+		unio_status_t st;
+
+		st = unio_tl_iface_set_am_handler(w->ifaces[i], PROTO_AM_WIREUP_REQ,
+						  am_wireup_req, w);
+		if (st == UNIO_OK)
+			st = unio_tl_iface_set_am_handler(w->ifaces[i], PROTO_AM_WIREUP_REP,
+							  am_wireup_rep, w);
+		if (st != UNIO_OK)
+			return st;
+	}
+	return UNIO_OK;
+}
+
+static unio_status_t
+ep_connect_worker_addr(struct unio_ep *ep, const struct unio_ep_params *p)
+{
+	struct unio_worker *w = ep->worker;
+	uint64_t deadline = deadline_of(w);
+	struct wire_am_req h = { .src_ep_id = ep->id,
+				 .addr_len = (uint32_t)worker_address_pack(w, NULL, 0) };
+	struct am_pack a = { &h, sizeof(h), w };
+	unio_status_t st = ep_connect_lanes(ep, p->worker_addr, p->worker_addr_len);
+
+	if (st != UNIO_OK)
+		return st;
+	if (sizeof(h) + h.addr_len > ep->lane.iface->attr.max_bcopy)
+		return UNIO_ERR_UNSUPPORTED;
+	st = am_send_wait(ep, PROTO_AM_WIREUP_REQ, &a, deadline);
+	while (st == UNIO_OK && ep->state == EP_CONNECTING) {
+		unio_worker_progress(w);
+		if (now_ns() >= deadline)
+			st = UNIO_ERR_TIMED_OUT;
+	}
+	return st;
+}

@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Context and worker: configuration snapshot, drivers and devices, ifaces, progress, the
+ * event fd, and the worker address blob.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+
+#include "unio_api_priv.h"
+
+RTE_LOG_REGISTER(unio_logtype_api, unio.api, WARNING);
+
+/* ---- context ---- */
+
+static void
+context_open_drivers(struct unio_context *ctx)
+{
+	char reason[128];
+
+	for (unsigned int i = 0; i < unio_tl_driver_count() && ctx->n_drivers < 16; i++) {
+		const struct unio_tl_driver *drv = unio_tl_driver_get(i);
+		unsigned int d = ctx->n_drivers, n = 0;
+
+		if (unio_tl_query_devices(drv, &ctx->config, ctx->devs[d], &n, reason,
+					  sizeof(reason)) != UNIO_OK || n == 0) {
+			API_LOG(INFO, "driver %s: no device%s%s", drv->name,
+				reason[0] ? ": " : "", reason);
+			continue;
+		}
+		ctx->drivers[d] = drv;
+		ctx->n_devs[d] = n;
+		ctx->n_drivers++;
+	}
+}
+
+unio_context_t *
+unio_context_create(const struct unio_context_params *params, unio_status_t *status)
+{
+	uint64_t fm = params != NULL ? params->field_mask : 0;
+	struct unio_context *ctx;
+	unio_status_t st;
+
+	ctx = calloc(1, sizeof(*ctx));
+	if (ctx == NULL) {
+		st = UNIO_ERR_NO_MEMORY;
+		goto out;
+	}
+	if ((fm & UNIO_CONTEXT_PARAM_CONFIG) && params->config != NULL) {
+		ctx->config = *params->config;
+		st = UNIO_OK;
+	} else {
+		st = unio_config_snapshot(&ctx->config);
+	}
+	if (st != UNIO_OK)
+		goto free_ctx;
+	ctx->features = (fm & UNIO_CONTEXT_PARAM_FEATURES) ? params->features : UNIO_FEATURE_TAG;
+	snprintf(ctx->name, sizeof(ctx->name), "%s",
+		 (fm & UNIO_CONTEXT_PARAM_NAME) && params->name != NULL ? params->name : "unio");
+	st = unio_env_init_default();
+	if (st != UNIO_OK)
+		goto free_ctx;
+	TAILQ_INIT(&ctx->workers);
+	context_open_drivers(ctx);
+	if (ctx->n_drivers == 0) {
+		API_LOG(ERR, "no transport driver has a usable device (UNIO_TLS?)");
+		st = UNIO_ERR_NO_DEVICE;
+		goto free_ctx;
+	}
+	if (status != NULL)
+		*status = UNIO_OK;
+	return ctx;
+free_ctx:
+	free(ctx);
+out:
+	if (status != NULL)
+		*status = st;
+	return NULL;
+}
+
+void
+unio_context_destroy(unio_context_t *ctx)
+{
+	if (ctx == NULL)
+		return;
+	if (!TAILQ_EMPTY(&ctx->workers))
+		API_LOG(ERR, "context destroyed with workers alive: they leak");
+	free(ctx);
+}
+
+void
+unio_context_print_info(const unio_context_t *ctx, FILE *stream)
+{
+	if (ctx == NULL || stream == NULL)
+		return;
+	fprintf(stream, "# context %s, features %#" PRIx64 "\n", ctx->name, ctx->features);
+	for (unsigned int d = 0; d < ctx->n_drivers; d++)
+		for (unsigned int i = 0; i < ctx->n_devs[d]; i++)
+			fprintf(stream, "#   %s/%s %s\n", ctx->drivers[d]->name,
+				ctx->devs[d][i].name, ctx->devs[d][i].detail);
+	unio_config_print(&ctx->config, stream, 0);
+}
+
+/* ---- worker ---- */
+
+static void
+iface_err(void *arg, struct unio_tl_ep *tl_ep, unio_status_t st)
+{
+	RTE_SET_USED(arg);
+	if (tl_ep != NULL && tl_ep->user != NULL)
+		wireup_ep_fail(tl_ep->user, st, true);
+}
+
+static unio_status_t
+worker_open_ifaces(struct unio_worker *w)
+{
+	struct unio_context *ctx = w->ctx;
+
+	for (unsigned int d = 0; d < ctx->n_drivers; d++) {
+		for (unsigned int i = 0; i < ctx->n_devs[d] && w->n_ifaces < WORKER_MAX_IFACES;
+		     i++) {
+			struct unio_tl_iface_params p = {
+				.config = &ctx->config, .dev_name = ctx->devs[d][i].name,
+				.cpu = -1, .err_cb = iface_err, .err_arg = w,
+			};
+			unio_status_t st;
+
+			st = unio_tl_iface_open(ctx->drivers[d], &p, &w->ifaces[w->n_ifaces]);
+			if (st != UNIO_OK) {
+				API_LOG(WARNING, "%s/%s: cannot open: %s", ctx->drivers[d]->name,
+					p.dev_name, unio_status_string(st));
+				continue;
+			}
+			w->n_ifaces++;
+		}
+	}
+	return w->n_ifaces > 0 ? UNIO_OK : UNIO_ERR_NO_DEVICE;
+}
+
+static uint64_t
+new_uuid(void)
+{
+	static uint64_t counter;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((uint64_t)getpid() << 40) ^ ((uint64_t)ts.tv_nsec << 8) ^ (uint64_t)ts.tv_sec ^
+	       (__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) << 20) ^ rte_rdtsc();
+}
+
+static void
+worker_close_ifaces(struct unio_worker *w)
+{
+	for (unsigned int i = 0; i < w->n_ifaces; i++)
+		unio_tl_iface_close(w->ifaces[i]);
+	w->n_ifaces = 0;
+}
+
+unio_worker_t *
+unio_worker_create(unio_context_t *ctx, const struct unio_worker_params *params,
+		   unio_status_t *status)
+{
+	uint64_t fm = params != NULL ? params->field_mask : 0;
+	pthread_mutexattr_t ma;
+	struct unio_worker *w;
+	unio_status_t st = UNIO_ERR_INVALID_PARAM;
+
+	if (ctx == NULL || ((fm & UNIO_WORKER_PARAM_THREAD_MODE) &&
+			    params->thread_mode != UNIO_THREAD_MODE_SINGLE &&
+			    params->thread_mode != UNIO_THREAD_MODE_MULTI))
+		goto out;
+	st = UNIO_ERR_NO_MEMORY;
+	w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		goto out;
+	w->ctx = ctx;
+	w->uuid = new_uuid();
+	w->mode = (fm & UNIO_WORKER_PARAM_THREAD_MODE) ? params->thread_mode :
+		  UNIO_THREAD_MODE_SINGLE;
+	w->efd = -1;
+	w->sig_fd = -1;
+	w->ctl_period_tsc = rte_get_tsc_hz() / 1000;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&w->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	TAILQ_INIT(&w->listeners);
+	st = worker_open_ifaces(w);
+	if (st == UNIO_OK)
+		st = proto_worker_init(w);
+	if (st == UNIO_OK)
+		st = wireup_set_handlers(w);
+	if (st != UNIO_OK)
+		goto close_ifaces;
+	TAILQ_INSERT_TAIL(&ctx->workers, w, link);
+	if (status != NULL)
+		*status = UNIO_OK;
+	return w;
+close_ifaces:
+	proto_worker_fini(w);
+	worker_close_ifaces(w);
+	free(w);
+out:
+	if (status != NULL)
+		*status = st;
+	return NULL;
+}
+
+void
+unio_worker_destroy(unio_worker_t *w)
+{
+	if (w == NULL)
+		return;
+	wireup_worker_fini(w);
+	worker_close_ifaces(w);
+	proto_worker_fini(w);
+	if (w->efd >= 0)
+		close(w->efd);
+	if (w->sig_fd >= 0)
+		close(w->sig_fd);
+	TAILQ_REMOVE(&w->ctx->workers, w, link);
+	pthread_mutex_destroy(&w->lock);
+	free(w->eps);
+	free(w);
+}
+
+unsigned int
+unio_worker_progress(unio_worker_t *w)
+{
+	unsigned int n = 0;
+
+	if (unlikely(w == NULL))
+		return 0;
+	worker_lock(w);
+	for (unsigned int i = 0; i < w->n_ifaces; i++)
+		n += unio_tl_iface_progress(w->ifaces[i]);
+	if (unlikely(w->n_pending != 0))
+		n += proto_progress_pending(w);
+	if (unlikely(rte_rdtsc() >= w->ctl_next_tsc)) {
+		w->ctl_next_tsc = rte_rdtsc() + w->ctl_period_tsc;
+		n += wireup_progress(w);
+	}
+	worker_unlock(w);
+	return n;
+}
+
+/* ---- event fd ---- */
+
+static unio_status_t
+efd_add(int efd, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	return epoll_ctl(efd, EPOLL_CTL_ADD, fd, &ev) == 0 ? UNIO_OK : UNIO_ERR_IO;
+}
+
+void
+worker_efd_watch(struct unio_worker *w, int fd)
+{
+	if (w->efd >= 0 && fd >= 0)
+		efd_add(w->efd, fd);
+}
+
+static unio_status_t
+efd_create(struct unio_worker *w)
+{
+	int fd;
+
+	w->efd = epoll_create1(EPOLL_CLOEXEC);
+	w->sig_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->efd < 0 || w->sig_fd < 0 || efd_add(w->efd, w->sig_fd) != UNIO_OK)
+		return UNIO_ERR_IO;
+	for (unsigned int i = 0; i < w->n_ifaces; i++) {
+		struct unio_tl_iface *ifc = w->ifaces[i];
+
+		if (!(ifc->attr.cap & UNIO_TL_CAP_EVENT_FD) || ifc->ctl->iface_event_fd == NULL ||
+		    ifc->ctl->iface_event_fd(ifc, &fd) != UNIO_OK) {
+			API_LOG(ERR, "%s/%s has no event fd: the worker cannot sleep",
+				ifc->driver->name, ifc->dev_name);
+			return UNIO_ERR_UNSUPPORTED;
+		}
+		if (efd_add(w->efd, fd) != UNIO_OK)
+			return UNIO_ERR_IO;
+	}
+	return wireup_efd_add_all(w);
+}
+
+unio_status_t
+unio_worker_get_efd(unio_worker_t *w, int *fd)
+{
+	unio_status_t st = UNIO_OK;
+
+	if (w == NULL || fd == NULL)
+		return UNIO_ERR_INVALID_PARAM;
+	if (!(w->ctx->features & UNIO_FEATURE_WAKEUP))
+		return UNIO_ERR_UNSUPPORTED;
+	worker_lock(w);
+	if (w->efd < 0)
+		st = efd_create(w);
+	if (st == UNIO_OK)
+		*fd = w->efd;
+	worker_unlock(w);
+	return st;
+}
+
+unio_status_t
+unio_worker_arm(unio_worker_t *w)
+{
+	unio_status_t st = UNIO_OK;
+	uint64_t v;
+
+	if (w == NULL || w->efd < 0)
+		return UNIO_ERR_INVALID_PARAM;
+	worker_lock(w);
+	if (read(w->sig_fd, &v, sizeof(v)) == sizeof(v) || w->n_pending != 0)
+		st = UNIO_ERR_BUSY;
+	for (unsigned int i = 0; i < w->n_ifaces && st == UNIO_OK; i++)
+		if (w->ifaces[i]->ctl->iface_event_arm != NULL)
+			st = w->ifaces[i]->ctl->iface_event_arm(w->ifaces[i]);
+	worker_unlock(w);
+	return st;
+}
+
+unio_status_t
+unio_worker_signal(unio_worker_t *w)
+{
+	uint64_t one = 1;
+
+	if (w == NULL || w->sig_fd < 0)
+		return UNIO_ERR_INVALID_PARAM;
+	return write(w->sig_fd, &one, sizeof(one)) == sizeof(one) ? UNIO_OK : UNIO_ERR_IO;
+}
+
+/* ---- worker address: magic, version, uuid, then (driver, device, iface address) ---- */
+
+size_t
+worker_address_pack(struct unio_worker *w, void *buf, size_t len)
+{
+	struct wire_addr_hdr *h = buf;
+	uint8_t *p = (uint8_t *)(h + 1);
+	size_t need = sizeof(*h);
+
+	for (unsigned int i = 0; i < w->n_ifaces; i++)
+		need += sizeof(struct wire_addr_iface) + w->ifaces[i]->attr.iface_addr_len;
+	if (buf == NULL || len < need)
+		return need;
+	*h = (struct wire_addr_hdr){ .magic = UNIO_WIRE_MAGIC, .version = proto_wire_version(),
+				     .n_ifaces = (uint16_t)w->n_ifaces, .uuid = w->uuid };
+	for (unsigned int i = 0; i < w->n_ifaces; i++) {
+		struct unio_tl_iface *ifc = w->ifaces[i];
+		struct wire_addr_iface e = { .addr_len = (uint16_t)ifc->attr.iface_addr_len };
+
+		snprintf(e.driver, sizeof(e.driver), "%s", ifc->driver->name);
+		snprintf(e.device, sizeof(e.device), "%s", ifc->dev_name);
+		memcpy(p, &e, sizeof(e));
+		p += sizeof(e);
+		if (unio_tl_iface_get_address(ifc, p) != UNIO_OK)
+			memset(p, 0, e.addr_len);
+		p += e.addr_len;
+	}
+	return need;
+}
+
+unio_status_t
+unio_worker_get_address(unio_worker_t *w, void **addr_p, size_t *len_p)
+{
+	size_t len;
+	void *buf;
+
+	if (w == NULL || addr_p == NULL || len_p == NULL)
+		return UNIO_ERR_INVALID_PARAM;
+	worker_lock(w);
+	len = worker_address_pack(w, NULL, 0);
+	buf = malloc(len);
+	if (buf != NULL)
+		worker_address_pack(w, buf, len);
+	worker_unlock(w);
+	if (buf == NULL)
+		return UNIO_ERR_NO_MEMORY;
+	*addr_p = buf;
+	*len_p = len;
+	return UNIO_OK;
+}
+
+void
+unio_worker_release_address(unio_worker_t *w, void *addr)
+{
+	RTE_SET_USED(w);
+	free(addr);
+}

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The protocol stage's shared parts: the request pool, request completion, lane thresholds
+ * from the drivers' performance models, and the selection printout for unio-info -e.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_log.h>
+
+#include "unio_log.h"
+#include "unio_proto.h"
+
+RTE_LOG_REGISTER(unio_logtype_proto, unio.proto, WARNING);
+
+static uint16_t wire_version_override;
+
+void
+unio_proto_test_set_wire_version(uint16_t version)
+{
+	wire_version_override = version;
+}
+
+uint16_t
+proto_wire_version(void)
+{
+	return wire_version_override != 0 ? wire_version_override : UNIO_WIRE_VERSION;
+}
+
+/* ---- requests: a free list over chunks, no allocation once warm ---- */
+
+static int
+req_grow(struct unio_worker *w)
+{
+	struct unio_request *chunk;
+
+	if (w->n_req_chunks == REQ_MAX_CHUNKS)
+		return -1;
+	chunk = calloc(REQ_CHUNK, sizeof(*chunk));
+	if (chunk == NULL)
+		return -1;
+	for (unsigned int i = 0; i < REQ_CHUNK; i++) {
+		chunk[i].idx = w->n_req_chunks * REQ_CHUNK + i;
+		chunk[i].gen = 1;
+		chunk[i].worker = w;
+		TAILQ_INSERT_TAIL(&w->req_free, &chunk[i], link);
+	}
+	w->req_chunks[w->n_req_chunks++] = chunk;
+	return 0;
+}
+
+struct unio_request *
+proto_req_get(struct unio_worker *w)
+{
+	struct unio_request *req = TAILQ_FIRST(&w->req_free);
+	uint32_t idx, gen;
+
+	if (unlikely(req == NULL)) {
+		if (req_grow(w) != 0)
+			return NULL;
+		req = TAILQ_FIRST(&w->req_free);
+	}
+	TAILQ_REMOVE(&w->req_free, req, link);
+	idx = req->idx;
+	gen = req->gen;
+	memset(req, 0, offsetof(struct unio_request, ctl_id));
+	req->idx = idx;
+	req->gen = gen;
+	req->worker = w;
+	req->state = REQ_ACTIVE;
+	req->status = UNIO_INPROGRESS;
+	return req;
+}
+
+void
+proto_req_put(struct unio_request *req)
+{
+	struct unio_worker *w = req->worker;
+
+	req->state = REQ_FREE;
+	if (++req->gen == 0)
+		req->gen = 1;
+	TAILQ_INSERT_HEAD(&w->req_free, req, link);
+}
+
+struct unio_request *
+proto_req_lookup(struct unio_worker *w, uint64_t id)
+{
+	uint32_t idx = (uint32_t)id, gen = (uint32_t)(id >> 32);
+	struct unio_request *req;
+
+	if (idx >= w->n_req_chunks * REQ_CHUNK)
+		return NULL;
+	req = &w->req_chunks[idx / REQ_CHUNK][idx % REQ_CHUNK];
+	return req->gen == gen && req->state != REQ_FREE ? req : NULL;
+}
+
+void
+proto_req_complete(struct unio_request *req, unio_status_t st)
+{
+	if (req->memh_valid) {
+		req->memh_iface->ctl->mem_dereg(req->memh_iface, &req->memh);
+		req->memh_valid = false;
+	}
+	req->status = st;
+	req->state = REQ_DONE;
+	if (req->user_freed) {
+		proto_req_put(req);
+		return;
+	}
+	if (req->user_owned && req->cb != NULL)
+		req->cb(req, st, req->type == REQ_RECV ? &req->info : NULL, req->user_data);
+}
+
+unio_status_t
+proto_req_hand_out(struct unio_request *req, const struct unio_request_param *param,
+		   unio_request_t **req_p)
+{
+	uint64_t fm = param != NULL ? param->field_mask : 0;
+	bool noimm = (fm & UNIO_REQ_PARAM_FLAGS) &&
+		     (param->flags & UNIO_REQ_FLAG_NO_IMM_COMPLETION);
+	unio_status_t st;
+
+	if (fm & UNIO_REQ_PARAM_CB)
+		req->cb = param->cb;
+	if (fm & UNIO_REQ_PARAM_USER_DATA)
+		req->user_data = param->user_data;
+	if (req->state == REQ_DONE && !(noimm && req_p != NULL)) {
+		st = req->status;
+		if (req->type == REQ_RECV && (fm & UNIO_REQ_PARAM_RECV_INFO) &&
+		    param->recv_info != NULL)
+			*param->recv_info = req->info;
+		proto_req_put(req);
+		return st;
+	}
+	req->user_owned = true;
+	if (req_p == NULL) {
+		req->user_freed = true;
+		return UNIO_INPROGRESS;
+	}
+	*req_p = req;
+	if (req->state == REQ_DONE && req->cb != NULL)
+		req->cb(req, req->status, req->type == REQ_RECV ? &req->info : NULL,
+			req->user_data);
+	return UNIO_INPROGRESS;
+}
+
+struct unio_ep *
+proto_ep_lookup(struct unio_worker *w, uint32_t id)
+{
+	uint32_t idx = id & 0xffff;
+	struct unio_ep *ep;
+
+	if (unlikely(idx >= w->n_eps))
+		return NULL;
+	ep = w->eps[idx];
+	if (unlikely(ep == NULL || ep->id != id || ep->state != EP_CONNECTED))
+		return NULL;
+	return ep;
+}
+
+/* ---- lanes and thresholds ---- */
+
+/*
+ * Rendezvous pays one extra round trip (RTS, then ATS or RTR) plus the zero-copy setup to
+ * save a copy of the payload.  It starts where the copy saved costs more than that: at
+ * bandwidth B bytes/ns, a copy of n bytes costs n/B, so n = B * (2 * latency + zcopy
+ * overhead), doubled for the receiver's copy out of the unexpected buffer, clamped to a
+ * sane range and never below the single-fragment eager limit.
+ */
+static size_t
+auto_rndv_thresh(const struct unio_tl_iface_attr *a, size_t max_eager)
+{
+	double bytes_per_ns = a->perf.bandwidth_MBps / 1000.0;
+	double cost_ns = 2 * a->perf.latency_ns + a->perf.zcopy_overhead_ns;
+	size_t t = (size_t)(2 * bytes_per_ns * cost_ns);
+
+	t = RTE_MAX(t, (size_t)16384);
+	t = RTE_MIN(t, (size_t)512 * 1024);
+	return RTE_MAX(t, max_eager + 1);
+}
+
+static void
+lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *a,
+		uint64_t cap, struct proto_lane *lane)
+{
+	lane->short_ok = (cap & UNIO_TL_CAP_AM_SHORT) != 0;
+	lane->max_short = lane->short_ok ? a->max_short : 0;
+	lane->max_eager = a->max_bcopy > sizeof(struct proto_rts_hdr) + UNIO_TL_RKEY_MAX ?
+			  a->max_bcopy - sizeof(struct proto_eager_hdr) : 0;
+	lane->frag = lane->max_eager > 64 ? a->max_bcopy - sizeof(struct proto_eager_first_hdr)
+					  : 0;
+	lane->rndv_scheme = cfg->rndv_scheme;
+	if (lane->rndv_scheme == UNIO_RNDV_SCHEME_AUTO)
+		lane->rndv_scheme = (cap & (UNIO_TL_CAP_GET_ZCOPY | UNIO_TL_CAP_RKEY_PTR)) ?
+				    UNIO_RNDV_SCHEME_GET : UNIO_RNDV_SCHEME_PIPELINE;
+	if (cfg->rndv_thresh != UNIO_SIZE_AUTO)
+		lane->rndv_thresh = cfg->rndv_thresh;
+	else if (a->reach == UNIO_TL_REACH_SELF || lane->rndv_scheme == UNIO_RNDV_SCHEME_AM)
+		lane->rndv_thresh = UNIO_SIZE_INF;
+	else
+		lane->rndv_thresh = auto_rndv_thresh(a, lane->max_eager);
+	if (lane->rndv_scheme == UNIO_RNDV_SCHEME_AM)
+		lane->rndv_thresh = UNIO_SIZE_INF;
+}
+
+void
+proto_lane_init(struct unio_worker *w, struct proto_lane *lane, struct unio_tl_ep *tl_ep)
+{
+	lane->tl_ep = tl_ep;
+	lane->iface = tl_ep->iface;
+	lane_thresholds(&w->ctx->config, &tl_ep->iface->attr, tl_ep->cap, lane);
+}
+
+unio_status_t
+proto_worker_init(struct unio_worker *w)
+{
+	TAILQ_INIT(&w->req_free);
+	proto_match_init(w);
+	for (unsigned int i = 0; i < w->n_ifaces; i++) {
+		unio_status_t st = proto_set_handlers(w, w->ifaces[i]);
+
+		if (st != UNIO_OK)
+			return st;
+	}
+	return UNIO_OK;
+}
+
+void
+proto_worker_fini(struct unio_worker *w)
+{
+	proto_match_fini(w);
+	for (unsigned int i = 0; i < w->n_req_chunks; i++)
+		free(w->req_chunks[i]);
+	w->n_req_chunks = 0;
+}
+
+/* ---- selection printout ---- */
+
+static const char *
+scheme_name(int s)
+{
+	switch (s) {
+	case UNIO_RNDV_SCHEME_GET: return "rendezvous get";
+	case UNIO_RNDV_SCHEME_PIPELINE: return "rendezvous pipeline";
+	default: return "rendezvous am";
+	}
+}
+
+static void
+print_lane(const struct proto_lane *l, const char *drv, FILE *f)
+{
+	size_t next = 0;
+
+	if (l->short_ok) {
+		fprintf(f, "  0..%zu: eager short (%s)\n", l->max_short, drv);
+		next = l->max_short + 1;
+	}
+	if (l->max_eager >= next && next < l->rndv_thresh) {
+		fprintf(f, "  %zu..%zu: eager bcopy (%s)\n", next,
+			RTE_MIN(l->max_eager, l->rndv_thresh - 1), drv);
+		next = l->max_eager + 1;
+	}
+	if (next < l->rndv_thresh) {
+		if (l->rndv_thresh == UNIO_SIZE_INF)
+			fprintf(f, "  %zu..inf: eager multi-fragment (%s)\n", next, drv);
+		else
+			fprintf(f, "  %zu..%zu: eager multi-fragment (%s)\n", next,
+				l->rndv_thresh - 1, drv);
+	}
+	if (l->rndv_thresh != UNIO_SIZE_INF)
+		fprintf(f, "  %zu..inf: %s (%s)\n", l->rndv_thresh, scheme_name(l->rndv_scheme),
+			drv);
+}
+
+static enum unio_tl_reach
+reach_of(const char *peer_class)
+{
+	if (peer_class != NULL && strcmp(peer_class, "self") == 0)
+		return UNIO_TL_REACH_SELF;
+	if (peer_class != NULL && strcmp(peer_class, "host") == 0)
+		return UNIO_TL_REACH_HOST;
+	return UNIO_TL_REACH_NET;
+}
+
+void
+unio_proto_print_selection(unio_context_t *ctx, const char *peer_class, FILE *f)
+{
+	enum unio_tl_reach want = reach_of(peer_class);
+	struct unio_worker *w;
+	struct proto_lane lane;
+
+	if (ctx == NULL || f == NULL)
+		return;
+	w = unio_worker_create(ctx, NULL, NULL);
+	if (w == NULL) {
+		fprintf(f, "tag messages to a %s peer: no worker could be created\n", peer_class);
+		return;
+	}
+	fprintf(f, "tag messages to a %s peer:\n", peer_class != NULL ? peer_class : "net");
+	for (unsigned int r = want; r <= UNIO_TL_REACH_NET; r++) {
+		for (unsigned int i = 0; i < w->n_ifaces; i++) {
+			struct unio_tl_iface *ifc = w->ifaces[i];
+
+			if (ifc->attr.reach != r)
+				continue;
+			memset(&lane, 0, sizeof(lane));
+			lane_thresholds(&ctx->config, &ifc->attr, ifc->attr.cap, &lane);
+			print_lane(&lane, ifc->driver->name, f);
+			unio_worker_destroy(w);
+			return;
+		}
+	}
+	fprintf(f, "  no driver reaches a %s peer\n", peer_class);
+	unio_worker_destroy(w);
+}

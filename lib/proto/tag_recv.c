@@ -1,0 +1,518 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The receive side: AM handlers of the protocol stage (every header field validated before
+ * use), delivery into posted receives, the unexpected queue, rendezvous pulls and the
+ * public receive calls.
+ */
+
+#include <string.h>
+
+#include "unio_log.h"
+#include "unio_proto.h"
+
+/* Largest message a peer may announce (validation bound, 1 TiB). */
+#define PROTO_MAX_MSG (1ull << 40)
+
+static void
+recv_done(struct unio_request *req, uint64_t tag, size_t len, const void *data)
+{
+	req->info.tag = tag;
+	req->info.length = len;
+	if (unlikely(len > req->rlen)) {
+		proto_req_complete(req, UNIO_ERR_MESSAGE_TRUNCATED);
+		return;
+	}
+	memcpy(req->rbuf, data, len);
+	proto_req_complete(req, UNIO_OK);
+}
+
+static void
+unexp_eager(struct unio_worker *w, uint64_t tag, const void *data, size_t len,
+	    const struct proto_eager_hdr *h)
+{
+	struct proto_unexp *ux = proto_unexp_alloc(w, len);
+
+	if (unlikely(ux == NULL)) {
+		PROTO_LOG(ERR, "no memory for a %zu-byte unexpected message: dropped", len);
+		return;
+	}
+	ux->tag = tag;
+	ux->complete = true;
+	ux->received = len;
+	if (h != NULL) {
+		ux->sync = h->sreq_id != 0;
+		ux->sreq_id = h->sreq_id;
+		ux->ep_id = h->ep_id;
+	}
+	memcpy(ux->data, data, len);
+	proto_unexp_add(w, ux);
+}
+
+static unio_status_t
+am_eager_short(void *arg, const void *data, size_t length, unsigned int flags)
+{
+	struct unio_worker *w = arg;
+	struct unio_request *req;
+	uint64_t tag;
+
+	RTE_SET_USED(flags);
+	if (unlikely(length < sizeof(tag))) {
+		PROTO_LOG(ERR, "eager short: %zu-byte message is shorter than its header", length);
+		return UNIO_OK;
+	}
+	memcpy(&tag, data, sizeof(tag));
+	req = proto_exp_match(w, tag);
+	if (likely(req != NULL))
+		recv_done(req, tag, length - sizeof(tag), (const uint8_t *)data + sizeof(tag));
+	else
+		unexp_eager(w, tag, (const uint8_t *)data + sizeof(tag), length - sizeof(tag),
+			    NULL);
+	return UNIO_OK;
+}
+
+static void
+sync_ack(struct unio_worker *w, uint32_t ep_id, uint64_t sreq_id)
+{
+	struct unio_ep *ep = proto_ep_lookup(w, ep_id);
+
+	if (ep == NULL) {
+		PROTO_LOG(ERR, "sync send from unknown ep id %#x: no acknowledgement", ep_id);
+		return;
+	}
+	proto_send_ack(ep, PROTO_AM_SYNC_ACK, sreq_id, UNIO_OK);
+}
+
+static unio_status_t
+am_eager(void *arg, const void *data, size_t length, unsigned int flags)
+{
+	struct unio_worker *w = arg;
+	struct proto_eager_hdr h;
+	struct unio_request *req;
+	const uint8_t *p = data;
+
+	RTE_SET_USED(flags);
+	if (unlikely(length < sizeof(h))) {
+		PROTO_LOG(ERR, "eager: %zu-byte message is shorter than its header", length);
+		return UNIO_OK;
+	}
+	memcpy(&h, data, sizeof(h));
+	length -= sizeof(h);
+	req = proto_exp_match(w, h.tag);
+	if (req == NULL) {
+		unexp_eager(w, h.tag, p + sizeof(h), length, &h);
+		return UNIO_OK;
+	}
+	if (h.sreq_id != 0)
+		sync_ack(w, h.ep_id, h.sreq_id);
+	recv_done(req, h.tag, length, p + sizeof(h));
+	return UNIO_OK;
+}
+
+/* Bind the multi-fragment message in progress on @p ep to receive @p req. */
+static void
+frag_bind(struct unio_ep *ep, struct unio_request *req, const void *got, size_t n)
+{
+	struct proto_rx_frag *rx = &ep->rx;
+
+	req->info.tag = rx->ux != NULL ? rx->ux->tag : req->info.tag;
+	req->info.length = rx->total;
+	rx->req = NULL;
+	if (rx->total > req->rlen) {
+		rx->drop = true;
+		proto_req_complete(req, UNIO_ERR_MESSAGE_TRUNCATED);
+		return;
+	}
+	memcpy(req->rbuf, got, n);
+	rx->req = req;
+}
+
+static unio_status_t
+am_eager_first(void *arg, const void *data, size_t length, unsigned int flags)
+{
+	struct unio_worker *w = arg;
+	struct proto_eager_first_hdr h;
+	struct unio_request *req;
+	struct unio_ep *ep;
+	size_t n;
+
+	RTE_SET_USED(flags);
+	if (unlikely(length < sizeof(h)))
+		goto bad;
+	memcpy(&h, data, sizeof(h));
+	n = length - sizeof(h);
+	ep = proto_ep_lookup(w, h.e.ep_id);
+	if (unlikely(ep == NULL || ep->rx.active || h.total > PROTO_MAX_MSG || n > h.total ||
+		     n == 0))
+		goto bad;
+	ep->rx = (struct proto_rx_frag){ .total = h.total, .offset = n, .active = true };
+	req = proto_exp_match(w, h.e.tag);
+	if (req != NULL) {
+		if (h.e.sreq_id != 0)
+			proto_send_ack(ep, PROTO_AM_SYNC_ACK, h.e.sreq_id, UNIO_OK);
+		req->info.tag = h.e.tag;
+		frag_bind(ep, req, (const uint8_t *)data + sizeof(h), n);
+		return UNIO_OK;
+	}
+	ep->rx.ux = proto_unexp_alloc(w, h.total);
+	if (ep->rx.ux == NULL) {
+		PROTO_LOG(ERR, "no memory for a %" PRIu64 "-byte unexpected message", h.total);
+		ep->rx.drop = true;
+		return UNIO_OK;
+	}
+	ep->rx.ux->tag = h.e.tag;
+	ep->rx.ux->sync = h.e.sreq_id != 0;
+	ep->rx.ux->sreq_id = h.e.sreq_id;
+	ep->rx.ux->ep_id = h.e.ep_id;
+	ep->rx.ux->received = n;
+	memcpy(ep->rx.ux->data, (const uint8_t *)data + sizeof(h), n);
+	proto_unexp_add(w, ep->rx.ux);
+	return UNIO_OK;
+bad:
+	PROTO_LOG(ERR, "eager first fragment: malformed header or unknown ep (%zu bytes)",
+		  length);
+	return UNIO_OK;
+}
+
+static unio_status_t
+am_eager_mid(void *arg, const void *data, size_t length, unsigned int flags)
+{
+	struct unio_worker *w = arg;
+	struct proto_rx_frag *rx;
+	struct proto_frag_hdr h;
+	struct unio_ep *ep;
+	size_t n;
+
+	RTE_SET_USED(flags);
+	if (unlikely(length < sizeof(h)))
+		goto bad;
+	memcpy(&h, data, sizeof(h));
+	n = length - sizeof(h);
+	ep = proto_ep_lookup(w, h.ep_id);
+	if (unlikely(ep == NULL || !ep->rx.active))
+		goto bad;
+	rx = &ep->rx;
+	if (unlikely(h.offset != rx->offset || n > rx->total - rx->offset || n == 0))
+		goto bad;
+	if (rx->req != NULL)
+		memcpy(rx->req->rbuf + rx->offset, (const uint8_t *)data + sizeof(h), n);
+	else if (rx->ux != NULL)
+		memcpy(rx->ux->data + rx->offset, (const uint8_t *)data + sizeof(h), n);
+	rx->offset += n;
+	if (rx->ux != NULL)
+		rx->ux->received = rx->offset;
+	if (rx->offset < rx->total)
+		return UNIO_OK;
+	rx->active = false;
+	if (rx->ux != NULL)
+		rx->ux->complete = true;
+	if (rx->req != NULL)
+		proto_req_complete(rx->req, UNIO_OK);
+	rx->req = NULL;
+	rx->ux = NULL;
+	return UNIO_OK;
+bad:
+	PROTO_LOG(ERR, "eager fragment: malformed header, unknown ep or out of order (%zu bytes)",
+		  length);
+	return UNIO_OK;
+}
+
+/* ---- rendezvous, receive side ---- */
+
+void
+proto_rndv_release_rkey(struct unio_request *req)
+{
+	struct unio_tl_ep *tl_ep;
+
+	if (!req->rkey_valid)
+		return;
+	tl_ep = req->rndv_ep->lane.tl_ep;
+	if (tl_ep->iface->ctl->rkey_release != NULL)
+		tl_ep->iface->ctl->rkey_release(tl_ep, &req->rkey);
+	req->rkey_valid = false;
+}
+
+static void
+rndv_finish(struct unio_request *req, unio_status_t st)
+{
+	struct unio_ep *ep = req->rndv_ep;
+
+	proto_rndv_release_rkey(req);
+	if (req->on_ep) {
+		TAILQ_REMOVE(&ep->outstanding, req, ep_link);
+		req->on_ep = false;
+	}
+	proto_send_ack(ep, PROTO_AM_ATS, req->rndv_sreq, st);
+	proto_req_complete(req, st);
+}
+
+static void
+rndv_get_done(struct unio_tl_completion *comp)
+{
+	struct unio_request *req = container_of(comp, struct unio_request, comp);
+
+	rndv_finish(req, comp->status);
+}
+
+static unio_status_t
+rndv_get(struct unio_request *req, const struct proto_rts_hdr *h)
+{
+	struct unio_tl_ep *tl_ep = req->rndv_ep->lane.tl_ep;
+	size_t max = tl_ep->iface->attr.max_get_zcopy, off = 0;
+	uint64_t base = req->rkey.remote_base;
+
+	if (h->addr < base || h->size > req->rkey.remote_len ||
+	    h->addr - base > req->rkey.remote_len - h->size)
+		return UNIO_ERR_OUT_OF_RANGE;
+	if (req->rkey.local_ptr != NULL) {
+		memcpy(req->rbuf, (uint8_t *)req->rkey.local_ptr + (h->addr - base), h->size);
+		rndv_finish(req, UNIO_OK);
+		return UNIO_OK;
+	}
+	if (max == 0)
+		max = SIZE_MAX;
+	req->comp = (struct unio_tl_completion){ .func = rndv_get_done, .count = 1 };
+	TAILQ_INSERT_TAIL(&req->rndv_ep->outstanding, req, ep_link);
+	req->on_ep = true;
+	while (off < h->size) {
+		struct iovec iov = { req->rbuf + off, RTE_MIN(max, h->size - off) };
+		unio_status_t st;
+
+		req->comp.count++;
+		st = unio_tl_ep_get_zcopy(tl_ep, &iov, 1, h->addr + off, &req->rkey, &req->comp);
+		if (st != UNIO_INPROGRESS)
+			unio_tl_completion_done(&req->comp, st);
+		off += iov.iov_len;
+	}
+	unio_tl_completion_done(&req->comp, UNIO_OK);
+	return UNIO_OK;
+}
+
+static void
+rndv_ask_pipeline(struct unio_request *req)
+{
+	struct proto_rtr_hdr r = {
+		.sreq_id = req->rndv_sreq, .rreq_id = proto_req_id(req),
+	};
+
+	req->received = 0;
+	TAILQ_INSERT_TAIL(&req->rndv_ep->outstanding, req, ep_link);
+	req->on_ep = true;
+	proto_send_ctl(req->rndv_ep, PROTO_AM_RTR, &r, sizeof(r));
+}
+
+/* A receive matched an RTS: pull the data (get), or ask for the pipelined fragments. */
+static void
+rndv_start(struct unio_request *req, struct unio_ep *ep, const struct proto_rts_hdr *h,
+	   const void *rkey)
+{
+	struct unio_tl_ep *tl_ep = ep->lane.tl_ep;
+
+	req->info.tag = h->tag;
+	req->info.length = h->size;
+	req->rndv_ep = ep;
+	req->rndv_sreq = h->sreq_id;
+	if (h->size > req->rlen) {
+		proto_send_ack(ep, PROTO_AM_ATS, h->sreq_id, UNIO_OK);
+		proto_req_complete(req, UNIO_ERR_MESSAGE_TRUNCATED);
+		return;
+	}
+	if (!(h->flags & PROTO_RTS_FLAG_PIPELINE) &&
+	    (tl_ep->cap & (UNIO_TL_CAP_GET_ZCOPY | UNIO_TL_CAP_RKEY_PTR)) &&
+	    tl_ep->iface->ctl->rkey_unpack != NULL &&
+	    tl_ep->iface->ctl->rkey_unpack(tl_ep, rkey, h->rkey_len, &req->rkey) == UNIO_OK) {
+		req->rkey_valid = true;
+		if (rndv_get(req, h) == UNIO_OK)
+			return;
+		proto_rndv_release_rkey(req);
+	}
+	rndv_ask_pipeline(req);
+}
+
+static unio_status_t
+am_rts(void *arg, const void *data, size_t length, unsigned int flags)
+{
+	struct unio_worker *w = arg;
+	struct proto_rts_hdr h;
+	struct unio_request *req;
+	struct proto_unexp *ux;
+	struct unio_ep *ep;
+
+	RTE_SET_USED(flags);
+	if (unlikely(length < sizeof(h)))
+		goto bad;
+	memcpy(&h, data, sizeof(h));
+	ep = proto_ep_lookup(w, h.ep_id);
+	if (unlikely(ep == NULL || h.rkey_len > UNIO_TL_RKEY_MAX ||
+		     length != sizeof(h) + h.rkey_len || h.size > PROTO_MAX_MSG ||
+		     h.sreq_id == 0))
+		goto bad;
+	req = proto_exp_match(w, h.tag);
+	if (req != NULL) {
+		/* the ATS acknowledges a sync rendezvous as well */
+		rndv_start(req, ep, &h, (const uint8_t *)data + sizeof(h));
+		return UNIO_OK;
+	}
+	ux = proto_unexp_alloc(w, 0);
+	if (ux == NULL) {
+		PROTO_LOG(ERR, "no memory for an unexpected RTS: the sender will time out");
+		return UNIO_OK;
+	}
+	ux->tag = h.tag;
+	ux->length = h.size;
+	ux->is_rts = true;
+	ux->complete = true;
+	ux->ep_id = h.ep_id;
+	ux->rts = h;
+	memcpy(ux->rkey, (const uint8_t *)data + sizeof(h), h.rkey_len);
+	proto_unexp_add(w, ux);
+	return UNIO_OK;
+bad:
+	PROTO_LOG(ERR, "RTS: malformed header or unknown ep (%zu bytes)", length);
+	return UNIO_OK;
+}
+
+static struct unio_request *
+lookup_active(struct unio_worker *w, uint64_t id, uint8_t type)
+{
+	struct unio_request *req = proto_req_lookup(w, id);
+
+	if (req == NULL || req->type != type || req->state != REQ_ACTIVE)
+		return NULL;
+	return req;
+}
+
+static unio_status_t
+am_ack(void *arg, const void *data, size_t length, unsigned int flags)
+{
+	struct unio_worker *w = arg;
+	struct unio_request *req;
+	struct proto_ack_hdr h;
+
+	RTE_SET_USED(flags);
+	if (unlikely(length != sizeof(h)))
+		goto bad;
+	memcpy(&h, data, sizeof(h));
+	req = lookup_active(w, h.sreq_id, REQ_SEND);
+	if (req == NULL || req->proto != SEND_WAIT_ACK || h.status > 0 ||
+	    h.status <= UNIO_ERR_LAST)
+		goto bad;
+	TAILQ_REMOVE(&req->ep->outstanding, req, ep_link);
+	req->on_ep = false;
+	proto_req_complete(req, h.status == UNIO_ERR_MESSAGE_TRUNCATED ? UNIO_OK : h.status);
+	return UNIO_OK;
+bad:
+	PROTO_LOG(ERR, "ATS/ACK: malformed or for an unknown request (%zu bytes)", length);
+	return UNIO_OK;
+}
+
+static unio_status_t
+am_rtr(void *arg, const void *data, size_t length, unsigned int flags)
+{
+	struct unio_worker *w = arg;
+	struct unio_request *req;
+	struct proto_rtr_hdr h;
+
+	RTE_SET_USED(flags);
+	if (unlikely(length != sizeof(h)))
+		goto bad;
+	memcpy(&h, data, sizeof(h));
+	req = lookup_active(w, h.sreq_id, REQ_SEND);
+	if (req == NULL || req->proto != SEND_WAIT_ACK || h.rreq_id == 0 || req->slen == 0)
+		goto bad;
+	proto_send_pipeline(req, h.rreq_id);
+	return UNIO_OK;
+bad:
+	PROTO_LOG(ERR, "RTR: malformed or for an unknown request (%zu bytes)", length);
+	return UNIO_OK;
+}
+
+static unio_status_t
+am_pipe(void *arg, const void *data, size_t length, unsigned int flags)
+{
+	struct unio_worker *w = arg;
+	struct unio_request *req;
+	struct proto_frag_hdr h;
+	size_t n;
+
+	RTE_SET_USED(flags);
+	if (unlikely(length < sizeof(h)))
+		goto bad;
+	memcpy(&h, data, sizeof(h));
+	n = length - sizeof(h);
+	req = lookup_active(w, h.rreq_id, REQ_RECV);
+	if (unlikely(req == NULL || req->rndv_ep == NULL || req->rndv_ep->id != h.ep_id ||
+		     h.offset != req->received || n > req->info.length - req->received))
+		goto bad;
+	memcpy(req->rbuf + h.offset, (const uint8_t *)data + sizeof(h), n);
+	req->received += n;
+	if (req->received == req->info.length) {
+		if (req->on_ep) {
+			TAILQ_REMOVE(&req->rndv_ep->outstanding, req, ep_link);
+			req->on_ep = false;
+		}
+		proto_req_complete(req, UNIO_OK);
+	}
+	return UNIO_OK;
+bad:
+	PROTO_LOG(ERR, "pipelined fragment: malformed or for an unknown receive (%zu bytes)",
+		  length);
+	return UNIO_OK;
+}
+
+static const unio_tl_am_cb_t am_handlers[PROTO_AM_MAX] = {
+	[PROTO_AM_EAGER_SHORT] = am_eager_short,
+	[PROTO_AM_EAGER] = am_eager,
+	[PROTO_AM_EAGER_FIRST] = am_eager_first,
+	[PROTO_AM_EAGER_MID] = am_eager_mid,
+	[PROTO_AM_RTS] = am_rts,
+	[PROTO_AM_ATS] = am_ack,
+	[PROTO_AM_RTR] = am_rtr,
+	[PROTO_AM_PIPE] = am_pipe,
+	[PROTO_AM_SYNC_ACK] = am_ack,
+};
+
+unio_status_t
+proto_set_handlers(struct unio_worker *w, struct unio_tl_iface *iface)
+{
+	for (uint8_t id = 1; id < PROTO_AM_MAX; id++) {
+		unio_status_t st = unio_tl_iface_set_am_handler(iface, id, am_handlers[id], w);
+
+		if (st != UNIO_OK)
+			return st;
+	}
+	return UNIO_OK;
+}
+
+/* ---- receiving an unexpected message ---- */
+
+unio_status_t
+proto_recv_unexp(struct unio_worker *w, struct unio_request *req, struct proto_unexp *ux)
+{
+	struct unio_ep *ep;
+
+	proto_unexp_remove(w, ux);
+	if (ux->is_rts) {
+		ep = proto_ep_lookup(w, ux->ep_id);
+		if (ep == NULL) {
+			req->info.tag = ux->tag;
+			req->info.length = ux->length;
+			proto_req_complete(req, UNIO_ERR_CONNECTION_RESET);
+		} else {
+			rndv_start(req, ep, &ux->rts, ux->rkey);
+		}
+	} else if (!ux->complete) {
+		ep = proto_ep_lookup(w, ux->ep_id);
+		RTE_VERIFY(ep != NULL && ep->rx.ux == ux);
+		if (ux->sync)
+			proto_send_ack(ep, PROTO_AM_SYNC_ACK, ux->sreq_id, UNIO_OK);
+		req->info.tag = ux->tag;
+		frag_bind(ep, req, ux->data, ux->received);
+		ep->rx.ux = NULL;
+	} else {
+		if (ux->sync)
+			sync_ack(w, ux->ep_id, ux->sreq_id);
+		recv_done(req, ux->tag, ux->length, ux->data);
+	}
+	proto_unexp_free(w, ux);
+	return UNIO_OK;
+}

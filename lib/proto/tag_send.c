@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Tagged sends: eager short, eager bcopy, multi-fragment eager, rendezvous (get or
+ * pipelined), and the pending queue for sends that ran out of transport resources.
+ */
+
+#include <string.h>
+
+#include "unio_log.h"
+#include "unio_proto.h"
+
+#define CTL_SEND 100  /* a control message (ATS, RTR, SYNC_ACK) waiting in the pending queue */
+
+static size_t
+pack_eager(void *dest, void *arg)
+{
+	struct unio_request *req = arg;
+	struct proto_eager_hdr *h = dest;
+
+	h->tag = req->tag;
+	h->sreq_id = req->sync ? proto_req_id(req) : 0;
+	h->ep_id = req->ep->remote_id;
+	h->flags = 0;
+	memcpy(h + 1, req->sbuf, req->slen);
+	return sizeof(*h) + req->slen;
+}
+
+static size_t
+pack_frag(void *dest, void *arg)
+{
+	struct unio_request *req = arg;
+	size_t chunk = RTE_MIN(req->slen - req->offset, req->ep->lane.frag);
+	struct proto_eager_first_hdr *f = dest;
+	struct proto_frag_hdr *h = dest;
+	uint8_t *p;
+
+	if (req->offset == 0 && req->proto == SEND_FRAGS) {
+		f->e.tag = req->tag;
+		f->e.sreq_id = req->sync ? proto_req_id(req) : 0;
+		f->e.ep_id = req->ep->remote_id;
+		f->e.flags = 0;
+		f->total = req->slen;
+		p = (uint8_t *)(f + 1);
+	} else {
+		h->rreq_id = req->rreq_id;
+		h->offset = req->offset;
+		h->ep_id = req->ep->remote_id;
+		h->pad = 0;
+		p = (uint8_t *)(h + 1);
+	}
+	memcpy(p, req->sbuf + req->offset, chunk);
+	return (size_t)(p - (uint8_t *)dest) + chunk;
+}
+
+static size_t
+pack_rts(void *dest, void *arg)
+{
+	struct unio_request *req = arg;
+	struct proto_rts_hdr *h = dest;
+	struct unio_tl_iface *iface = req->ep->lane.iface;
+	size_t rkey_len = 0;
+
+	h->tag = req->tag;
+	h->size = req->slen;
+	h->sreq_id = proto_req_id(req);
+	h->addr = (uintptr_t)req->sbuf;
+	h->ep_id = req->ep->remote_id;
+	h->flags = req->sync ? PROTO_RTS_FLAG_SYNC : 0;
+	if (req->memh_valid && iface->ctl->rkey_pack != NULL &&
+	    iface->ctl->rkey_pack(iface, &req->memh, h + 1) == UNIO_OK)
+		rkey_len = iface->attr.rkey_packed_len;
+	if (rkey_len == 0)
+		h->flags |= PROTO_RTS_FLAG_PIPELINE;
+	h->rkey_len = (uint16_t)rkey_len;
+	return sizeof(*h) + rkey_len;
+}
+
+static size_t
+pack_ctl(void *dest, void *arg)
+{
+	struct unio_request *req = arg;
+
+	memcpy(dest, req->ctl, req->slen);
+	return req->slen;
+}
+
+static unio_status_t
+send_bcopy(struct unio_request *req, uint8_t id, unio_tl_pack_cb_t pack)
+{
+	ssize_t r = unio_tl_ep_am_bcopy(req->ep->lane.tl_ep, id, pack, req, 0);
+
+	return r < 0 ? (unio_status_t)r : UNIO_OK;
+}
+
+static unio_status_t
+send_frags(struct unio_request *req, uint8_t first_id, uint8_t mid_id)
+{
+	unio_status_t st;
+
+	do {
+		st = send_bcopy(req, req->offset == 0 && req->proto == SEND_FRAGS ? first_id : mid_id,
+			   pack_frag);
+		if (st != UNIO_OK)
+			return st;
+		req->offset += RTE_MIN(req->slen - req->offset, req->ep->lane.frag);
+	} while (req->offset < req->slen);
+	return UNIO_OK;
+}
+
+static void
+rndv_register(struct unio_request *req)
+{
+	struct unio_tl_iface *iface = req->ep->lane.iface;
+
+	req->memh_valid = false;
+	if (req->ep->lane.rndv_scheme != UNIO_RNDV_SCHEME_GET || iface->ctl->mem_reg == NULL ||
+	    iface->attr.rkey_packed_len == 0 ||
+	    iface->attr.rkey_packed_len + sizeof(struct proto_rts_hdr) > iface->attr.max_bcopy)
+		return;
+	if (iface->ctl->mem_reg(iface, (void *)(uintptr_t)req->sbuf, req->slen, &req->memh) ==
+	    UNIO_OK) {
+		req->memh_valid = true;
+		req->memh_iface = iface;
+	}
+}
+
+static void
+wait_peer(struct unio_request *req)
+{
+	req->proto = SEND_WAIT_ACK;
+	TAILQ_INSERT_TAIL(&req->ep->outstanding, req, ep_link);
+	req->on_ep = true;
+}
+
+/* One attempt: OK = locally done, INPROGRESS = waiting for the peer, else an error. */
+static unio_status_t
+send_step(struct unio_request *req)
+{
+	struct proto_lane *lane = &req->ep->lane;
+	unio_status_t st;
+
+	switch (req->proto) {
+	case SEND_SHORT:
+		return unio_tl_ep_am_short(lane->tl_ep, PROTO_AM_EAGER_SHORT, req->tag, req->sbuf,
+					   req->slen);
+	case SEND_EAGER:
+		st = send_bcopy(req, PROTO_AM_EAGER, pack_eager);
+		break;
+	case SEND_FRAGS:
+		st = send_frags(req, PROTO_AM_EAGER_FIRST, PROTO_AM_EAGER_MID);
+		break;
+	case SEND_RNDV_GET:
+		if (!req->memh_valid)
+			rndv_register(req);
+		st = send_bcopy(req, PROTO_AM_RTS, pack_rts);
+		if (st == UNIO_OK) {
+			wait_peer(req);
+			return UNIO_INPROGRESS;
+		}
+		return st;
+	case SEND_RNDV_PIPE_DATA:
+		return send_frags(req, PROTO_AM_PIPE, PROTO_AM_PIPE);
+	case CTL_SEND:
+		return send_bcopy(req, req->ctl_id, pack_ctl);
+	default:
+		return UNIO_ERR_PROTO;
+	}
+	if (st == UNIO_OK && req->sync) {
+		wait_peer(req);
+		return UNIO_INPROGRESS;
+	}
+	return st;
+}
+
+static void
+choose_proto(struct unio_request *req)
+{
+	struct proto_lane *lane = &req->ep->lane;
+	size_t len = req->slen;
+
+	if (len >= lane->rndv_thresh)
+		req->proto = SEND_RNDV_GET;
+	else if (!req->sync && lane->short_ok && len <= lane->max_short)
+		req->proto = SEND_SHORT;
+	else if (len <= lane->max_eager)
+		req->proto = SEND_EAGER;
+	else
+		req->proto = SEND_FRAGS;
+}
+
+static void
+pending_add(struct unio_request *req)
+{
+	struct unio_ep *ep = req->ep;
+
+	if (TAILQ_EMPTY(&ep->pending))
+		ep->worker->n_pending++;
+	TAILQ_INSERT_TAIL(&ep->pending, req, link);
+}
+
+/* Run @p req's first step, queue it when out of resources, complete it when done. */
+static void
+send_start(struct unio_request *req)
+{
+	unio_status_t st = UNIO_ERR_NO_RESOURCE;
+
+	if (TAILQ_EMPTY(&req->ep->pending))
+		st = send_step(req);
+	if (st == UNIO_ERR_NO_RESOURCE)
+		pending_add(req);
+	else if (st != UNIO_INPROGRESS)
+		proto_req_complete(req, st);
+}
+
+static unio_status_t
+ep_check(const struct unio_ep *ep)
+{
+	if (likely(ep->state == EP_CONNECTED && !ep->remote_closed))
+		return UNIO_OK;
+	if (ep->state == EP_CONNECTED)
+		return UNIO_ERR_CONNECTION_RESET;
+	return ep->state == EP_FAILED ? UNIO_ERR_CONNECTION_RESET : UNIO_ERR_NOT_CONNECTED;
+}
+
+unio_status_t
+proto_tag_send(struct unio_ep *ep, const void *buf, size_t len, uint64_t tag, bool sync,
+	       const struct unio_request_param *param, unio_request_t **req_p)
+{
+	struct proto_lane *lane = &ep->lane;
+	struct unio_request *req;
+	unio_status_t st = ep_check(ep);
+
+	if (unlikely(st != UNIO_OK))
+		return st;
+	if (likely(!sync && len <= lane->max_short && lane->short_ok &&
+		   TAILQ_EMPTY(&ep->pending) && (param == NULL || !(param->field_mask &
+		   UNIO_REQ_PARAM_FLAGS) || !(param->flags & UNIO_REQ_FLAG_NO_IMM_COMPLETION)))) {
+		st = unio_tl_ep_am_short(lane->tl_ep, PROTO_AM_EAGER_SHORT, tag, buf, len);
+		if (likely(st != UNIO_ERR_NO_RESOURCE))
+			return st;
+	}
+	req = proto_req_get(ep->worker);
+	if (unlikely(req == NULL))
+		return UNIO_ERR_NO_MEMORY;
+	req->type = REQ_SEND;
+	req->ep = ep;
+	req->sbuf = buf;
+	req->slen = len;
+	req->tag = tag;
+	req->sync = sync;
+	choose_proto(req);
+	send_start(req);
+	return proto_req_hand_out(req, param, req_p);
+}
+
+unsigned int
+proto_progress_pending(struct unio_worker *w)
+{
+	unsigned int n = 0;
+
+	for (uint32_t i = 0; i < w->n_eps && w->n_pending > 0; i++) {
+		struct unio_ep *ep = w->eps[i];
+		struct unio_request *req;
+
+		if (ep == NULL || TAILQ_EMPTY(&ep->pending))
+			continue;
+		while ((req = TAILQ_FIRST(&ep->pending)) != NULL) {
+			unio_status_t st = send_step(req);
+
+			if (st == UNIO_ERR_NO_RESOURCE)
+				break;
+			TAILQ_REMOVE(&ep->pending, req, link);
+			n++;
+			if (st != UNIO_INPROGRESS)
+				proto_req_complete(req, st);
+		}
+		if (TAILQ_EMPTY(&ep->pending))
+			w->n_pending--;
+	}
+	return n;
+}
+
+/* Resume a rendezvous send after RTR: stream the pipelined fragments. */
+void
+proto_send_pipeline(struct unio_request *req, uint64_t rreq_id)
+{
+	if (req->on_ep) {
+		TAILQ_REMOVE(&req->ep->outstanding, req, ep_link);
+		req->on_ep = false;
+	}
+	req->rreq_id = rreq_id;
+	req->proto = SEND_RNDV_PIPE_DATA;
+	req->offset = 0;
+	send_start(req);
+}
+
+/*
+ * Send a small control message (ATS, RTR, SYNC_ACK).  When the transport is out of
+ * resources it waits in the ep's pending queue, its bytes kept in a pool request.
+ */
+void
+proto_send_ctl(struct unio_ep *ep, uint8_t id, const void *hdr, size_t len)
+{
+	struct unio_request *req;
+
+	if (ep->state != EP_CONNECTED)
+		return;
+	req = proto_req_get(ep->worker);
+	if (req == NULL) {
+		PROTO_LOG(ERR, "no request for a control message: the peer will time out");
+		return;
+	}
+	RTE_VERIFY(len <= sizeof(req->ctl));
+	memcpy(req->ctl, hdr, len);
+	req->ctl_id = id;
+	req->type = REQ_SEND;
+	req->ep = ep;
+	req->slen = len;
+	req->proto = CTL_SEND;
+	req->user_freed = true;
+	send_start(req);
+}
+
+void
+proto_send_ack(struct unio_ep *ep, uint8_t id, uint64_t sreq_id, unio_status_t st)
+{
+	struct proto_ack_hdr h = { .sreq_id = sreq_id, .status = st };
+
+	proto_send_ctl(ep, id, &h, sizeof(h));
+}
+
+void
+proto_ep_fail_requests(struct unio_ep *ep, unio_status_t st)
+{
+	struct unio_worker *w = ep->worker;
+	struct unio_request *req;
+
+	if (!TAILQ_EMPTY(&ep->pending)) {
+		w->n_pending--;
+		while ((req = TAILQ_FIRST(&ep->pending)) != NULL) {
+			TAILQ_REMOVE(&ep->pending, req, link);
+			proto_req_complete(req, st);
+		}
+	}
+	while ((req = TAILQ_FIRST(&ep->outstanding)) != NULL) {
+		TAILQ_REMOVE(&ep->outstanding, req, ep_link);
+		req->on_ep = false;
+		proto_rndv_release_rkey(req);
+		proto_req_complete(req, st);
+	}
+	if (ep->rx.active) {
+		if (ep->rx.req != NULL)
+			proto_req_complete(ep->rx.req, st);
+		if (ep->rx.ux != NULL) {
+			proto_unexp_remove(w, ep->rx.ux);
+			proto_unexp_free(w, ep->rx.ux);
+		}
+		ep->rx.active = false;
+		ep->rx.req = NULL;
+		ep->rx.ux = NULL;
+	}
+}

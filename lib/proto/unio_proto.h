@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef UNIO_PROTO_H
+#define UNIO_PROTO_H
+
+/**
+ * @file
+ * Internal state shared by the protocol stage (lib/proto) and the API objects (lib/api):
+ * the worker, endpoint and request structures, the wire headers and the AM ids.  Never
+ * installed.  See doc/guides/protocols.md for the wire format.
+ */
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/queue.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_common.h>
+#include <rte_debug.h>
+
+#include "unio.h"
+#include "unio_config_priv.h"
+#include "unio_tl.h"
+
+/** Wire-protocol version: a peer announcing another one is refused. */
+#define UNIO_WIRE_VERSION 1
+/** Magic of worker addresses and control messages ("UNIO"). */
+#define UNIO_WIRE_MAGIC 0x4f494e55u
+
+/** AM ids of the protocol stage. */
+enum proto_am_id {
+	PROTO_AM_EAGER_SHORT = 1,  /**< hdr = tag (8 B), payload = the whole message */
+	PROTO_AM_EAGER = 2,        /**< struct proto_eager_hdr + the whole message */
+	PROTO_AM_EAGER_FIRST = 3,  /**< struct proto_eager_first_hdr + first fragment */
+	PROTO_AM_EAGER_MID = 4,    /**< struct proto_frag_hdr + a further fragment */
+	PROTO_AM_RTS = 5,          /**< struct proto_rts_hdr + packed rkey */
+	PROTO_AM_ATS = 6,          /**< struct proto_ack_hdr: rendezvous done */
+	PROTO_AM_RTR = 7,          /**< struct proto_rtr_hdr: send the pipelined fragments */
+	PROTO_AM_PIPE = 8,         /**< struct proto_frag_hdr + a pipelined fragment */
+	PROTO_AM_SYNC_ACK = 9,     /**< struct proto_ack_hdr: a sync send was matched */
+	PROTO_AM_WIREUP_REQ = 10,  /**< lib/api: ep from a worker address, request */
+	PROTO_AM_WIREUP_REP = 11,  /**< lib/api: ... and its reply */
+	PROTO_AM_MAX
+};
+
+/** Eager single-fragment header (PROTO_AM_EAGER). */
+struct proto_eager_hdr {
+	uint64_t tag;
+	uint64_t sreq_id;      /**< nonzero: sync send, acknowledge with SYNC_ACK */
+	uint32_t ep_id;        /**< the receiver's id of its ep to the sender */
+	uint32_t flags;
+};
+
+/** First fragment of a multi-fragment eager message. */
+struct proto_eager_first_hdr {
+	struct proto_eager_hdr e;
+	uint64_t total;        /**< message length */
+};
+
+/** A further fragment (eager middle/last, or pipelined). */
+struct proto_frag_hdr {
+	uint64_t rreq_id;      /**< pipelined: the receive request; eager: 0 */
+	uint64_t offset;       /**< where this fragment goes */
+	uint32_t ep_id;        /**< the receiver's id of its ep to the sender */
+	uint32_t pad;
+};
+
+#define PROTO_RTS_FLAG_SYNC     (1u << 0)
+#define PROTO_RTS_FLAG_PIPELINE (1u << 1)  /**< no rkey: answer with RTR */
+
+/** Rendezvous request to send. */
+struct proto_rts_hdr {
+	uint64_t tag;
+	uint64_t size;
+	uint64_t sreq_id;
+	uint64_t addr;         /**< sender's buffer address (get) */
+	uint32_t ep_id;
+	uint16_t flags;
+	uint16_t rkey_len;     /**< bytes of packed rkey following the header */
+};
+
+/** Rendezvous answer / sync acknowledgement. */
+struct proto_ack_hdr {
+	uint64_t sreq_id;
+	int32_t status;
+	uint32_t pad;
+};
+
+/** Ready to receive (pipelined rendezvous). */
+struct proto_rtr_hdr {
+	uint64_t sreq_id;
+	uint64_t rreq_id;
+	uint32_t ep_id;        /**< the sender's id of its ep to the receiver (for PIPE) */
+	uint32_t pad;
+};
+
+/* ---- requests ---- */
+
+enum req_type { REQ_SEND, REQ_RECV, REQ_FLUSH };
+enum req_state { REQ_FREE, REQ_ACTIVE, REQ_DONE };
+
+/** What a send still has to do. */
+enum send_proto {
+	SEND_SHORT, SEND_EAGER, SEND_FRAGS, SEND_RNDV_GET, SEND_RNDV_PIPE_RTS,
+	SEND_RNDV_PIPE_DATA, SEND_WAIT_ACK
+};
+
+struct proto_unexp;
+
+struct unio_request {
+	uint32_t idx;
+	uint32_t gen;
+	uint8_t type;
+	uint8_t state;
+	bool user_freed;       /**< free on completion, no callback */
+	bool user_owned;       /**< handed to the user */
+	unio_status_t status;
+	unio_request_cb_t cb;
+	void *user_data;
+	struct unio_worker *worker;
+	struct unio_recv_info info;
+	TAILQ_ENTRY(unio_request) link;     /**< pending / matching / ep list */
+	TAILQ_ENTRY(unio_request) ep_link;  /**< ep's outstanding sends */
+	/* send */
+	struct unio_ep *ep;
+	const uint8_t *sbuf;
+	size_t slen;
+	size_t offset;
+	uint64_t tag;
+	uint8_t proto;         /**< enum send_proto */
+	bool sync;
+	bool on_ep;
+	bool memh_valid;
+	uint64_t rreq_id;      /**< pipelined: the peer's receive */
+	uint32_t peer_ep_id;   /**< pipelined: where PIPE fragments are addressed */
+	struct unio_tl_memh memh;
+	struct unio_tl_iface *memh_iface;
+	/* receive */
+	uint8_t *rbuf;
+	size_t rlen;
+	uint64_t rtag;
+	uint64_t rmask;
+	uint64_t seq;
+	struct proto_mclass *mclass;
+	size_t received;
+	struct unio_tl_rkey rkey;
+	bool rkey_valid;
+	bool posted;            /**< in the expected queue */
+	struct unio_ep *rndv_ep;
+	uint64_t rndv_sreq;
+	struct unio_tl_completion comp;
+	/* control message waiting for resources */
+	uint8_t ctl_id;
+	uint8_t ctl[32];
+};
+
+TAILQ_HEAD(req_list, unio_request);
+
+/* ---- matching ---- */
+
+#define PROTO_HASH_BUCKETS 4096
+
+/** Posted receives of one mask value, hashed by (tag & mask). */
+struct proto_mclass {
+	uint64_t mask;
+	unsigned int count;
+	TAILQ_ENTRY(proto_mclass) link;
+	struct req_list bucket[PROTO_HASH_BUCKETS];
+};
+
+/** An unexpected message: eager data (copied) or an RTS (no data). */
+struct proto_unexp {
+	TAILQ_ENTRY(proto_unexp) link;     /**< arrival order */
+	TAILQ_ENTRY(proto_unexp) hlink;    /**< per-tag bucket */
+	uint64_t tag;
+	size_t length;
+	bool is_rts;
+	bool complete;          /**< all fragments arrived */
+	bool sync;
+	size_t received;
+	uint64_t sreq_id;
+	uint32_t ep_id;
+	struct unio_request *bound;  /**< receive matched while fragments still arrive */
+	uint8_t *data;          /**< inline or heap */
+	struct proto_rts_hdr rts;
+	uint8_t rkey[UNIO_TL_RKEY_MAX];
+	uint8_t inl[256];
+};
+
+TAILQ_HEAD(unexp_list, proto_unexp);
+
+/* ---- endpoint ---- */
+
+enum ep_state { EP_CONNECTING, EP_CONNECTED, EP_FAILED, EP_CLOSED };
+
+/** One per peer iface pair actually used. */
+struct proto_lane {
+	struct unio_tl_ep *tl_ep;
+	struct unio_tl_iface *iface;
+	bool short_ok;         /**< the lane has am_short */
+	size_t max_short;      /**< eager short up to this payload */
+	size_t max_eager;      /**< single eager bcopy up to this payload */
+	size_t frag;           /**< payload bytes per fragment */
+	size_t rndv_thresh;
+	int rndv_scheme;       /**< enum unio_rndv_scheme, resolved */
+};
+
+/** Reassembly of the multi-fragment message in progress from one ep. */
+struct proto_rx_frag {
+	struct unio_request *req;   /**< posted receive, or NULL */
+	struct proto_unexp *ux;     /**< unexpected buffer, or NULL */
+	uint64_t total;
+	uint64_t offset;
+	bool active;
+	bool drop;                  /**< truncated: swallow the rest */
+};
+
+struct unio_ep {
+	struct unio_worker *worker;
+	uint32_t id;                /**< index | generation << 16 */
+	uint32_t remote_id;         /**< the peer's id of its ep to us */
+	uint8_t state;
+	bool err_reported;
+	bool remote_closed;
+	struct proto_lane lane;
+	struct proto_rx_frag rx;
+	struct req_list pending;    /**< sends waiting for resources, in order */
+	struct req_list outstanding;/**< sends waiting for the peer (ATS, ACK, RTR) */
+	unio_ep_err_handler_t err_handler;
+	void *err_arg;
+	void *user_data;
+	int ctl_fd;                 /**< TCP control connection, -1 when none */
+	uint64_t peer_uuid;
+	struct unio_ep *closed_next;  /**< closed eps, freed with the worker */
+};
+
+/* ---- worker ---- */
+
+#define WORKER_MAX_IFACES UNIO_TL_MAX_DEVICES * 4
+#define REQ_CHUNK 256
+#define REQ_MAX_CHUNKS 4096
+
+struct unio_listener;
+struct unio_conn_request;
+
+struct unio_worker {
+	struct unio_context *ctx;
+	uint64_t uuid;
+	enum unio_thread_mode mode;
+	pthread_mutex_t lock;
+	unsigned int n_ifaces;
+	struct unio_tl_iface *ifaces[WORKER_MAX_IFACES];
+	/* requests */
+	struct unio_request *req_chunks[REQ_MAX_CHUNKS];
+	unsigned int n_req_chunks;
+	struct req_list req_free;
+	/* endpoints */
+	struct unio_ep **eps;
+	struct unio_ep *closed_eps;
+	uint32_t n_eps;             /**< slots */
+	uint16_t ep_gen;
+	struct req_list pending_eps_dummy;
+	unsigned int n_pending;     /**< eps with a non-empty pending queue */
+	/* matching */
+	uint64_t recv_seq;
+	struct req_list exp_exact[PROTO_HASH_BUCKETS];
+	TAILQ_HEAD(, proto_mclass) mclasses;
+	struct unexp_list unexp;
+	struct unexp_list unexp_hash[PROTO_HASH_BUCKETS];
+	unsigned int n_unexp;
+	struct proto_unexp *ux_free;
+	/* control plane */
+	TAILQ_HEAD(, unio_listener) listeners;
+	uint64_t ctl_next_tsc;
+	uint64_t ctl_period_tsc;
+	int efd;                    /**< epoll fd (UNIO_FEATURE_WAKEUP), -1 */
+	int sig_fd;                 /**< eventfd for unio_worker_signal */
+	TAILQ_ENTRY(unio_worker) link;
+};
+
+struct unio_context {
+	struct unio_config config;
+	uint64_t features;
+	char name[64];
+	unsigned int n_drivers;
+	const struct unio_tl_driver *drivers[16];
+	struct unio_tl_device_info devs[16][UNIO_TL_MAX_DEVICES];
+	unsigned int n_devs[16];
+	TAILQ_HEAD(, unio_worker) workers;
+};
+
+/* ---- locking (MULTI mode) ---- */
+
+static inline void
+worker_lock(struct unio_worker *w)
+{
+	if (unlikely(w->mode == UNIO_THREAD_MODE_MULTI))
+		pthread_mutex_lock(&w->lock);
+}
+
+static inline void
+worker_unlock(struct unio_worker *w)
+{
+	if (unlikely(w->mode == UNIO_THREAD_MODE_MULTI))
+		pthread_mutex_unlock(&w->lock);
+}
+
+/* ---- proto.c / match.c / rndv.c ---- */
+
+extern int unio_logtype_proto;
+#define PROTO_LOG(lvl, fmt, ...) UNIO_LOG(lvl, unio_logtype_proto, fmt, ##__VA_ARGS__)
+
+/** Set up matching queues and register AM handlers on every iface of @p w. */
+unio_status_t proto_worker_init(struct unio_worker *w);
+/** Release matching state (unexpected messages) of @p w. */
+void proto_worker_fini(struct unio_worker *w);
+/** Choose the lane thresholds for a tl ep. */
+void proto_lane_init(struct unio_worker *w, struct proto_lane *lane, struct unio_tl_ep *tl_ep);
+/** Retry every pending send; returns the number of sends that progressed. */
+unsigned int proto_progress_pending(struct unio_worker *w);
+/** Fail every outstanding and pending request of @p ep with @p st. */
+void proto_ep_fail_requests(struct unio_ep *ep, unio_status_t st);
+
+struct unio_request *proto_req_get(struct unio_worker *w);
+void proto_req_put(struct unio_request *req);
+struct unio_request *proto_req_lookup(struct unio_worker *w, uint64_t id);
+/** Complete a request: status, callback, release when the user let go of it. */
+void proto_req_complete(struct unio_request *req, unio_status_t st);
+
+static inline uint64_t
+proto_req_id(const struct unio_request *req)
+{
+	return ((uint64_t)req->gen << 32) | req->idx;
+}
+
+/** The ep with id @p id, NULL when unknown or dead. */
+struct unio_ep *proto_ep_lookup(struct unio_worker *w, uint32_t id);
+
+unio_status_t proto_set_handlers(struct unio_worker *w, struct unio_tl_iface *iface);
+
+/* match.c */
+void proto_match_init(struct unio_worker *w);
+void proto_match_fini(struct unio_worker *w);
+unio_status_t proto_exp_add(struct unio_worker *w, struct unio_request *req);
+void proto_exp_remove(struct unio_worker *w, struct unio_request *req);
+struct unio_request *proto_exp_match(struct unio_worker *w, uint64_t tag);
+struct proto_unexp *proto_unexp_alloc(struct unio_worker *w, size_t len);
+void proto_unexp_free(struct unio_worker *w, struct proto_unexp *ux);
+void proto_unexp_add(struct unio_worker *w, struct proto_unexp *ux);
+void proto_unexp_remove(struct unio_worker *w, struct proto_unexp *ux);
+struct proto_unexp *proto_unexp_match(struct unio_worker *w, uint64_t tag, uint64_t mask);
+
+/* tag.c */
+unio_status_t proto_tag_send(struct unio_ep *ep, const void *buf, size_t len, uint64_t tag,
+			     bool sync, const struct unio_request_param *param,
+			     unio_request_t **req_p);
+unio_status_t proto_recv_unexp(struct unio_worker *w, struct unio_request *req,
+			       struct proto_unexp *ux);
+unio_status_t proto_req_hand_out(struct unio_request *req,
+				 const struct unio_request_param *param, unio_request_t **req_p);
+void proto_send_pipeline(struct unio_request *req, uint64_t rreq_id);
+void proto_send_ctl(struct unio_ep *ep, uint8_t id, const void *hdr, size_t len);
+void proto_rndv_release_rkey(struct unio_request *req);
+void proto_send_ack(struct unio_ep *ep, uint8_t id, uint64_t sreq_id, unio_status_t st);
+
+/** Test hook: announce this wire version instead of UNIO_WIRE_VERSION (0: the real one). */
+void unio_proto_test_set_wire_version(uint16_t version);
+uint16_t proto_wire_version(void);
+
+/**
+ * Print, for tag messages, which protocol and driver serve each size range toward a peer of
+ * class @p peer_class ("self", "host", "net"), with the thresholds actually used.
+ */
+void unio_proto_print_selection(unio_context_t *ctx, const char *peer_class, FILE *f);
+
+#endif /* UNIO_PROTO_H */
