@@ -50,6 +50,7 @@ static const int log_level_rte[] = {
 static const char *const rndv_schemes[] = { "auto", "get", "pipeline", "am", NULL };
 static const char *const hugepage_modes[] = { "try", "yes", "no", NULL };
 static const char *const size_auto[] = { "auto", NULL };
+static const char *const tcp_poll_modes[] = { "busy", "epoll", NULL };
 
 #define OFF(f) offsetof(struct unio_config, f)
 
@@ -58,6 +59,16 @@ static const struct cfg_row cfg_table[] = {
 	  "CPU the default EAL initialisation pins the calling thread to (-l); -1 means the CPU "
 	  "the process is running on when Unio initialises EAL.  Ignored when the application "
 	  "passes -l/-c/--lcores or initialised EAL itself." },
+	{ "ETHDEV_IP", CFG_LIST, "auto", OFF(ethdev_ip), NULL, 0, 0,
+	  "IPv4 address of the ethdev driver's ifaces: 'auto' takes the address of the kernel "
+	  "interface a vdev wraps (iface= devarg); 'A.B.C.D' applies to every port; "
+	  "'PORT:A.B.C.D' (PORT an ethdev port name such as net_af_packet0) to one port.  "
+	  "Consumer: the ethdev driver." },
+	{ "ETHDEV_PORT", CFG_INT, "13337", OFF(ethdev_port), NULL, 1, 65535,
+	  "UDP port of the ethdev driver's ifaces.  Consumer: the ethdev driver." },
+	{ "ETHDEV_RETRIES", CFG_INT, "12", OFF(ethdev_retries), NULL, 1, 1000,
+	  "Consecutive retransmission timeouts (1 ms doubling up to 250 ms) after which an "
+	  "ethdev endpoint fails with UNIO_ERR_TIMED_OUT.  Consumer: the ethdev driver." },
 	{ "HUGEPAGES", CFG_ENUM, "try", OFF(hugepages), hugepage_modes, 0, 0,
 	  "Hugepage use of the default EAL initialisation: 'try' uses --in-memory hugepages "
 	  "when at least 16 free 2 MiB pages are reserved and falls back to --no-huge, 'yes' "
@@ -71,7 +82,8 @@ static const struct cfg_row cfg_table[] = {
 	  "striping lands with the network drivers; today every transfer uses one lane." },
 	{ "NET_DEVICES", CFG_LIST, "all", OFF(net_devices), NULL, 0, 0,
 	  "Network devices (kernel interface names or DPDK port names, globs allowed) the network "
-	  "drivers may use; '^' denies.  Consumers: the tcp and ethdev drivers (not landed yet)." },
+	  "drivers may use; '^' denies.  Consumers: the tcp driver (loopback 'lo' only reaches the "
+	  "same host and network namespace); the ethdev driver (ethdev port names)." },
 	{ "PEER_TIMEOUT", CFG_TIME, "10s", OFF(peer_timeout_ns), NULL, 0, 0,
 	  "How long a peer may stay silent while requests to it are outstanding before the "
 	  "endpoint fails with UNIO_ERR_TIMED_OUT or UNIO_ERR_CONNECTION_RESET." },
@@ -95,14 +107,19 @@ static const struct cfg_row cfg_table[] = {
 	  "Bytes of the shared staging segment each shm peer pair has for medium and pipelined "
 	  "messages." },
 	{ "TCP_KEEPALIVE", CFG_TIME, "5s", OFF(tcp_keepalive_ns), NULL, 0, 0,
-	  "Idle time before the tcp driver probes a silent peer.  Consumer: the tcp driver (not "
-	  "landed yet)." },
+	  "Idle time before the tcp driver probes a silent peer (TCP keepalive: 3 probes 1 s "
+	  "apart, then the endpoint fails with UNIO_ERR_TIMED_OUT); 'inf' or 0 disables it.  "
+	  "Consumer: the tcp driver." },
+	{ "TCP_POLL_MODE", CFG_ENUM, "busy", OFF(tcp_poll_mode), tcp_poll_modes, 0, 0,
+	  "How the tcp driver finds sockets with data: 'busy' reads every connection on each "
+	  "progress call (lowest latency, few peers), 'epoll' asks epoll which sockets are "
+	  "ready (many peers).  Both modes offer the iface's event fd for sleeping." },
 	{ "TCP_RCVBUF", CFG_SIZE, "auto", OFF(tcp_rcvbuf), size_auto, 0, 0,
 	  "SO_RCVBUF of tcp driver sockets; 'auto' keeps the kernel's autotuning.  Consumer: the "
-	  "tcp driver (not landed yet)." },
+	  "tcp driver." },
 	{ "TCP_SNDBUF", CFG_SIZE, "auto", OFF(tcp_sndbuf), size_auto, 0, 0,
 	  "SO_SNDBUF of tcp driver sockets; 'auto' keeps the kernel's autotuning.  Consumer: the "
-	  "tcp driver (not landed yet)." },
+	  "tcp driver." },
 	{ "TLS", CFG_LIST, "all", OFF(tls), NULL, 0, 0,
 	  "Transport drivers Unio may use (self, shm, tcp, ethdev, mlx5, cuda, rocm; globs "
 	  "allowed); a leading '^' denies the listed ones, e.g. UNIO_TLS=^tcp." },

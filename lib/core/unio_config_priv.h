@@ -38,6 +38,11 @@ enum unio_rndv_scheme {
 	UNIO_RNDV_SCHEME_AM,          /**< fragments over active messages */
 };
 
+enum unio_tcp_poll_mode {
+	UNIO_TCP_POLL_BUSY,           /**< read every connection on each progress call */
+	UNIO_TCP_POLL_EPOLL,          /**< epoll finds the ready connections */
+};
+
 enum unio_hugepages_mode {
 	UNIO_HUGEPAGES_TRY,
 	UNIO_HUGEPAGES_YES,
@@ -62,6 +67,10 @@ struct unio_config {
 	size_t tcp_sndbuf;
 	size_t tcp_rcvbuf;
 	uint64_t tcp_keepalive_ns;
+	int tcp_poll_mode;                /**< enum unio_tcp_poll_mode */
+	struct unio_cfg_list ethdev_ip;   /**< "auto", "A.B.C.D" or "PORT:A.B.C.D" items */
+	int64_t ethdev_port;              /**< UDP port of ethdev ifaces */
+	int64_t ethdev_retries;           /**< timeouts before an ethdev ep fails */
 };
 
 /** The environment snapshot, parsed once; NULL and unio_config_error() set when malformed. */

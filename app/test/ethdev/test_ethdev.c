@@ -1,0 +1,539 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ethdev driver tests: two real processes, each in its own network namespace (or joined by
+ * memif), exchange checksummed messages of many sizes through the driver's ifaces in both
+ * directions and check exact counts and order.  Variants add 5 % random loss in a bridge
+ * namespace, a raw-socket fuzzer in the peer namespace, and kernel ping / arping.
+ * Every test builds its topology with usertools/unio-topology.sh under a unique name and
+ * tears it down on every path.
+ */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_ether.h>
+#include <rte_ip.h>
+#include <rte_udp.h>
+
+#include "ethdev_priv.h"
+#include "unio_env.h"
+#include "unio_test.h"
+#include "unio_tl.h"
+#include "unio_tl_ethdev.h"
+
+#define AM_DATA 1
+#define AM_BYE  2
+#define IP_A    "10.77.0.1"
+#define IP_B    "10.77.0.2"
+#define IP_KERN "10.77.0.3"
+#define FUZZ_KINDS 7
+
+static const size_t sizes_full[] = { 16, 17, 64, 0 /* max short */, 1000, 1500, 3000, 9000,
+				     30000, 65536 };
+static const size_t sizes_small[] = { 16, 64, 200, 0, 1000, 1500, 3000, 9000 };
+
+struct peer {
+	struct unio_tl_iface *iface;
+	struct unio_tl_ep *ep;
+	struct eth_addr self, other;
+	const size_t *sizes;
+	size_t n_sizes;
+	size_t max_short;
+	uint64_t n, sent, rcvd, bad;
+	int bye;
+	int role;
+	uint8_t buf[ETH_MAX_MSG];
+};
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static size_t
+msg_size(const struct peer *p, uint64_t seq)
+{
+	size_t s = p->sizes[seq % p->n_sizes];
+
+	return s == 0 ? p->max_short + 8 : s;
+}
+
+/* [u64 seq][u64 sum of the rest][test_fill(rest, seed)] */
+static void
+msg_make(uint8_t *buf, size_t len, uint64_t seq, int role)
+{
+	uint64_t sum;
+
+	memcpy(buf, &seq, 8);
+	test_fill(buf + 16, len - 16, seq * 2 + (uint64_t)role);
+	sum = test_checksum(buf + 16, len - 16);
+	memcpy(buf + 8, &sum, 8);
+}
+
+static unio_status_t
+data_cb(void *arg, const void *data, size_t length, unsigned int flags)
+{
+	struct peer *p = arg;
+	const uint8_t *d = data;
+	uint64_t seq, sum;
+
+	RTE_SET_USED(flags);
+	if (length < 16) {
+		p->bad++;
+		return UNIO_OK;
+	}
+	memcpy(&seq, d, 8);
+	memcpy(&sum, d + 8, 8);
+	if (seq != p->rcvd || length != msg_size(p, seq) ||
+	    sum != test_checksum(d + 16, length - 16)) {
+		if (p->bad++ < 5)
+			TEST_LOG("bad message: seq %" PRIu64 " (want %" PRIu64 ") len %zu",
+				 seq, p->rcvd, length);
+	}
+	p->rcvd++;
+	return UNIO_OK;
+}
+
+static unio_status_t
+bye_cb(void *arg, const void *data, size_t length, unsigned int flags)
+{
+	RTE_SET_USED(data), RTE_SET_USED(length), RTE_SET_USED(flags);
+	((struct peer *)arg)->bye = 1;
+	return UNIO_OK;
+}
+
+struct pack_arg {
+	const uint8_t *buf;
+	size_t len;
+};
+
+static size_t
+pack_cb(void *dest, void *arg)
+{
+	const struct pack_arg *a = arg;
+
+	memcpy(dest, a->buf, a->len);
+	return a->len;
+}
+
+static unio_status_t
+send_one(struct peer *p)
+{
+	size_t len = msg_size(p, p->sent);
+	uint64_t hdr;
+
+	msg_make(p->buf, len, p->sent, p->role);
+	if (len <= p->max_short + 8) {
+		memcpy(&hdr, p->buf, 8);
+		return unio_tl_ep_am_short(p->ep, AM_DATA, hdr, p->buf + 8, len - 8);
+	}
+	if (p->sent % 2 == 0) {
+		struct pack_arg a = { p->buf, len };
+		ssize_t r = unio_tl_ep_am_bcopy(p->ep, AM_DATA, pack_cb, &a, 0);
+
+		return r < 0 ? (unio_status_t)r : UNIO_OK;
+	}
+	struct iovec iov[2] = {
+		{ .iov_base = p->buf + 16, .iov_len = (len - 16) / 2 },
+		{ .iov_base = p->buf + 16 + (len - 16) / 2, .iov_len = len - 16 - (len - 16) / 2 },
+	};
+	unio_status_t st = unio_tl_ep_am_zcopy(p->ep, AM_DATA, p->buf, 16, iov, 2, 0, NULL);
+
+	return st == UNIO_INPROGRESS ? UNIO_OK : st;
+}
+
+/* ---- address exchange through files (out of band) ---- */
+
+static int
+addr_write(const char *prefix, int role, const struct eth_addr *a)
+{
+	char path[256], tmp[300];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s-%c.addr", prefix, 'a' + role);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (f == NULL)
+		return -1;
+	fwrite(a, sizeof(*a), 1, f);
+	fclose(f);
+	return rename(tmp, path);
+}
+
+static int
+addr_read(struct peer *p, const char *prefix, int role, double deadline)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s-%c.addr", prefix, 'a' + role);
+	while (now_s() < deadline) {
+		FILE *f = fopen(path, "r");
+
+		if (f != NULL) {
+			size_t n = fread(&p->other, sizeof(p->other), 1, f);
+
+			fclose(f);
+			if (n == 1)
+				return 0;
+		}
+		unio_tl_iface_progress(p->iface);
+	}
+	return -1;
+}
+
+/* ---- the raw-socket fuzzer (runs in the peer namespace) ---- */
+
+struct fuzz {
+	int fd;
+	struct sockaddr_ll sll;
+	uint8_t mac_src[6];
+};
+
+static int
+fuzz_open(struct fuzz *fz, const char *ifname)
+{
+	fz->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (fz->fd < 0)
+		return -1;
+	memset(&fz->sll, 0, sizeof(fz->sll));
+	fz->sll.sll_family = AF_PACKET;
+	fz->sll.sll_ifindex = (int)if_nametoindex(ifname);
+	fz->sll.sll_halen = 6;
+	return fz->sll.sll_ifindex == 0 ? -1 : 0;
+}
+
+/* A valid-looking Unio frame from @p p to its peer; the caller breaks one thing. */
+static size_t
+fuzz_frame(const struct peer *p, uint8_t *f, uint16_t len)
+{
+	struct rte_ether_hdr *eh = (struct rte_ether_hdr *)f;
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eh + 1);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+	struct eth_wire *w = (struct eth_wire *)(udp + 1);
+	size_t total = ETH_L2L3L4 + sizeof(*w) + len;
+
+	memset(f, 0, total);
+	eh->dst_addr = p->other.mac;
+	eh->src_addr = p->self.mac;
+	eh->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	ip->version_ihl = RTE_IPV4_VHL_DEF;
+	ip->total_length = rte_cpu_to_be_16((uint16_t)(total - sizeof(*eh)));
+	ip->time_to_live = 64;
+	ip->next_proto_id = IPPROTO_UDP;
+	ip->src_addr = p->self.ip;
+	ip->dst_addr = p->other.ip;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	udp->src_port = p->self.udp_port;
+	udp->dst_port = p->other.udp_port;
+	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(sizeof(*udp) + sizeof(*w) + len));
+	w->magic = ETH_MAGIC;
+	w->version = ETH_VERSION;
+	w->type = ETH_FT_DATA;
+	w->flags = ETH_FF_FIRST | ETH_FF_LAST;
+	w->am_id = AM_DATA;
+	w->len = len;
+	w->msg_len = len;
+	w->dst_conn = p->other.conn;
+	w->src_conn = p->self.conn;
+	w->seq = 0x40000000u;
+	w->ack = 0;
+	return total;
+}
+
+/* Send one malformed frame of kind @p k (0 .. FUZZ_KINDS-1). */
+static void
+fuzz_send(struct fuzz *fz, const struct peer *p, unsigned int k)
+{
+	uint8_t f[256];
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + sizeof(struct rte_ether_hdr));
+	struct eth_wire *w = (struct eth_wire *)(f + ETH_L2L3L4);
+	size_t len = fuzz_frame(p, f, 32);
+
+	switch (k) {
+	case 0:            /* truncated: IPv4 total length beyond the frame */
+		ip->total_length = rte_cpu_to_be_16(1400);
+		ip->hdr_checksum = 0;
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+		break;
+	case 1:            /* another protocol */
+		((struct rte_ether_hdr *)f)->ether_type = rte_cpu_to_be_16(0x88b5);
+		break;
+	case 2:            /* bad IPv4 checksum */
+		ip->hdr_checksum ^= 0x1234;
+		break;
+	case 3:            /* unknown connection id */
+		w->dst_conn ^= 0x5a5a5a5a;
+		break;
+	case 4:            /* forged sequence number far outside the window */
+		break;
+	case 5:            /* impossible length in the Unio header */
+		w->len = 60000;
+		break;
+	case 6:            /* bad magic */
+		w->magic = 0;
+		break;
+	}
+	memcpy(fz->sll.sll_addr, &p->other.mac, 6);
+	if (sendto(fz->fd, f, len, 0, (struct sockaddr *)&fz->sll, sizeof(fz->sll)) < 0)
+		TEST_LOG("fuzz sendto: %s", strerror(errno));
+}
+
+static int
+fuzz_check(const struct unio_tl_ethdev_stats *s, uint64_t k)
+{
+	TEST_ASSERT(s->drop_truncated >= k, "truncated %" PRIu64, s->drop_truncated);
+	TEST_ASSERT(s->drop_other_proto >= k, "other %" PRIu64, s->drop_other_proto);
+	TEST_ASSERT_EQ(s->drop_bad_csum, k);
+	TEST_ASSERT_EQ(s->drop_unknown_conn, k);
+	TEST_ASSERT_EQ(s->drop_bad_seq, k);
+	TEST_ASSERT_EQ(s->drop_bad_len, k);
+	TEST_ASSERT_EQ(s->drop_bad_hdr, k);
+	return TEST_OK;
+}
+
+/* ---- the peer process ---- */
+
+static int
+enter_netns(const char *ns)
+{
+	char path[128];
+	int fd, rc;
+
+	if (strcmp(ns, "-") == 0)
+		return 0;
+	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	rc = setns(fd, CLONE_NEWNET);
+	close(fd);
+	return rc;
+}
+
+static int
+peer_open(struct peer *p, const char *vdev, const char *ip, int role)
+{
+	const struct unio_tl_driver *drv = unio_tl_driver_find("ethdev");
+	struct unio_tl_device_info devs[UNIO_TL_MAX_DEVICES];
+	static struct unio_config cfg;
+	struct unio_tl_iface_params ip_params = { 0 };
+	char vdev_arg[256], lcore[8], reason[128];
+	char *eal[] = { (char *)"unio-test", (char *)"-l", lcore, vdev_arg, (char *)"--" };
+	unsigned int n = 0;
+
+	snprintf(vdev_arg, sizeof(vdev_arg), "--vdev=%s", vdev);
+	snprintf(lcore, sizeof(lcore), "%d", role);
+	setenv("UNIO_ETHDEV_IP", ip, 1);
+	setenv("UNIO_ETHDEV_RETRIES", "14", 1);
+	TEST_ASSERT(drv != NULL, "no ethdev driver");
+	TEST_ASSERT(unio_env_init((int)RTE_DIM(eal), eal) >= 0, "EAL init failed");
+	TEST_ASSERT_STATUS(unio_config_snapshot(&cfg), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_tl_query_devices(drv, &cfg, devs, &n, reason, sizeof(reason)),
+			   UNIO_OK);
+	TEST_ASSERT(n >= 1, "no device: %s", reason);
+	ip_params.config = &cfg;
+	ip_params.dev_name = devs[0].name;
+	ip_params.cpu = -1;
+	TEST_ASSERT_STATUS(unio_tl_iface_open(drv, &ip_params, &p->iface), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_tl_iface_get_address(p->iface, &p->self), UNIO_OK);
+	p->max_short = p->iface->attr.max_short;
+	p->role = role;
+	unio_tl_iface_set_am_handler(p->iface, AM_DATA, data_cb, p);
+	unio_tl_iface_set_am_handler(p->iface, AM_BYE, bye_cb, p);
+	return TEST_OK;
+}
+
+/* Send and receive p->n messages, then exchange BYE and linger briefly for late acks. */
+static int
+peer_run(struct peer *p, struct fuzz *fz, uint64_t fuzz_k, double deadline)
+{
+	uint64_t fuzzed = 0;
+	int bye_sent = 0;
+	double linger = 0;
+
+	while (now_s() < deadline) {
+		unio_tl_iface_progress(p->iface);
+		while (p->sent < p->n && send_one(p) == UNIO_OK)
+			p->sent++;
+		if (fz != NULL && fuzzed < fuzz_k * FUZZ_KINDS && p->sent > p->n * fuzzed /
+		    (fuzz_k * FUZZ_KINDS + 1))
+			fuzz_send(fz, p, (unsigned int)(fuzzed++ % FUZZ_KINDS));
+		if (!bye_sent && p->sent == p->n && p->rcvd == p->n &&
+		    (fz == NULL || fuzzed == fuzz_k * FUZZ_KINDS))
+			bye_sent = unio_tl_ep_am_short(p->ep, AM_BYE, 0, NULL, 0) == UNIO_OK;
+		if (bye_sent && p->bye && linger == 0 &&
+		    unio_tl_ep_flush(p->ep, NULL) == UNIO_OK)
+			linger = now_s() + 0.3;
+		if (linger != 0 && now_s() > linger)
+			return TEST_OK;
+	}
+	TEST_LOG("role %d: deadline: sent %" PRIu64 " rcvd %" PRIu64 " bye %d/%d", p->role,
+		 p->sent, p->rcvd, bye_sent, p->bye);
+	return TEST_FAIL;
+}
+
+static void
+stats_log(const struct peer *p, const struct unio_tl_ethdev_stats *s, double secs)
+{
+	TEST_LOG("role %c: %.2f s, msgs %" PRIu64 ", tx data %" PRIu64 " (%" PRIu64 " B) retx %"
+		 PRIu64 " (%" PRIu64 " B, fast %" PRIu64 ", timeouts %" PRIu64 ") acks %" PRIu64
+		 ", rx dup %" PRIu64 " ooo %" PRIu64 ", drops: trunc %" PRIu64 " other %"
+		 PRIu64 " notours %" PRIu64 " csum %" PRIu64 " len %" PRIu64 " hdr %" PRIu64
+		 " conn %" PRIu64 " seq %" PRIu64 " msg %" PRIu64, 'a' + p->role, secs,
+		 s->msgs_delivered, s->tx_data, s->tx_data_bytes, s->tx_retx, s->tx_retx_bytes,
+		 s->fast_retx, s->timeouts, s->tx_acks, s->rx_dup, s->rx_ooo, s->drop_truncated,
+		 s->drop_other_proto, s->drop_not_ours, s->drop_bad_csum, s->drop_bad_len,
+		 s->drop_bad_hdr, s->drop_unknown_conn, s->drop_bad_seq, s->drop_bad_msg);
+}
+
+/* argv: netns vdev ip role(0|1) file-prefix n sizes(full|small) fuzz-per-kind */
+UNIO_TEST_CHILD(ethdev_peer)
+{
+	static struct peer p;
+	struct unio_tl_ep_params epp = { 0 };
+	struct unio_tl_ethdev_stats s;
+	struct fuzz fz;
+	double t0, deadline = now_s() + 50;
+	int role, rc;
+	uint64_t fuzz_k;
+
+	TEST_ASSERT(argc == 8, "argc %d", argc);
+	role = atoi(argv[3]);
+	fuzz_k = strtoull(argv[7], NULL, 0);
+	p.n = strtoull(argv[5], NULL, 0);
+	p.sizes = strcmp(argv[6], "full") == 0 ? sizes_full : sizes_small;
+	p.n_sizes = strcmp(argv[6], "full") == 0 ? RTE_DIM(sizes_full) : RTE_DIM(sizes_small);
+	TEST_ASSERT(enter_netns(argv[0]) == 0, "setns %s: %s", argv[0], strerror(errno));
+	if (peer_open(&p, argv[1], argv[2], role) != TEST_OK)
+		return TEST_FAIL;
+	TEST_ASSERT(addr_write(argv[4], role, &p.self) == 0, "address file");
+	TEST_ASSERT(addr_read(&p, argv[4], !role, deadline) == 0, "no peer address");
+	epp.iface_addr = &p.other;
+	epp.iface_addr_len = sizeof(p.other);
+	TEST_ASSERT_STATUS(unio_tl_ep_create(p.iface, &epp, &p.ep), UNIO_OK);
+	if (fuzz_k != 0 && role == 1)
+		TEST_ASSERT(fuzz_open(&fz, "vb") == 0, "raw socket: %s", strerror(errno));
+	t0 = now_s();
+	rc = peer_run(&p, fuzz_k != 0 && role == 1 ? &fz : NULL, fuzz_k, deadline);
+	unio_tl_ethdev_stats(p.iface, &s);
+	stats_log(&p, &s, now_s() - t0);
+	if (rc == TEST_OK && fuzz_k != 0 && role == 0)
+		rc = fuzz_check(&s, fuzz_k);
+	TEST_ASSERT_EQ(p.bad, 0);
+	TEST_ASSERT_EQ(p.rcvd, p.n);
+	unio_tl_ep_destroy(p.ep);
+	unio_tl_iface_close(p.iface);
+	return rc;
+}
+
+/* ---- the tests ---- */
+
+static int
+topo(const char *op, const char *kind, const char *name, const char *extra)
+{
+	const char *src = getenv("UNIO_TEST_SOURCE_DIR");
+
+	return test_system("%s/usertools/unio-topology.sh %s %s %s %s >/dev/null 2>&1",
+			   src != NULL ? src : ".", kind, op, name, extra);
+}
+
+static int
+can_netns(void)
+{
+	return geteuid() == 0 && test_system("ip netns list >/dev/null 2>&1") == 0;
+}
+
+/* Run two peers; returns TEST_OK when both exit 0. */
+static int
+run_pair(const char *ns_a, const char *ns_b, const char *vdev_a, const char *vdev_b,
+	 const char *n, const char *sizes, const char *fuzz)
+{
+	char prefix[64], pa[300], pb[300];
+	pid_t a, b;
+	int ra, rb;
+
+	snprintf(prefix, sizeof(prefix), "/tmp/unio-eth-%d", getpid());
+	const char *args_a[] = { ns_a, vdev_a, IP_A, "0", prefix, n, sizes, fuzz, NULL };
+	const char *args_b[] = { ns_b, vdev_b, IP_B, "1", prefix, n, sizes, fuzz, NULL };
+
+	a = test_spawn("ethdev_peer", args_a);
+	b = test_spawn("ethdev_peer", args_b);
+	ra = test_wait(a, 55000);
+	rb = test_wait(b, 55000);
+	snprintf(pa, sizeof(pa), "%s-a.addr", prefix);
+	snprintf(pb, sizeof(pb), "%s-b.addr", prefix);
+	unlink(pa);
+	unlink(pb);
+	if (ra != 0 || rb != 0)
+		TEST_LOG("peer exit codes %d %d", ra, rb);
+	return ra == 0 && rb == 0 ? TEST_OK : TEST_FAIL;
+}
+
+static int
+veth_pair(const char *kind, const char *pmd, const char *extra, const char *n,
+	  const char *sizes, const char *fuzz)
+{
+	char name[32], na[40], nb[40], va[96], vb[96];
+	int rc;
+
+	if (!can_netns())
+		TEST_SKIP_BECAUSE("needs root and iproute2 network namespaces");
+	snprintf(name, sizeof(name), "unio-%d", getpid());
+	snprintf(na, sizeof(na), "%s-a", name);
+	snprintf(nb, sizeof(nb), "%s-b", name);
+	snprintf(va, sizeof(va), "%s0,iface=va", pmd);
+	snprintf(vb, sizeof(vb), "%s0,iface=vb", pmd);
+	if (topo("up", kind, name, extra) != 0) {
+		topo("down", kind, name, "");
+		TEST_LOG("topology %s %s failed", kind, extra);
+		return TEST_FAIL;
+	}
+	rc = run_pair(na, nb, va, vb, n, sizes, fuzz);
+	topo("down", kind, name, "");
+	return rc;
+}
+
+UNIO_TEST(ethdev_af_packet_am, mp)
+{
+	return veth_pair("veth", "net_af_packet", "", "3000", "full", "0");
+}
+
+UNIO_TEST(ethdev_memif_am, mp)
+{
+	char sock[64], va[160], vb[160];
+	int rc;
+
+	snprintf(sock, sizeof(sock), "/tmp/unio-memif-%d.sock", getpid());
+	snprintf(va, sizeof(va), "net_memif0,role=server,socket=%s,mac=02:00:00:00:01:0a", sock);
+	snprintf(vb, sizeof(vb), "net_memif0,role=client,socket=%s,mac=02:00:00:00:01:0b", sock);
+	rc = run_pair("-", "-", va, vb, "3000", "full", "0");
+	unlink(sock);
+	return rc;
+}
+
+UNIO_TEST(ethdev_loss5, mp)
+{
+	return veth_pair("bridge", "net_af_packet", "--loss 5", "20000", "small", "0");
+}
+
+UNIO_TEST(ethdev_fuzz, mp)
+{
+	return veth_pair("veth", "net_af_packet", "", "3000", "small", "20");
+}

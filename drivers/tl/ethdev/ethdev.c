@@ -1,0 +1,859 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The ethdev driver: reliable, congestion-controlled messages in UDP/IPv4 frames over any
+ * DPDK poll-mode port.  One iface = one port with one rx/tx queue pair, progressed by one
+ * worker.  An ep is a connection to a peer iface (MAC, IPv4, UDP port, connection id); it
+ * keeps a window of sent frames until they are acknowledged (cumulative ack + 64-bit SACK),
+ * retransmits SACK holes and on timeouts (exponential back-off), suppresses duplicates,
+ * reorders, reassembles fragments and delivers messages in order.  The send window is the
+ * smaller of a delay-driven congestion window (RTT from TSC stamps echoed in acks) and the
+ * receiver's credit.  See doc/guides/drivers/ethdev.md.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_malloc.h>
+#include <rte_random.h>
+
+#include "ethdev_priv.h"
+
+RTE_LOG_REGISTER(ethdev_logtype, unio.drv.ethdev, WARNING);
+
+#define ETH_INIT_CWND      16.0
+#define ETH_MIN_CWND       2.0
+#define ETH_DUP_THRESH     3u
+#define ETH_TO_RETX        8u      /* frames sent again on a timeout */
+#define ETH_MAX_FRAGS      ((ETH_MAX_MSG + 511u) / 512u + 1u)
+
+static const struct unio_tl_driver eth_driver;
+
+static inline int32_t
+seq_diff(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b);
+}
+
+static inline struct eth_iface *
+to_ei(struct unio_tl_iface *iface)
+{
+	return (struct eth_iface *)iface;
+}
+
+static inline struct eth_wire *
+frame_wire(struct rte_mbuf *m)
+{
+	return rte_pktmbuf_mtod_offset(m, struct eth_wire *, ETH_L2L3L4);
+}
+
+/* ---- acknowledgements and the frames that carry them ---- */
+
+static uint64_t
+build_sack(const struct eth_ep *ep)
+{
+	uint64_t sack = 0;
+
+	if (ep->n_ooo == 0)
+		return 0;
+	for (uint32_t i = 0; i < 64; i++)
+		if (ep->rcv[(ep->rcv_nxt + 1 + i) % ETH_WIN] != NULL)
+			sack |= 1ull << i;
+	return sack;
+}
+
+/* Fill the ack fields of an outgoing frame and compute its checksums. */
+static void
+stamp(struct eth_ep *ep, struct rte_mbuf *m, uint64_t now)
+{
+	struct eth_wire *w = frame_wire(m);
+
+	w->ack = ep->rcv_nxt;
+	w->sack = build_sack(ep);
+	w->credit = (uint16_t)(ETH_WIN - ep->n_ooo);
+	w->tsc = now;
+	w->tsc_echo = ep->echo_tsc;
+	ep->ack_pending = false;
+	eth_frame_finish(ep->ei, m, (uint16_t)(sizeof(*w) + w->len));
+}
+
+static struct rte_mbuf *
+frame_new(struct eth_ep *ep, uint8_t type, uint16_t len)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(ep->ei->mp);
+	struct eth_wire *w;
+	uint8_t *p;
+
+	if (m == NULL) {
+		ep->ei->st.tx_no_mbuf++;
+		return NULL;
+	}
+	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(ETH_L2L3L4 + sizeof(*w) + len));
+	if (p == NULL) {
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
+	memcpy(p, ep->hdr_tmpl, ETH_L2L3L4);
+	w = (struct eth_wire *)(p + ETH_L2L3L4);
+	memset(w, 0, sizeof(*w));
+	w->magic = ETH_MAGIC;
+	w->version = ETH_VERSION;
+	w->type = type;
+	w->len = len;
+	w->dst_conn = ep->peer.conn;
+	w->src_conn = ep->ei->addr.conn;
+	w->seq = ep->snd_nxt;
+	return m;
+}
+
+static void
+send_ack(struct eth_ep *ep, uint64_t now)
+{
+	struct rte_mbuf *m;
+
+	if (eth_txq_room(ep->ei) == 0)
+		return;
+	m = frame_new(ep, ETH_FT_ACK, 0);
+	if (m == NULL)
+		return;
+	stamp(ep, m, now);
+	eth_txq_push(ep->ei, m);
+	ep->ei->st.tx_acks++;
+}
+
+static void
+want_ack(struct eth_ep *ep)
+{
+	struct eth_iface *ei = ep->ei;
+
+	if (ep->ack_pending)
+		return;
+	ep->ack_pending = true;
+	for (unsigned int i = 0; i < ei->n_ack; i++)
+		if (ei->ack_list[i] == ep)
+			return;
+	ei->ack_list[ei->n_ack++] = ep;
+}
+
+static void
+send_acks(struct eth_iface *ei, uint64_t now)
+{
+	for (unsigned int i = 0; i < ei->n_ack; i++)
+		if (ei->ack_list[i]->ack_pending && !ei->ack_list[i]->failed)
+			send_ack(ei->ack_list[i], now);
+	ei->n_ack = 0;
+}
+
+/* ---- completions and failure ---- */
+
+static void
+comps_complete(struct eth_ep *ep, bool all, unio_status_t st)
+{
+	unsigned int i, j = 0;
+
+	for (i = 0; i < ep->n_comps; i++) {
+		struct eth_comp c = ep->comps[i];
+
+		if (all || seq_diff(ep->snd_una, c.seq) >= 0)
+			unio_tl_completion_done(c.comp, st);
+		else
+			ep->comps[j++] = c;
+	}
+	ep->n_comps = j;
+}
+
+static void
+snd_release(struct eth_ep *ep)
+{
+	for (; ep->snd_una != ep->snd_nxt; ep->snd_una++) {
+		struct eth_slot *s = &ep->snd[ep->snd_una % ETH_WIN];
+
+		rte_pktmbuf_free(s->m);
+		s->m = NULL;
+	}
+}
+
+static void
+ep_fail(struct eth_ep *ep, unio_status_t st)
+{
+	struct eth_iface *ei = ep->ei;
+
+	ETH_LOG(ERR, "%s: peer " RTE_ETHER_ADDR_PRT_FMT " silent after %u timeouts: ep failed",
+		ei->super.dev_name, RTE_ETHER_ADDR_BYTES(&ep->peer.mac), ep->n_timeouts);
+	ep->failed = true;
+	ep->fail_status = st;
+	ei->st.ep_failures++;
+	snd_release(ep);
+	comps_complete(ep, true, st);
+	if (ep->user_owned && ei->super.err_cb != NULL)
+		ei->super.err_cb(ei->super.err_arg, &ep->super, st);
+}
+
+/* ---- send side ---- */
+
+static void
+retransmit(struct eth_ep *ep, uint32_t seq, uint64_t now)
+{
+	struct eth_iface *ei = ep->ei;
+	struct eth_slot *s = &ep->snd[seq % ETH_WIN];
+	struct rte_mbuf *c;
+
+	if (eth_txq_room(ei) == 0)
+		return;
+	c = rte_pktmbuf_copy(s->m, ei->mp, 0, UINT32_MAX);
+	if (c == NULL) {
+		ei->st.tx_no_mbuf++;
+		return;
+	}
+	stamp(ep, c, now);
+	eth_txq_push(ei, c);
+	s->tx_tsc = now;
+	s->nretx++;
+	ei->st.tx_retx++;
+	ei->st.tx_retx_bytes += s->len;
+}
+
+static bool
+can_send(const struct eth_ep *ep, uint32_t nfr)
+{
+	uint32_t inflight = ep->snd_nxt - ep->snd_una;
+	uint32_t lim = RTE_MIN((uint32_t)ep->cwnd, ETH_WIN);
+
+	return inflight < lim && inflight + nfr <= ETH_WIN &&
+	       seq_diff(ep->peer_edge, ep->snd_nxt + nfr) >= 0 &&
+	       eth_txq_room(ep->ei) >= nfr + 1;
+}
+
+/* Copy @p iov (total bytes) into frames and send them as one message. */
+static unio_status_t
+send_msg(struct eth_ep *ep, uint8_t id, const struct iovec *iov, size_t iovcnt, size_t total)
+{
+	struct eth_iface *ei = ep->ei;
+	uint32_t nfr = total == 0 ? 1 : (uint32_t)((total + ei->frag - 1) / ei->frag);
+	struct rte_mbuf *ms[ETH_MAX_FRAGS];
+	size_t vi = 0, voff = 0, left = total;
+	uint64_t now;
+
+	if (unlikely(ep->failed))
+		return ep->fail_status;
+	if (!can_send(ep, nfr)) {
+		eth_txq_flush(ei);
+		return UNIO_ERR_NO_RESOURCE;
+	}
+	if (rte_pktmbuf_alloc_bulk(ei->mp, ms, nfr) != 0) {
+		ei->st.tx_no_mbuf++;
+		return UNIO_ERR_NO_RESOURCE;
+	}
+	now = rte_rdtsc();
+	for (uint32_t f = 0; f < nfr; f++) {
+		uint16_t len = (uint16_t)RTE_MIN(left, (size_t)ei->frag);
+		struct rte_mbuf *m = ms[f];
+		uint8_t *p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(ETH_L2L3L4 +
+							     sizeof(struct eth_wire) + len));
+		struct eth_wire *w = (struct eth_wire *)(p + ETH_L2L3L4);
+		struct eth_slot *s = &ep->snd[ep->snd_nxt % ETH_WIN];
+
+		RTE_VERIFY(p != NULL);     /* frag + headers fit the data room (port_address) */
+		memcpy(p, ep->hdr_tmpl, ETH_L2L3L4);
+		memset(w, 0, sizeof(*w));
+		w->magic = ETH_MAGIC;
+		w->version = ETH_VERSION;
+		w->type = ETH_FT_DATA;
+		w->flags = (uint8_t)((f == 0 ? ETH_FF_FIRST : 0) | (f == nfr - 1 ? ETH_FF_LAST : 0));
+		w->am_id = id;
+		w->len = len;
+		w->dst_conn = ep->peer.conn;
+		w->src_conn = ei->addr.conn;
+		w->seq = ep->snd_nxt;
+		w->msg_len = (uint32_t)total;
+		for (uint8_t *d = (uint8_t *)(w + 1), *e = d + len; d < e; ) {
+			size_t n = RTE_MIN((size_t)(e - d), iov[vi].iov_len - voff);
+
+			memcpy(d, (const uint8_t *)iov[vi].iov_base + voff, n);
+			d += n;
+			voff += n;
+			if (voff == iov[vi].iov_len && vi + 1 < iovcnt) {
+				vi++;
+				voff = 0;
+			}
+		}
+		left -= len;
+		stamp(ep, m, now);
+		rte_mbuf_refcnt_update(m, 1);
+		s->m = m;
+		s->tx_tsc = now;
+		s->len = len;
+		s->sacked = 0;
+		s->nretx = 0;
+		ep->snd_nxt++;
+		eth_txq_push(ei, m);
+		ei->st.tx_data++;
+		ei->st.tx_data_bytes += len;
+	}
+	eth_txq_flush(ei);
+	return UNIO_OK;
+}
+
+static unio_status_t
+eth_am_short(struct unio_tl_ep *tep, uint8_t id, uint64_t hdr, const void *payload, size_t len)
+{
+	struct iovec iov[2] = {
+		{ .iov_base = &hdr, .iov_len = sizeof(hdr) },
+		{ .iov_base = (void *)(uintptr_t)payload, .iov_len = len },
+	};
+
+	return send_msg((struct eth_ep *)tep, id, iov, len != 0 ? 2 : 1, sizeof(hdr) + len);
+}
+
+static ssize_t
+eth_am_bcopy(struct unio_tl_ep *tep, uint8_t id, unio_tl_pack_cb_t pack, void *arg,
+	     unsigned int flags)
+{
+	struct eth_ep *ep = (struct eth_ep *)tep;
+	struct iovec iov;
+	unio_status_t st;
+
+	RTE_SET_USED(flags);
+	if (unlikely(ep->failed))
+		return ep->fail_status;
+	if (!can_send(ep, ETH_MAX_MSG / ep->ei->frag + 1)) {
+		eth_txq_flush(ep->ei);
+		return UNIO_ERR_NO_RESOURCE;
+	}
+	iov.iov_base = ep->ei->scratch;
+	iov.iov_len = pack(ep->ei->scratch, arg);
+	RTE_VERIFY(iov.iov_len <= ETH_MAX_MSG);
+	st = send_msg(ep, id, &iov, 1, iov.iov_len);
+	return st == UNIO_OK ? (ssize_t)iov.iov_len : st;
+}
+
+static unio_status_t
+eth_am_zcopy(struct unio_tl_ep *tep, uint8_t id, const void *hdr, size_t hdr_len,
+	     const struct iovec *iov, size_t iovcnt, unsigned int flags,
+	     struct unio_tl_completion *comp)
+{
+	struct iovec v[UNIO_TL_MAX_IOV + 1];
+	size_t total = hdr_len, n = 0;
+
+	RTE_SET_USED(flags), RTE_SET_USED(comp);
+	if (hdr_len != 0)
+		v[n++] = (struct iovec){ .iov_base = (void *)(uintptr_t)hdr, .iov_len = hdr_len };
+	for (size_t i = 0; i < iovcnt && n < RTE_DIM(v); i++) {
+		v[n++] = iov[i];
+		total += iov[i].iov_len;
+	}
+	if (n == 0)
+		v[n++] = (struct iovec){ .iov_base = NULL, .iov_len = 0 };
+	/* the payload is copied into the frames: nothing to wait for */
+	return send_msg((struct eth_ep *)tep, id, v, n, total);
+}
+
+static unio_status_t
+eth_flush(struct unio_tl_ep *tep, struct unio_tl_completion *comp)
+{
+	struct eth_ep *ep = (struct eth_ep *)tep;
+
+	if (ep->failed)
+		return ep->fail_status;
+	eth_txq_flush(ep->ei);
+	if (ep->snd_una == ep->snd_nxt)
+		return UNIO_OK;
+	if (comp == NULL)
+		return UNIO_INPROGRESS;
+	if (ep->n_comps == ETH_MAX_COMPS)
+		return UNIO_ERR_NO_RESOURCE;
+	ep->comps[ep->n_comps++] = (struct eth_comp){ .comp = comp, .seq = ep->snd_nxt };
+	return UNIO_INPROGRESS;
+}
+
+/* ---- congestion control ---- */
+
+static void
+rtt_sample(struct eth_ep *ep, uint64_t rtt)
+{
+	struct eth_iface *ei = ep->ei;
+
+	if (ep->srtt == 0) {
+		ep->srtt = rtt;
+		ep->rttvar = rtt / 2;
+	} else {
+		uint64_t dev = rtt > ep->srtt ? rtt - ep->srtt : ep->srtt - rtt;
+
+		ep->rttvar = (3 * ep->rttvar + dev) / 4;
+		ep->srtt = (7 * ep->srtt + rtt) / 8;
+	}
+	if (ep->min_rtt == 0 || rtt < ep->min_rtt)
+		ep->min_rtt = rtt;
+	ep->rto = RTE_MIN(ep->srtt + 4 * ep->rttvar, ei->rto_max);
+	ep->rto = RTE_MAX(ep->rto, ei->rto_min);
+}
+
+/* Additive increase below the target delay, multiplicative decrease above, once per RTT. */
+static void
+cc_update(struct eth_ep *ep, uint64_t rtt, uint32_t acked, uint64_t now)
+{
+	uint64_t target = 2 * ep->min_rtt + ep->ei->tsc_hz / 10000;  /* + 100 us */
+
+	if (rtt <= target) {
+		ep->cwnd += ep->last_decrease == 0 ? acked : (double)acked / ep->cwnd;
+	} else if (now - ep->last_decrease >= ep->srtt) {
+		double f = 1.0 - 0.5 * (double)(rtt - target) / (double)rtt;
+
+		ep->cwnd *= RTE_MAX(f, 0.5);
+		ep->last_decrease = now;
+	}
+	ep->cwnd = RTE_MIN(ep->cwnd, (double)ETH_WIN);
+	ep->cwnd = RTE_MAX(ep->cwnd, ETH_MIN_CWND);
+}
+
+/* ---- receive side ---- */
+
+static void
+fast_retransmit(struct eth_ep *ep, uint64_t sack, uint64_t now)
+{
+	uint32_t top = ep->snd_una + 1 + (63u - (uint32_t)__builtin_clzll(sack));
+	uint64_t wait = ep->srtt != 0 ? ep->srtt : ep->ei->rto_min;
+
+	if ((unsigned int)__builtin_popcountll(sack) <
+	    RTE_MIN(ETH_DUP_THRESH, ep->snd_nxt - ep->snd_una - 1))
+		return;
+	for (uint32_t s = ep->snd_una; seq_diff(top, s) > 0 &&
+	     seq_diff(ep->snd_nxt, s) > 0; s++) {
+		struct eth_slot *sl = &ep->snd[s % ETH_WIN];
+
+		if (!sl->sacked && now - sl->tx_tsc >= wait) {
+			retransmit(ep, s, now);
+			ep->ei->st.fast_retx++;
+		}
+	}
+}
+
+/* Process the ack fields of any frame; false when they are impossible (forged). */
+static bool
+ack_input(struct eth_ep *ep, const struct eth_wire *w, uint64_t now)
+{
+	int32_t adv = seq_diff(w->ack, ep->snd_una);
+	uint32_t acked = 0;
+
+	if (seq_diff(w->ack, ep->snd_nxt) > 0 || adv < -(int32_t)ETH_WIN)
+		return false;
+	if (adv < 0)
+		return true;   /* a stale ack overtaken by a newer one */
+	for (; ep->snd_una != w->ack; ep->snd_una++, acked++) {
+		struct eth_slot *s = &ep->snd[ep->snd_una % ETH_WIN];
+
+		rte_pktmbuf_free(s->m);
+		s->m = NULL;
+	}
+	if (seq_diff(w->ack + w->credit, ep->peer_edge) > 0)
+		ep->peer_edge = w->ack + RTE_MIN(w->credit, (uint16_t)ETH_WIN);
+	for (uint32_t i = 0; w->sack != 0 && i < 64; i++) {
+		uint32_t s = w->ack + 1 + i;
+
+		if ((w->sack >> i & 1) && seq_diff(ep->snd_nxt, s) > 0)
+			ep->snd[s % ETH_WIN].sacked = 1;
+	}
+	if (w->tsc_echo != 0 && w->tsc_echo <= now && now - w->tsc_echo < ep->ei->tsc_hz) {
+		rtt_sample(ep, now - w->tsc_echo);
+		cc_update(ep, now - w->tsc_echo, acked, now);
+	}
+	if (acked != 0) {
+		ep->n_timeouts = 0;
+		ep->rto_cur = ep->rto;
+		comps_complete(ep, false, UNIO_OK);
+	}
+	if (w->sack != 0 && ep->snd_una == w->ack && ep->snd_una != ep->snd_nxt)
+		fast_retransmit(ep, w->sack, now);
+	return true;
+}
+
+static void
+reasm_abort(struct eth_ep *ep)
+{
+	ep->ei->st.drop_bad_msg++;
+	ep->reasm_active = false;
+}
+
+static void
+invoke(struct eth_ep *ep, uint8_t id, const void *data, size_t len)
+{
+	ep->ei->st.msgs_delivered++;
+	unio_tl_iface_invoke_am(&ep->ei->super, id, data, len, 0);
+}
+
+/* Deliver the next in-order frame; frees it. */
+static void
+deliver(struct eth_ep *ep, struct rte_mbuf *m)
+{
+	const struct eth_wire *w = frame_wire(m);
+	const uint8_t *pl = (const uint8_t *)(w + 1);
+
+	if (w->flags & ETH_FF_FIRST) {
+		if (ep->reasm_active)
+			reasm_abort(ep);
+		if (w->msg_len > ETH_MAX_MSG || ((w->flags & ETH_FF_LAST) && w->msg_len != w->len)) {
+			ep->ei->st.drop_bad_msg++;
+		} else if (w->flags & ETH_FF_LAST) {
+			invoke(ep, w->am_id, pl, w->len);
+		} else {
+			ep->reasm_active = true;
+			ep->reasm_id = w->am_id;
+			ep->reasm_len = w->msg_len;
+			ep->reasm_off = 0;
+		}
+	} else if (!ep->reasm_active || w->am_id != ep->reasm_id ||
+		   w->msg_len != ep->reasm_len) {
+		ep->ei->st.drop_bad_msg++;
+		ep->reasm_active = false;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (ep->reasm_active) {
+		if (ep->reasm_off + w->len > ep->reasm_len) {
+			reasm_abort(ep);
+		} else {
+			memcpy(ep->reasm + ep->reasm_off, pl, w->len);
+			ep->reasm_off += w->len;
+			if ((w->flags & ETH_FF_LAST) && ep->reasm_off != ep->reasm_len) {
+				reasm_abort(ep);
+			} else if (w->flags & ETH_FF_LAST) {
+				ep->reasm_active = false;
+				invoke(ep, ep->reasm_id, ep->reasm, ep->reasm_len);
+			}
+		}
+	}
+	rte_pktmbuf_free(m);
+}
+
+static void
+data_input(struct eth_ep *ep, struct rte_mbuf *m, const struct eth_wire *w)
+{
+	struct eth_iface *ei = ep->ei;
+	int32_t off = seq_diff(w->seq, ep->rcv_nxt);
+	struct rte_mbuf **slot;
+
+	if (off < -(int32_t)ETH_WIN || off >= (int32_t)ETH_WIN) {
+		ei->st.drop_bad_seq++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	want_ack(ep);
+	slot = &ep->rcv[w->seq % ETH_WIN];
+	if (off < 0 || (off > 0 && *slot != NULL)) {
+		ei->st.rx_dup++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	ep->echo_tsc = w->tsc;
+	ei->st.rx_data++;
+	if (off > 0) {
+		*slot = m;
+		ep->n_ooo++;
+		ei->st.rx_ooo++;
+		return;
+	}
+	ep->rcv_nxt++;
+	deliver(ep, m);
+	while ((m = ep->rcv[ep->rcv_nxt % ETH_WIN]) != NULL) {
+		ep->rcv[ep->rcv_nxt % ETH_WIN] = NULL;
+		ep->n_ooo--;
+		ep->rcv_nxt++;
+		deliver(ep, m);
+	}
+}
+
+/* ---- peers ---- */
+
+static struct eth_ep *
+peer_find(struct eth_iface *ei, rte_be32_t ip, rte_be16_t port)
+{
+	struct eth_ep *ep = ei->last_peer;
+
+	if (ep != NULL && ep->peer.ip == ip && ep->peer.udp_port == port)
+		return ep;
+	for (unsigned int i = 0; i < ei->n_peers; i++) {
+		ep = ei->peers[i];
+		if (ep->peer.ip == ip && ep->peer.udp_port == port) {
+			ei->last_peer = ep;
+			return ep;
+		}
+	}
+	return NULL;
+}
+
+static struct eth_ep *
+ep_alloc(struct eth_iface *ei, const struct eth_addr *peer)
+{
+	struct eth_ep *ep;
+
+	if (ei->n_peers == ETH_MAX_PEERS)
+		return NULL;
+	ep = rte_zmalloc("unio_eth_ep", sizeof(*ep), RTE_CACHE_LINE_SIZE);
+	if (ep == NULL)
+		return NULL;
+	ep->reasm = malloc(ETH_MAX_MSG);
+	if (ep->reasm == NULL) {
+		rte_free(ep);
+		return NULL;
+	}
+	ep->super.iface = &ei->super;
+	ep->ei = ei;
+	ep->peer = *peer;
+	ep->cwnd = ETH_INIT_CWND;
+	ep->peer_edge = ETH_WIN;
+	ep->rto = ei->rto_min;
+	ep->rto_cur = ei->rto_min;
+	eth_hdr_template(ei, peer, ep->hdr_tmpl);
+	ei->peers[ei->n_peers++] = ep;
+	return ep;
+}
+
+static void
+ep_free(struct eth_ep *ep)
+{
+	struct eth_iface *ei = ep->ei;
+	unsigned int i, j = 0;
+
+	for (i = 0; i < ei->n_peers; i++)
+		if (ei->peers[i] != ep)
+			ei->peers[j++] = ei->peers[i];
+	ei->n_peers = j;
+	for (i = 0, j = 0; i < ei->n_ack; i++)
+		if (ei->ack_list[i] != ep)
+			ei->ack_list[j++] = ei->ack_list[i];
+	ei->n_ack = j;
+	if (ei->last_peer == ep)
+		ei->last_peer = NULL;
+	snd_release(ep);
+	comps_complete(ep, true, UNIO_ERR_CANCELED);
+	for (i = 0; i < ETH_WIN; i++)
+		rte_pktmbuf_free(ep->rcv[i]);
+	free(ep->reasm);
+	rte_free(ep);
+}
+
+static void
+rx_one(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now)
+{
+	const struct rte_ipv4_hdr *ip = NULL;
+	const struct rte_udp_hdr *udp = NULL;
+	const struct eth_wire *w = eth_rx_classify(ei, m, &ip, &udp);
+	struct eth_ep *ep;
+
+	if (w == NULL)
+		return;
+	ep = peer_find(ei, ip->src_addr, udp->src_port);
+	if (ep == NULL && w->type == ETH_FT_DATA && w->seq == 0) {
+		struct eth_addr a = {
+			.udp_port = udp->src_port, .ip = ip->src_addr, .conn = w->src_conn,
+		};
+
+		rte_ether_addr_copy(&rte_pktmbuf_mtod(m, struct rte_ether_hdr *)->src_addr,
+				    &a.mac);
+		ep = ep_alloc(ei, &a);
+		if (ep == NULL) {
+			ei->st.drop_no_peer++;
+			rte_pktmbuf_free(m);
+			return;
+		}
+	}
+	if (ep == NULL || ep->peer.conn != w->src_conn || ep->failed) {
+		ei->st.drop_unknown_conn++;
+		rte_pktmbuf_free(m);
+	} else if (!ack_input(ep, w, now)) {
+		ei->st.drop_bad_seq++;
+		rte_pktmbuf_free(m);
+	} else if (w->type == ETH_FT_ACK) {
+		rte_pktmbuf_free(m);
+	} else {
+		data_input(ep, m, w);
+	}
+}
+
+static void
+timers(struct eth_iface *ei, uint64_t now)
+{
+	for (unsigned int i = 0; i < ei->n_peers; i++) {
+		struct eth_ep *ep = ei->peers[i];
+		uint32_t n = 0;
+
+		if (ep->failed || ep->snd_una == ep->snd_nxt ||
+		    now - ep->snd[ep->snd_una % ETH_WIN].tx_tsc < ep->rto_cur)
+			continue;
+		ei->st.timeouts++;
+		if (++ep->n_timeouts > ei->retries) {
+			ep_fail(ep, UNIO_ERR_TIMED_OUT);
+			continue;
+		}
+		for (uint32_t s = ep->snd_una; s != ep->snd_nxt && n < ETH_TO_RETX; s++)
+			if (!ep->snd[s % ETH_WIN].sacked) {
+				retransmit(ep, s, now);
+				n++;
+			}
+		ep->rto_cur = RTE_MIN(ep->rto_cur * 2, ei->rto_max);
+		ep->cwnd = RTE_MAX(ep->cwnd / 2, ETH_MIN_CWND);
+		ep->last_decrease = now;
+	}
+}
+
+static unsigned int
+eth_progress(struct unio_tl_iface *iface)
+{
+	struct eth_iface *ei = to_ei(iface);
+	struct rte_mbuf *pkts[ETH_BURST];
+	uint16_t n = rte_eth_rx_burst(ei->port_id, 0, pkts, ETH_BURST);
+	uint64_t now = rte_rdtsc();
+
+	ei->st.rx_frames += n;
+	for (uint16_t i = 0; i < n; i++)
+		rx_one(ei, pkts[i], now);
+	if (ei->n_ack != 0)
+		send_acks(ei, now);
+	if (now - ei->last_timer >= ei->timer_period) {
+		timers(ei, now);
+		ei->last_timer = now;
+	}
+	if (ei->txq_head != ei->txq_tail)
+		eth_txq_flush(ei);
+	return n;
+}
+
+/* ---- control ---- */
+
+static unio_status_t
+eth_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *params,
+	      struct unio_tl_ep **ep_p)
+{
+	struct eth_iface *ei = to_ei(iface);
+	struct eth_addr a;
+	struct eth_ep *ep;
+
+	memcpy(&a, params->iface_addr, sizeof(a));
+	if (a.ip == 0 || a.udp_port == 0 || a.conn == 0 || !rte_is_unicast_ether_addr(&a.mac))
+		return UNIO_ERR_INVALID_ADDR;
+	ep = peer_find(ei, a.ip, a.udp_port);
+	if (ep != NULL && ep->peer.conn == a.conn && !ep->failed) {
+		if (ep->user_owned)
+			return UNIO_ERR_EXISTS;
+	} else {
+		if (ep != NULL)
+			ep_free(ep);     /* an earlier incarnation of that peer */
+		ep = ep_alloc(ei, &a);
+		if (ep == NULL)
+			return UNIO_ERR_NO_RESOURCE;
+	}
+	ep->user_owned = true;
+	*ep_p = &ep->super;
+	return UNIO_OK;
+}
+
+static void
+eth_ep_destroy(struct unio_tl_ep *tep)
+{
+	ep_free((struct eth_ep *)tep);
+}
+
+static void
+eth_iface_close(struct unio_tl_iface *iface)
+{
+	struct eth_iface *ei = to_ei(iface);
+
+	eth_txq_flush(ei);
+	while (ei->n_peers != 0)
+		ep_free(ei->peers[0]);
+	for (; ei->txq_tail != ei->txq_head; ei->txq_tail++)
+		rte_pktmbuf_free(ei->txq[ei->txq_tail & (ETH_TXQ_LEN - 1)]);
+	eth_port_close(ei);
+	rte_free(ei);
+}
+
+static unio_status_t
+eth_iface_query(struct unio_tl_iface *iface, struct unio_tl_iface_attr *attr)
+{
+	struct eth_iface *ei = to_ei(iface);
+
+	memset(attr, 0, sizeof(*attr));
+	attr->cap = UNIO_TL_CAP_AM_SHORT | UNIO_TL_CAP_AM_BCOPY | UNIO_TL_CAP_AM_ZCOPY |
+		    UNIO_TL_CAP_CONNECT_IFACE | UNIO_TL_CAP_PEER_FAILURE | UNIO_TL_CAP_ORDERED;
+	attr->max_short = ei->frag - sizeof(uint64_t);
+	attr->max_bcopy = ETH_MAX_MSG;
+	attr->max_zcopy = ETH_MAX_MSG - ETH_ZCOPY_HDR;
+	attr->max_zcopy_hdr = ETH_ZCOPY_HDR;
+	attr->max_iov = UNIO_TL_MAX_IOV;
+	attr->iface_addr_len = sizeof(struct eth_addr);
+	attr->reach = UNIO_TL_REACH_NET;
+	attr->perf.latency_ns = 5000;
+	attr->perf.overhead_ns = 300;
+	attr->perf.bandwidth_MBps = 300;
+	attr->perf.zcopy_overhead_ns = 0;
+	return UNIO_OK;
+}
+
+static unio_status_t
+eth_iface_get_address(struct unio_tl_iface *iface, void *addr)
+{
+	memcpy(addr, &to_ei(iface)->addr, sizeof(struct eth_addr));
+	return UNIO_OK;
+}
+
+static const struct unio_tl_iface_ctl_ops eth_ctl_ops = {
+	.iface_close = eth_iface_close,
+	.iface_query = eth_iface_query,
+	.iface_get_address = eth_iface_get_address,
+	.ep_create = eth_ep_create,
+	.ep_destroy = eth_ep_destroy,
+};
+
+static unio_status_t
+eth_iface_open(const struct unio_tl_iface_params *params, struct unio_tl_iface **iface_p)
+{
+	struct eth_iface *ei;
+	unio_status_t st;
+
+	ei = rte_zmalloc("unio_eth_iface", sizeof(*ei), RTE_CACHE_LINE_SIZE);
+	if (ei == NULL)
+		return UNIO_ERR_NO_MEMORY;
+	st = eth_port_open(ei, params->config, params->dev_name);
+	if (st != UNIO_OK) {
+		rte_free(ei);
+		return st;
+	}
+	do
+		ei->addr.conn = (uint32_t)rte_rand();
+	while (ei->addr.conn == 0);
+	ei->tsc_hz = rte_get_tsc_hz();
+	ei->timer_period = ei->tsc_hz / 10000;      /* 100 us */
+	ei->rto_min = ei->tsc_hz / 1000;            /* 1 ms */
+	ei->rto_max = ei->tsc_hz / 4;               /* 250 ms */
+	ei->retries = (unsigned int)params->config->ethdev_retries;
+	ei->super.ops = (struct unio_tl_ops){
+		.ep_am_short = eth_am_short,
+		.ep_am_bcopy = eth_am_bcopy,
+		.ep_am_zcopy = eth_am_zcopy,
+		.ep_flush = eth_flush,
+		.iface_progress = eth_progress,
+	};
+	ei->super.ctl = &eth_ctl_ops;
+	*iface_p = &ei->super;
+	return UNIO_OK;
+}
+
+unio_status_t
+unio_tl_ethdev_stats(struct unio_tl_iface *iface, struct unio_tl_ethdev_stats *stats)
+{
+	if (iface == NULL || stats == NULL || iface->driver != &eth_driver)
+		return UNIO_ERR_INVALID_PARAM;
+	*stats = to_ei(iface)->st;
+	return UNIO_OK;
+}
+
+static const struct unio_tl_driver eth_driver = {
+	.name = "ethdev",
+	.description = "reliable UDP/IPv4 over DPDK ethdev ports",
+	.query_devices = eth_query_devices,
+	.iface_open = eth_iface_open,
+};
+
+UNIO_TL_DRIVER_REGISTER(eth_driver);

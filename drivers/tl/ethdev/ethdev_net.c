@@ -1,0 +1,486 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The network side of the ethdev driver: ports (configuration, queues, mempools), the
+ * iface's MAC / IPv4 / UDP address, frame parsing with every length and checksum checked,
+ * ARP and ICMP echo answers, header templates and checksums of sent frames, the tx queue.
+ */
+
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <rte_arp.h>
+#include <rte_bus.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_icmp.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+
+#include "ethdev_priv.h"
+
+#define ETH_NB_DESC     1024u
+#define ETH_POOL_MBUFS  8191u
+#define ETH_POOL_CACHE  256u
+
+struct eth_port {
+	bool configured;
+	bool in_use;
+	struct rte_mempool *mp;
+};
+
+static struct eth_port eth_ports[RTE_MAX_ETHPORTS];
+
+/* ---- ports ---- */
+
+static unio_status_t
+port_setup(uint16_t pid, struct eth_port *p)
+{
+	struct rte_eth_conf conf;
+	uint16_t nrx = ETH_NB_DESC, ntx = ETH_NB_DESC;
+	char name[RTE_MEMPOOL_NAMESIZE];
+	int sock = rte_eth_dev_socket_id(pid);
+	int rc;
+
+	memset(&conf, 0, sizeof(conf));
+	rc = rte_eth_dev_configure(pid, 1, 1, &conf);
+	if (rc == 0)
+		rc = rte_eth_dev_adjust_nb_rx_tx_desc(pid, &nrx, &ntx);
+	if (rc != 0) {
+		ETH_LOG(ERR, "port %u: configure failed: %s", pid, rte_strerror(-rc));
+		return UNIO_ERR_IO;
+	}
+	if (p->mp == NULL) {
+		snprintf(name, sizeof(name), "unio_eth%u", pid);
+		p->mp = rte_pktmbuf_pool_create(name, ETH_POOL_MBUFS, ETH_POOL_CACHE, 0,
+						RTE_MBUF_DEFAULT_BUF_SIZE,
+						sock < 0 ? (int)SOCKET_ID_ANY : sock);
+		if (p->mp == NULL) {
+			ETH_LOG(ERR, "port %u: no mbuf pool: %s", pid, rte_strerror(rte_errno));
+			return UNIO_ERR_NO_MEMORY;
+		}
+	}
+	rc = rte_eth_rx_queue_setup(pid, 0, nrx, sock, NULL, p->mp);
+	if (rc == 0)
+		rc = rte_eth_tx_queue_setup(pid, 0, ntx, sock, NULL);
+	if (rc != 0) {
+		ETH_LOG(ERR, "port %u: queue setup failed: %s", pid, rte_strerror(-rc));
+		return UNIO_ERR_IO;
+	}
+	p->configured = true;
+	return UNIO_OK;
+}
+
+/* The kernel interface a vdev wraps (its iface= devarg), or "" */
+static void
+port_kernel_ifname(uint16_t pid, char *buf, size_t len)
+{
+	struct rte_eth_dev_info info;
+	const struct rte_devargs *da;
+	const char *p;
+
+	buf[0] = '\0';
+	if (rte_eth_dev_info_get(pid, &info) != 0 || info.device == NULL)
+		return;
+	da = rte_dev_devargs(info.device);
+	if (da == NULL || da->args == NULL)
+		return;
+	p = strstr(da->args, "iface=");
+	if (p == NULL)
+		return;
+	p += strlen("iface=");
+	snprintf(buf, len, "%.*s", (int)strcspn(p, ","), p);
+}
+
+static int
+kernel_ipv4(const char *ifname, rte_be32_t *ip)
+{
+	struct ifreq ifr;
+	int fd, rc;
+
+	if (ifname[0] == '\0' || strlen(ifname) >= IFNAMSIZ)
+		return -1;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, ifname, strlen(ifname));
+	rc = ioctl(fd, SIOCGIFADDR, &ifr);
+	close(fd);
+	if (rc != 0 || ifr.ifr_addr.sa_family != AF_INET)
+		return -1;
+	*ip = ((struct sockaddr_in *)(void *)&ifr.ifr_addr)->sin_addr.s_addr;
+	return 0;
+}
+
+/* UNIO_ETHDEV_IP: "PORT:A.B.C.D" for this port wins over a plain "A.B.C.D". */
+static int
+config_ipv4(const struct unio_config *cfg, const char *port_name, rte_be32_t *ip)
+{
+	const struct unio_cfg_list *l = &cfg->ethdev_ip;
+	int found = -1;
+
+	for (unsigned int i = 0; !l->deny && i < l->count; i++) {
+		const char *item = l->items[i];
+		const char *colon = strchr(item, ':');
+		struct in_addr a;
+
+		if (colon != NULL) {
+			if ((size_t)(colon - item) == strlen(port_name) &&
+			    strncmp(item, port_name, (size_t)(colon - item)) == 0 &&
+			    inet_pton(AF_INET, colon + 1, &a) == 1) {
+				*ip = a.s_addr;
+				return 0;
+			}
+		} else if (inet_pton(AF_INET, item, &a) == 1) {
+			*ip = a.s_addr;
+			found = 0;
+		}
+	}
+	return found;
+}
+
+static unio_status_t
+port_address(struct eth_iface *ei, const struct unio_config *cfg, const char *name)
+{
+	char ifname[IFNAMSIZ + 8];
+	uint16_t mtu = RTE_ETHER_MTU;
+
+	rte_eth_macaddr_get(ei->port_id, &ei->addr.mac);
+	port_kernel_ifname(ei->port_id, ifname, sizeof(ifname));
+	if (config_ipv4(cfg, name, &ei->addr.ip) != 0 && kernel_ipv4(ifname, &ei->addr.ip) != 0) {
+		ETH_LOG(ERR, "%s: no IPv4 address: set UNIO_ETHDEV_IP or give the kernel "
+			"interface%s%s an address", name, ifname[0] ? " " : "", ifname);
+		return UNIO_ERR_CONFIG;
+	}
+	ei->addr.udp_port = rte_cpu_to_be_16((uint16_t)cfg->ethdev_port);
+	if (rte_eth_dev_get_mtu(ei->port_id, &mtu) != 0 || mtu < 576)
+		mtu = RTE_ETHER_MTU;
+	ei->mtu = RTE_MIN(mtu, (uint16_t)(RTE_MBUF_DEFAULT_DATAROOM - sizeof(struct rte_ether_hdr)));
+	ei->frag = (uint16_t)(ei->mtu - sizeof(struct rte_ipv4_hdr) - sizeof(struct rte_udp_hdr) -
+			      sizeof(struct eth_wire));
+	ei->frag &= (uint16_t)~7u;
+	return UNIO_OK;
+}
+
+unio_status_t
+eth_port_open(struct eth_iface *ei, const struct unio_config *cfg, const char *dev_name)
+{
+	struct eth_port *p;
+	uint16_t pid;
+	unio_status_t st;
+	int rc;
+
+	if (rte_eth_dev_get_port_by_name(dev_name, &pid) != 0 ||
+	    !unio_cfg_list_allows(&cfg->net_devices, dev_name))
+		return UNIO_ERR_NO_DEVICE;
+	p = &eth_ports[pid];
+	if (p->in_use) {
+		ETH_LOG(ERR, "%s: already opened by another worker (one queue pair per port)",
+			dev_name);
+		return UNIO_ERR_BUSY;
+	}
+	ei->port_id = pid;
+	st = port_address(ei, cfg, dev_name);
+	if (st == UNIO_OK && !p->configured)
+		st = port_setup(pid, p);
+	if (st != UNIO_OK)
+		return st;
+	rc = rte_eth_dev_start(pid);
+	if (rc != 0) {
+		ETH_LOG(ERR, "%s: start failed: %s", dev_name, rte_strerror(-rc));
+		return UNIO_ERR_IO;
+	}
+	rte_eth_promiscuous_disable(pid);  /* not every PMD can; frames are filtered anyway */
+	ei->mp = p->mp;
+	p->in_use = true;
+	return UNIO_OK;
+}
+
+void
+eth_port_close(struct eth_iface *ei)
+{
+	struct eth_port *p = &eth_ports[ei->port_id];
+
+	rte_eth_dev_stop(ei->port_id);
+	p->in_use = false;
+}
+
+unio_status_t
+eth_query_devices(const struct unio_config *config, struct unio_tl_device_info *devs,
+		  unsigned int *n_devs, char *reason, size_t reason_len)
+{
+	unsigned int n = 0, seen = 0;
+	uint16_t pid;
+
+	if (rte_lcore_count() == 0) {
+		snprintf(reason, reason_len, "EAL not initialised");
+		return UNIO_OK;
+	}
+	RTE_ETH_FOREACH_DEV(pid) {
+		struct unio_tl_device_info *d = &devs[n];
+		struct rte_ether_addr mac;
+		char name[RTE_ETH_NAME_MAX_LEN];
+		uint16_t mtu = 0;
+
+		seen++;
+		if (n == UNIO_TL_MAX_DEVICES || rte_eth_dev_get_name_by_port(pid, name) != 0 ||
+		    strlen(name) >= sizeof(d->name) ||
+		    !unio_cfg_list_allows(&config->net_devices, name))
+			continue;
+		memset(d, 0, sizeof(*d));
+		snprintf(d->name, sizeof(d->name), "%s", name);
+		d->reach = UNIO_TL_REACH_NET;
+		rte_eth_macaddr_get(pid, &mac);
+		rte_eth_dev_get_mtu(pid, &mtu);
+		snprintf(d->detail, sizeof(d->detail), "ethdev port %u, " RTE_ETHER_ADDR_PRT_FMT
+			 ", mtu %u", pid, RTE_ETHER_ADDR_BYTES(&mac), mtu);
+		n++;
+	}
+	if (n == 0)
+		snprintf(reason, reason_len, seen == 0 ?
+			 "no ethdev ports (pass --vdev/-a EAL arguments)" :
+			 "no ethdev port allowed by UNIO_NET_DEVICES");
+	*n_devs = n;
+	return UNIO_OK;
+}
+
+/* ---- tx ---- */
+
+void
+eth_txq_push(struct eth_iface *ei, struct rte_mbuf *m)
+{
+	if (eth_txq_room(ei) == 0) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	ei->txq[ei->txq_head++ & (ETH_TXQ_LEN - 1)] = m;
+}
+
+unsigned int
+eth_txq_flush(struct eth_iface *ei)
+{
+	unsigned int total = 0;
+
+	while (ei->txq_head != ei->txq_tail) {
+		uint32_t idx = ei->txq_tail & (ETH_TXQ_LEN - 1);
+		uint16_t n = (uint16_t)RTE_MIN(ei->txq_head - ei->txq_tail, ETH_TXQ_LEN - idx);
+		uint16_t sent;
+
+		n = RTE_MIN(n, (uint16_t)ETH_BURST);
+		sent = rte_eth_tx_burst(ei->port_id, 0, &ei->txq[idx], n);
+		ei->txq_tail += sent;
+		total += sent;
+		if (sent < n)
+			break;
+	}
+	ei->st.tx_frames += total;
+	return total;
+}
+
+void
+eth_hdr_template(const struct eth_iface *ei, const struct eth_addr *peer, uint8_t *tmpl)
+{
+	struct rte_ether_hdr *eh = (struct rte_ether_hdr *)tmpl;
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eh + 1);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+
+	memset(tmpl, 0, ETH_L2L3L4);
+	rte_ether_addr_copy(&peer->mac, &eh->dst_addr);
+	rte_ether_addr_copy(&ei->addr.mac, &eh->src_addr);
+	eh->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	ip->version_ihl = RTE_IPV4_VHL_DEF;
+	ip->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
+	ip->time_to_live = 64;
+	ip->next_proto_id = IPPROTO_UDP;
+	ip->src_addr = ei->addr.ip;
+	ip->dst_addr = peer->ip;
+	udp->src_port = ei->addr.udp_port;
+	udp->dst_port = peer->udp_port;
+}
+
+/* Lengths and checksums of a frame built from a template; @p l4_payload follows UDP. */
+void
+eth_frame_finish(struct eth_iface *ei, struct rte_mbuf *m, uint16_t l4_payload)
+{
+	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *,
+							   sizeof(struct rte_ether_hdr));
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+
+	ip->total_length = rte_cpu_to_be_16((uint16_t)(sizeof(*ip) + sizeof(*udp) + l4_payload));
+	ip->packet_id = rte_cpu_to_be_16(ei->ip_id++);
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(sizeof(*udp) + l4_payload));
+	udp->dgram_cksum = 0;
+	udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
+}
+
+/* ---- rx: ARP, ICMP, classification ---- */
+
+static void
+drop(struct rte_mbuf *m, uint64_t *counter)
+{
+	(*counter)++;
+	rte_pktmbuf_free(m);
+}
+
+static void
+arp_input(struct eth_iface *ei, struct rte_mbuf *m)
+{
+	struct rte_ether_hdr *eh = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	struct rte_arp_hdr *arp = (struct rte_arp_hdr *)(eh + 1);
+	struct rte_arp_ipv4 *d = &arp->arp_data;
+
+	if (rte_pktmbuf_data_len(m) < sizeof(*eh) + sizeof(*arp))
+		return drop(m, &ei->st.drop_truncated);
+	if (arp->arp_hardware != rte_cpu_to_be_16(RTE_ARP_HRD_ETHER) ||
+	    arp->arp_protocol != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
+	    arp->arp_hlen != RTE_ETHER_ADDR_LEN || arp->arp_plen != 4)
+		return drop(m, &ei->st.drop_bad_hdr);
+	if (arp->arp_opcode != rte_cpu_to_be_16(RTE_ARP_OP_REQUEST) ||
+	    d->arp_tip != ei->addr.ip || rte_is_multicast_ether_addr(&d->arp_sha))
+		return drop(m, &ei->st.drop_not_ours);
+	arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REPLY);
+	rte_ether_addr_copy(&d->arp_sha, &d->arp_tha);
+	d->arp_tip = d->arp_sip;
+	rte_ether_addr_copy(&ei->addr.mac, &d->arp_sha);
+	d->arp_sip = ei->addr.ip;
+	rte_ether_addr_copy(&d->arp_tha, &eh->dst_addr);
+	rte_ether_addr_copy(&ei->addr.mac, &eh->src_addr);
+	ei->st.arp_replies++;
+	eth_txq_push(ei, m);
+}
+
+static void
+icmp_input(struct eth_iface *ei, struct rte_mbuf *m, struct rte_ipv4_hdr *ip, uint16_t ip_len)
+{
+	struct rte_ether_hdr *eh = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	uint16_t hl = rte_ipv4_hdr_len(ip), len = (uint16_t)(ip_len - hl);
+	struct rte_icmp_hdr *icmp = (struct rte_icmp_hdr *)((uint8_t *)ip + hl);
+	rte_be32_t a;
+
+	if (len < sizeof(*icmp))
+		return drop(m, &ei->st.drop_truncated);
+	if (icmp->icmp_type != RTE_IP_ICMP_ECHO_REQUEST || icmp->icmp_code != 0)
+		return drop(m, &ei->st.drop_other_proto);
+	if (rte_raw_cksum(icmp, len) != 0xffff)
+		return drop(m, &ei->st.drop_bad_csum);
+	icmp->icmp_type = RTE_IP_ICMP_ECHO_REPLY;
+	icmp->icmp_cksum = 0;
+	icmp->icmp_cksum = (uint16_t)~rte_raw_cksum(icmp, len);
+	a = ip->src_addr;
+	ip->src_addr = ip->dst_addr;
+	ip->dst_addr = a;
+	ip->time_to_live = 64;
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	rte_ether_addr_copy(&eh->src_addr, &eh->dst_addr);
+	rte_ether_addr_copy(&ei->addr.mac, &eh->src_addr);
+	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_pkt_len(m) - sizeof(*eh) - ip_len));
+	ei->st.icmp_replies++;
+	eth_txq_push(ei, m);
+}
+
+/* IPv4 checks; returns the header length or 0 (and m is gone). */
+static uint16_t
+ipv4_check(struct eth_iface *ei, struct rte_mbuf *m, struct rte_ipv4_hdr *ip, uint16_t *ip_len)
+{
+	uint32_t avail = rte_pktmbuf_data_len(m) - sizeof(struct rte_ether_hdr);
+	uint16_t hl, tot;
+
+	if (avail < sizeof(*ip))
+		return drop(m, &ei->st.drop_truncated), 0;
+	hl = rte_ipv4_hdr_len(ip);
+	tot = rte_be_to_cpu_16(ip->total_length);
+	if ((ip->version_ihl >> 4) != 4 || hl < sizeof(*ip) || tot < hl)
+		return drop(m, &ei->st.drop_bad_len), 0;
+	if (tot > avail)
+		return drop(m, &ei->st.drop_truncated), 0;
+	if ((ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG |
+						    RTE_IPV4_HDR_OFFSET_MASK)) != 0)
+		return drop(m, &ei->st.drop_bad_len), 0;
+	if (ip->dst_addr != ei->addr.ip)
+		return drop(m, &ei->st.drop_not_ours), 0;
+	if ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_BAD ||
+	    ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) != RTE_MBUF_F_RX_IP_CKSUM_GOOD &&
+	     rte_raw_cksum(ip, hl) != 0xffff))
+		return drop(m, &ei->st.drop_bad_csum), 0;
+	*ip_len = tot;
+	return hl;
+}
+
+static const struct eth_wire *
+udp_check(struct eth_iface *ei, struct rte_mbuf *m, struct rte_ipv4_hdr *ip, uint16_t hl,
+	  uint16_t ip_len)
+{
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)((uint8_t *)ip + hl);
+	const struct eth_wire *w = (const struct eth_wire *)(udp + 1);
+	uint16_t ulen;
+
+	if (ip_len < hl + sizeof(*udp))
+		return drop(m, &ei->st.drop_truncated), NULL;
+	if (udp->dst_port != ei->addr.udp_port)
+		return drop(m, &ei->st.drop_not_ours), NULL;
+	ulen = rte_be_to_cpu_16(udp->dgram_len);
+	if (ulen < sizeof(*udp) || ulen > ip_len - hl)
+		return drop(m, &ei->st.drop_bad_len), NULL;
+	if (udp->dgram_cksum != 0 &&
+	    ((m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_BAD ||
+	     ((m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) != RTE_MBUF_F_RX_L4_CKSUM_GOOD &&
+	      (ulen != ip_len - hl || rte_ipv4_udptcp_cksum_verify(ip, udp) != 0))))
+		return drop(m, &ei->st.drop_bad_csum), NULL;
+	if (ulen < sizeof(*udp) + sizeof(*w))
+		return drop(m, &ei->st.drop_truncated), NULL;
+	if (w->magic != ETH_MAGIC || w->version != ETH_VERSION ||
+	    (w->type != ETH_FT_DATA && w->type != ETH_FT_ACK) || w->am_id >= UNIO_TL_AM_ID_MAX)
+		return drop(m, &ei->st.drop_bad_hdr), NULL;
+	if (w->len != ulen - sizeof(*udp) - sizeof(*w) || (w->type == ETH_FT_ACK && w->len != 0))
+		return drop(m, &ei->st.drop_bad_len), NULL;
+	if (w->dst_conn != ei->addr.conn)
+		return drop(m, &ei->st.drop_unknown_conn), NULL;
+	return w;
+}
+
+const struct eth_wire *
+eth_rx_classify(struct eth_iface *ei, struct rte_mbuf *m, const struct rte_ipv4_hdr **ip_p,
+		const struct rte_udp_hdr **udp_p)
+{
+	struct rte_ether_hdr *eh;
+	struct rte_ipv4_hdr *ip;
+	const struct eth_wire *w;
+	uint16_t hl, ip_len = 0;
+
+	if (m->nb_segs != 1 && rte_pktmbuf_linearize(m) != 0)
+		return drop(m, &ei->st.drop_bad_len), NULL;
+	if (rte_pktmbuf_data_len(m) < sizeof(*eh))
+		return drop(m, &ei->st.drop_truncated), NULL;
+	eh = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	if (!rte_is_same_ether_addr(&eh->dst_addr, &ei->addr.mac) &&
+	    !rte_is_broadcast_ether_addr(&eh->dst_addr))
+		return drop(m, &ei->st.drop_not_ours), NULL;
+	if (eh->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP))
+		return arp_input(ei, m), NULL;
+	if (eh->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4))
+		return drop(m, &ei->st.drop_other_proto), NULL;
+	ip = (struct rte_ipv4_hdr *)(eh + 1);
+	hl = ipv4_check(ei, m, ip, &ip_len);
+	if (hl == 0)
+		return NULL;
+	if (ip->next_proto_id == IPPROTO_ICMP)
+		return icmp_input(ei, m, ip, ip_len), NULL;
+	if (ip->next_proto_id != IPPROTO_UDP)
+		return drop(m, &ei->st.drop_other_proto), NULL;
+	w = udp_check(ei, m, ip, hl, ip_len);
+	if (w != NULL) {
+		*ip_p = ip;
+		*udp_p = (const struct rte_udp_hdr *)((const uint8_t *)ip + hl);
+	}
+	return w;
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef UNIO_TL_ETHDEV_H
+#define UNIO_TL_ETHDEV_H
+
+/**
+ * @file
+ * Statistics of the ethdev transport driver (driver SDK; for tests and tools).
+ */
+
+#include <stdint.h>
+
+#include "unio_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct unio_tl_iface;
+
+/** Counters of one ethdev iface (one port, one queue pair). */
+struct unio_tl_ethdev_stats {
+	uint64_t rx_frames;          /**< frames read from the rx queue */
+	uint64_t tx_frames;          /**< frames handed to the tx queue */
+	uint64_t rx_data;            /**< new in-window data frames accepted */
+	uint64_t tx_data;            /**< data frames sent for the first time */
+	uint64_t tx_data_bytes;      /**< payload bytes of those */
+	uint64_t tx_retx;            /**< data frames sent again */
+	uint64_t tx_retx_bytes;      /**< payload bytes of those */
+	uint64_t tx_acks;            /**< stand-alone acknowledgements */
+	uint64_t fast_retx;          /**< retransmissions triggered by SACK holes */
+	uint64_t timeouts;           /**< retransmission timeouts */
+	uint64_t ep_failures;        /**< endpoints failed after too many timeouts */
+	uint64_t rx_dup;             /**< duplicate data frames (suppressed, re-acked) */
+	uint64_t rx_ooo;             /**< out-of-order frames buffered */
+	uint64_t msgs_delivered;     /**< messages handed to AM handlers */
+	uint64_t arp_replies;        /**< ARP requests for our address answered */
+	uint64_t icmp_replies;       /**< ICMP echo requests answered */
+	uint64_t drop_other_proto;   /**< not ARP or IPv4/UDP/ICMP */
+	uint64_t drop_not_ours;      /**< another MAC, IPv4 address or UDP port */
+	uint64_t drop_truncated;     /**< shorter than its headers say */
+	uint64_t drop_bad_csum;      /**< IPv4 or UDP checksum wrong */
+	uint64_t drop_bad_len;       /**< impossible lengths, IPv4 fragments, multi-segment */
+	uint64_t drop_bad_hdr;       /**< wrong magic, version or frame type */
+	uint64_t drop_unknown_conn;  /**< connection id not ours or not the peer's */
+	uint64_t drop_bad_seq;       /**< sequence or ack number outside the window */
+	uint64_t drop_bad_msg;       /**< fragments that do not form a valid message */
+	uint64_t drop_no_peer;       /**< no room for another peer */
+	uint64_t tx_no_mbuf;         /**< mbuf pool empty on send */
+};
+
+/**
+ * Read the counters of an ethdev iface.
+ *
+ * @return UNIO_OK; UNIO_ERR_INVALID_PARAM when @p iface is not an ethdev iface.
+ */
+unio_status_t unio_tl_ethdev_stats(struct unio_tl_iface *iface,
+				   struct unio_tl_ethdev_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UNIO_TL_ETHDEV_H */
