@@ -112,14 +112,14 @@ perf_result_fill(struct perf_result *r, const struct perf_hist *h, enum perf_tes
 	}
 }
 
-#define RULE "+--------------+----------+------------+----------+----------+----------+" \
-	     "----------+------------+--------------+\n"
+#define RULE "+--------------+----------+------------+-----------+-----------+-----------+" \
+	     "-----------+------------+--------------+\n"
 
 void
 perf_print_header(FILE *f)
 {
-	fprintf(f, RULE "| %-12s | %8s | %10s | %8s | %8s | %8s | %8s | %10s | %12s |\n"
-		"| %-12s | %8s | %10s | %8s | %8s | %8s | %8s | %10s | %12s |\n" RULE,
+	fprintf(f, RULE "| %-12s | %8s | %10s | %9s | %9s | %9s | %9s | %10s | %12s |\n"
+		"| %-12s | %8s | %10s | %9s | %9s | %9s | %9s | %10s | %12s |\n" RULE,
 		"test", "size", "iterations", "p50", "p99", "p99.9", "average", "bandwidth",
 		"message rate", "", "(bytes)", "", "(usec)", "(usec)", "(usec)", "(usec)",
 		"(MB/s)", "(msg/s)");
@@ -128,7 +128,7 @@ perf_print_header(FILE *f)
 void
 perf_print_row(FILE *f, const struct perf_result *r)
 {
-	fprintf(f, "| %-12s | %8zu | %10" PRIu64 " | %8.3f | %8.3f | %8.3f | %8.3f | %10.2f |"
+	fprintf(f, "| %-12s | %8zu | %10" PRIu64 " | %9.3f | %9.3f | %9.3f | %9.3f | %10.2f |"
 		" %12.0f |\n", perf_tests[r->test].name, r->size, r->iters, r->lat_p50_us,
 		r->lat_p99_us, r->lat_p999_us, r->lat_avg_us, r->bw_MBps, r->msg_rate);
 }

@@ -411,3 +411,49 @@ UNIO_TEST(perf_server_killed, mp)
 	TEST_ASSERT(rc == 1, "client exit code %d after its server died (want 1)", rc);
 	return TEST_OK;
 }
+
+/*
+ * The comparison script end to end on one small size: both systems ran (a row with two
+ * positive numbers and a ratio), the Markdown table and a real PNG were written.
+ */
+UNIO_TEST(perf_compare_script, slow)
+{
+	static char out[OUT_MAX];
+	const char *src = getenv("UNIO_TEST_SOURCE_DIR");
+	struct perf_env e = { 0 };
+	char png[PATH_MAX], md[PATH_MAX];
+	unsigned char magic[8] = { 0 };
+	double u = 0, x = 0, r = 0;
+	const char *row;
+	FILE *f;
+	int rc;
+
+	if (test_system("command -v ucx_perftest >/dev/null && command -v gnuplot >/dev/null"
+			" && command -v taskset >/dev/null") != 0)
+		TEST_SKIP_BECAUSE("ucx_perftest (ucx-utils), gnuplot or taskset not installed");
+	TEST_ASSERT(src != NULL, "UNIO_TEST_SOURCE_DIR not set (run under meson test)");
+	ENV_OR_SKIP(&e);
+	path_of(&e, "cmp.png", png, sizeof(png));
+	path_of(&e, "cmp.md", md, sizeof(md));
+	rc = test_capture(out, sizeof(out), "timeout 200 python3 '%s/usertools/unio-compare.py' "
+			  "--build '%s' --tls shm --test tag_lat --sizes 64 --iters 2000 --runs 1 "
+			  "--cpus %s,%s --png '%s' --markdown '%s'", src, test_build_dir(),
+			  e.cpu[0], e.cpu[1], png, md);
+	if (rc != 0)
+		TEST_LOG("output:\n%s", out);
+	f = fopen(png, "rb");
+	if (f != NULL) {
+		if (fread(magic, 1, sizeof(magic), f) != sizeof(magic))
+			magic[0] = 0;
+		fclose(f);
+	}
+	rc = rc == 0 && access(md, R_OK) == 0 ? 0 : 1;
+	env_cleanup(&e);
+	TEST_ASSERT_EQ(rc, 0);
+	TEST_ASSERT(memcmp(magic, "\x89PNG\r\n\x1a\n", 8) == 0, "no PNG written");
+	row = strstr(out, "\n        64 ");
+	TEST_ASSERT(row != NULL, "no row for size 64 in:\n%s", out);
+	TEST_ASSERT_EQ(sscanf(row, " 64 %lf %lf %lf", &u, &x, &r), 3);
+	TEST_ASSERT(u > 0 && x > 0 && r > 0, "row: unio %f ucx %f ratio %f", u, x, r);
+	return TEST_OK;
+}

@@ -1,0 +1,295 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Compare unio-perf with ucx_perftest on this machine, side by side.
+
+For each test and message size, runs the Unio and the UCX server/client pairs interleaved
+(Unio, UCX, Unio, UCX, ...) with the server on one CPU and the client on another, then prints
+for each size the median of each system and the median of the pairwise ratios (Unio / UCX:
+for latency lower is better, for bandwidth higher is better).  Optionally writes a Markdown
+table and a PNG plot (gnuplot) of latency and bandwidth against message size.
+
+    usertools/unio-compare.py --tls shm --test tag_lat,tag_bw --runs 5 \\
+        --png doc/img/perf-shm.png --markdown /tmp/table.md
+
+Both tools report ping-pong latency as half the round trip and MB/s as 2^20 bytes/s.
+Needs ucx_perftest (Debian ucx-utils), taskset, and gnuplot for --png.  Standard library only.
+"""
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+UCX_TLS = {"shm": "posix,self,cma", "tcp": "tcp"}
+UNIO_TLS = {"shm": "shm,self", "tcp": "tcp"}
+TESTS = ("tag_lat", "tag_bw")
+
+
+def parse_size(text):
+    m = re.fullmatch(r"(\d+)([kKmMgG]?)", text.strip())
+    if not m:
+        raise argparse.ArgumentTypeError("bad size '%s'" % text)
+    mul = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
+    return int(m.group(1)) * mul
+
+
+def parse_sizes(text):
+    """'8,64,4k' or '8:1m' (doubling), or both mixed."""
+    sizes = []
+    for item in text.split(","):
+        if ":" in item:
+            lo, hi = (parse_size(x) for x in item.split(":", 1))
+            while lo <= hi:
+                sizes.append(lo)
+                lo *= 2
+        else:
+            sizes.append(parse_size(item))
+    if not sizes or min(sizes) <= 0:
+        raise argparse.ArgumentTypeError("empty or zero size in '%s'" % text)
+    return sizes
+
+
+def iterations(test, size, cap):
+    """Enough iterations for a stable median, few enough for a second or so per size."""
+    budget = (1 << 30) if test == "tag_lat" else (2 << 30)
+    return max(200, min(cap, budget // size))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_line(proc, pattern, timeout):
+    """Read the server's stdout until a line matches (the server listens)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            return False
+        if pattern in line:
+            return True
+    return False
+
+
+def stop(proc):
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
+def run_unio(args, test, sizes, tmp):
+    """One unio-perf server/client pair for all sizes; returns {size: (lat_us, bw_MBps)}."""
+    exe = os.path.join(args.build, "app", "perf", "unio-perf")
+    env = dict(os.environ, UNIO_TLS=UNIO_TLS[args.tls])
+    port = str(free_port())
+    results = {}
+    for size in sizes:
+        n = iterations(test, size, args.iters)
+        w = str(min(1000, max(10, n // 10)))
+        common = ["-t", test, "-s", str(size), "-n", str(n), "-w", w, "-p", port, "-f"]
+        srv = subprocess.Popen(["taskset", "-c", args.cpus[0], exe, "-l", args.cpus[0], "--"]
+                               + common, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+        try:
+            if not wait_line(srv, "waiting for a connection", 30):
+                raise RuntimeError("unio-perf server did not start")
+            out = os.path.join(tmp, "unio.json")
+            cli = subprocess.run(["taskset", "-c", args.cpus[1], exe, "-l", args.cpus[1], "--"]
+                                 + common + ["--json", out, "127.0.0.1"], env=env,
+                                 capture_output=True, text=True, timeout=300)
+            if cli.returncode != 0:
+                raise RuntimeError("unio-perf client failed:\n" + cli.stdout + cli.stderr)
+            srv.wait(timeout=30)
+        finally:
+            stop(srv)
+        with open(out) as f:
+            rec = json.load(f)[0]
+        results[size] = (rec["lat_p50_us"] if test == "tag_lat" else rec["lat_avg_us"],
+                         rec["bw_MBps"])
+    return results
+
+
+def run_ucx(args, test, sizes):
+    """ucx_perftest pairs, one per size, as /work/shared/bench/ucx-run.sh runs them."""
+    env = dict(os.environ, UCX_TLS=UCX_TLS[args.tls])
+    results = {}
+    for size in sizes:
+        n = iterations(test, size, args.iters)
+        w = str(min(1000, max(10, n // 10)))
+        port = str(free_port())
+        srv = subprocess.Popen(["taskset", "-c", args.cpus[0], "ucx_perftest", "-c",
+                                args.cpus[0], "-p", port], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(0.5)  # ucx_perftest prints nothing when it listens
+            cli = subprocess.run(["taskset", "-c", args.cpus[1], "ucx_perftest", "127.0.0.1",
+                                  "-c", args.cpus[1], "-p", port, "-t", test, "-s", str(size),
+                                  "-n", str(n), "-w", w, "-f"], env=env,
+                                 capture_output=True, text=True, timeout=300)
+            srv.wait(timeout=30)
+        finally:
+            stop(srv)
+        # with -f the last line: iterations typical_lat avg_lat overall_lat avg_bw
+        # overall_bw avg_rate overall_rate
+        line = None
+        for ln in (cli.stdout + cli.stderr).splitlines():
+            m = re.match(r"^(?:Final:)?\s*\d+\s+[0-9.]+\s+[0-9.]+", ln)
+            if m:
+                line = ln.replace("Final:", "").split()
+        if cli.returncode != 0 or line is None or len(line) < 8:
+            raise RuntimeError("ucx_perftest failed:\n" + cli.stdout + cli.stderr)
+        lat = float(line[1]) if test == "tag_lat" else float(line[3])
+        results[size] = (lat, float(line[5]))
+    return results
+
+
+def fmt_size(n):
+    for unit, shift in (("M", 20), ("k", 10)):
+        if n >= (1 << shift) and n % (1 << shift) == 0:
+            return "%d%s" % (n >> shift, unit)
+    return str(n)
+
+
+def summarise(test, sizes, unio_runs, ucx_runs):
+    """Per size: median Unio, median UCX, median of the pairwise ratios."""
+    idx = 0 if test == "tag_lat" else 1
+    rows = []
+    for size in sizes:
+        u = [r[size][idx] for r in unio_runs]
+        x = [r[size][idx] for r in ucx_runs]
+        ratios = [a / b for a, b in zip(u, x) if b > 0]
+        rows.append((size, statistics.median(u), statistics.median(x),
+                     statistics.median(ratios) if ratios else float("nan")))
+    return rows
+
+
+def table_text(test, rows):
+    unit = "p50 latency (us)" if test == "tag_lat" else "bandwidth (MB/s)"
+    better = "lower is better" if test == "tag_lat" else "higher is better"
+    out = ["%s, %s: median of runs, and median of pairwise Unio/UCX ratios (%s)"
+           % (test, unit, better),
+           "%10s %14s %14s %12s" % ("size", "unio", "ucx", "unio/ucx")]
+    for size, u, x, r in rows:
+        out.append("%10s %14.3f %14.3f %12.3f" % (fmt_size(size), u, x, r))
+    return "\n".join(out)
+
+
+def table_markdown(test, rows):
+    unit = "p50 latency (µs)" if test == "tag_lat" else "bandwidth (MB/s)"
+    out = ["| %s size | Unio %s | UCX %s | Unio / UCX |" % (test, unit, unit),
+           "|---:|---:|---:|---:|"]
+    for size, u, x, r in rows:
+        out.append("| %s | %.3f | %.3f | %.2f |" % (fmt_size(size), u, x, r))
+    return "\n".join(out)
+
+
+def plot(path, tls, summaries):
+    """Latency and bandwidth against size, both systems, with gnuplot (pngcairo)."""
+    if shutil.which("gnuplot") is None:
+        raise RuntimeError("gnuplot not found (Debian: gnuplot-nox)")
+    with tempfile.TemporaryDirectory() as tmp:
+        script = ["set terminal pngcairo size 1100,420 font ',10'",
+                  "set output '%s'" % path, "set multiplot layout 1,2",
+                  "set logscale x 2", "set logscale y", "set grid",
+                  "set key top left", "set xlabel 'message size (bytes)'",
+                  "set format x '%.0b%B'", "set termoption noenhanced"]
+        panels = (("tag_lat", 1, "one-way latency p50 (us)", "latency, tag_lat"),
+                  ("tag_bw", 1, "bandwidth (MB/s)", "bandwidth, tag_bw"))
+        for test, _, ylabel, title in panels:
+            rows = summaries.get(test)
+            if rows is None:
+                continue
+            data = os.path.join(tmp, test + ".dat")
+            with open(data, "w") as f:
+                for size, u, x, _ in rows:
+                    f.write("%d %g %g\n" % (size, u, x))
+            script += ["set ylabel '%s'" % ylabel,
+                       "set title '%s over %s (median of runs)'" % (title, tls),
+                       "plot '%s' using 1:2 with linespoints lw 2 title 'Unio', "
+                       "'%s' using 1:3 with linespoints lw 2 title 'UCX'" % (data, data)]
+        script.append("unset multiplot")
+        subprocess.run(["gnuplot"], input="\n".join(script), text=True, check=True)
+
+
+def machine():
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for ln in f:
+                if ln.startswith("model name"):
+                    cpu = ln.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    ucx = subprocess.run(["ucx_info", "-v"], capture_output=True, text=True).stdout
+    m = re.search(r"Version ([0-9.]+)", ucx)
+    return "%s, %d CPUs, %s %s, UCX %s" % (cpu, os.cpu_count(), platform.system(),
+                                         platform.release(), m.group(1) if m else "?")
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.path.join(here, "..", "build"),
+                    help="Unio build directory (default: ../build)")
+    ap.add_argument("--tls", choices=sorted(UCX_TLS), default="shm")
+    ap.add_argument("--test", default="tag_lat,tag_bw",
+                    help="comma-separated: tag_lat, tag_bw (default both)")
+    ap.add_argument("--sizes", type=parse_sizes, default=parse_sizes("8,64,512,4k,32k,256k,1m"))
+    ap.add_argument("--iters", type=int, default=100000, help="most iterations per size")
+    ap.add_argument("--runs", type=int, default=3, help="interleaved pairs (default 3)")
+    ap.add_argument("--cpus", default="0,1", help="server CPU,client CPU (default 0,1)")
+    ap.add_argument("--png", help="write the plot here")
+    ap.add_argument("--markdown", help="write the Markdown tables here")
+    args = ap.parse_args()
+    args.cpus = args.cpus.split(",")
+    tests = args.test.split(",")
+    if len(args.cpus) != 2 or any(t not in TESTS for t in tests) or args.runs < 1:
+        ap.error("--cpus needs two CPUs, --test takes %s, --runs >= 1" % ", ".join(TESTS))
+    if shutil.which("ucx_perftest") is None:
+        sys.exit("unio-compare: ucx_perftest not found (Debian: ucx-utils)")
+    if not os.access(os.path.join(args.build, "app", "perf", "unio-perf"), os.X_OK):
+        sys.exit("unio-compare: no unio-perf in %s (build first, or --build DIR)" % args.build)
+
+    summaries = {}
+    text, md = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for test in tests:
+            unio_runs, ucx_runs = [], []
+            for run in range(args.runs):
+                print("%s run %d/%d: unio" % (test, run + 1, args.runs), file=sys.stderr)
+                unio_runs.append(run_unio(args, test, args.sizes, tmp))
+                print("%s run %d/%d: ucx" % (test, run + 1, args.runs), file=sys.stderr)
+                ucx_runs.append(run_ucx(args, test, args.sizes))
+            rows = summarise(test, args.sizes, unio_runs, ucx_runs)
+            summaries[test] = rows
+            text.append(table_text(test, rows))
+            md.append(table_markdown(test, rows))
+    head = ("transport class %s (UNIO_TLS=%s, UCX_TLS=%s), %d interleaved runs, server on "
+            "CPU %s, client on CPU %s\nmachine: %s" % (args.tls, UNIO_TLS[args.tls],
+                                                       UCX_TLS[args.tls], args.runs,
+                                                       args.cpus[0], args.cpus[1], machine()))
+    print(head + "\n\n" + "\n\n".join(text))
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(head.replace("\n", "  \n") + "\n\n" + "\n\n".join(md) + "\n")
+    if args.png:
+        plot(args.png, args.tls, summaries)
+        print("plot: %s" % args.png)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        sys.exit("unio-compare: %s" % e)
