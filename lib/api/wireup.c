@@ -272,7 +272,7 @@ ep_free(struct unio_ep *ep)
 void
 wireup_ep_fail(struct unio_ep *ep, unio_status_t st, bool report)
 {
-	if (ep->state != EP_CONNECTED)
+	if (ep->state != EP_CONNECTED && ep->state != EP_CONNECTING)
 		return;
 	ep->state = EP_FAILED;
 	proto_ep_fail_requests(ep, st);
@@ -368,6 +368,10 @@ wireup_progress(struct unio_worker *w)
 		if (ep != NULL && ep->ctl_fd >= 0 && ep->state == EP_CONNECTED) {
 			ep_check_ctl(ep);
 			n += ep->state != EP_CONNECTED;
+		} else if (ep != NULL && ep->state == EP_CONNECTING && ep->connect_deadline &&
+			   now_ns() > ep->connect_deadline) {
+			API_LOG(ERR, "ep %#x: the peer worker did not answer the wireup", ep->id);
+			wireup_ep_fail(ep, UNIO_ERR_TIMED_OUT, true);
 		}
 	}
 	return n;
@@ -639,7 +643,8 @@ unio_ep_create(unio_worker_t *w, const struct unio_ep_params *p, unio_status_t *
 	else
 		st = ep_connect_worker_addr(ep, p);
 	if (st == UNIO_OK) {
-		ep->state = EP_CONNECTED;
+		if (!(p->field_mask & UNIO_EP_PARAM_WORKER_ADDR))
+			ep->state = EP_CONNECTED;
 		worker_efd_watch(w, ep->ctl_fd);
 	} else {
 		ep_free(ep);
@@ -707,11 +712,14 @@ unio_ep_close(unio_ep_t *ep, enum unio_ep_close_mode mode, unio_request_t **req_
 		worker_unlock(w);
 		return UNIO_ERR_NOT_CONNECTED;
 	}
+	if (mode == UNIO_EP_CLOSE_FLUSH && ep->state == EP_CONNECTING)
+		while (ep->state == EP_CONNECTING)
+			unio_worker_progress(w);
 	if (mode == UNIO_EP_CLOSE_FLUSH && ep->state == EP_CONNECTED && !ep->remote_closed)
 		ep_flush_wait(ep);
 	if (mode == UNIO_EP_CLOSE_FLUSH && ep->ctl_fd >= 0 && ep->state == EP_CONNECTED)
 		send_ctl(ep->ctl_fd, WIRE_CLOSE, ep->id, NULL, 0);
-	if (ep->state == EP_CONNECTED)
+	if (ep->state == EP_CONNECTED || ep->state == EP_CONNECTING)
 		proto_ep_fail_requests(ep, UNIO_ERR_CANCELED);
 	ep->state = EP_CLOSED;
 	ep_free(ep);
@@ -891,6 +899,8 @@ am_wireup_rep(void *arg, const void *data, size_t length, unsigned int flags)
 		goto bad;
 	ep->remote_id = h.src_ep_id;
 	ep->state = EP_CONNECTED;
+	if (!TAILQ_EMPTY(&ep->pending))
+		proto_progress_pending(w);
 	return UNIO_OK;
 bad:
 	API_LOG(ERR, "wireup reply: malformed or for an unknown ep (%zu bytes)", length);
@@ -918,7 +928,6 @@ static unio_status_t
 ep_connect_worker_addr(struct unio_ep *ep, const struct unio_ep_params *p)
 {
 	struct unio_worker *w = ep->worker;
-	uint64_t deadline = deadline_of(w);
 	struct wire_am_req h = { .src_ep_id = ep->id,
 				 .addr_len = (uint32_t)worker_address_pack(w, NULL, 0) };
 	struct am_pack a = { &h, sizeof(h), w };
@@ -928,11 +937,7 @@ ep_connect_worker_addr(struct unio_ep *ep, const struct unio_ep_params *p)
 		return st;
 	if (sizeof(h) + h.addr_len > ep->lane.iface->attr.max_bcopy)
 		return UNIO_ERR_UNSUPPORTED;
-	st = am_send_wait(ep, PROTO_AM_WIREUP_REQ, &a, deadline);
-	while (st == UNIO_OK && ep->state == EP_CONNECTING) {
-		unio_worker_progress(w);
-		if (now_ns() >= deadline)
-			st = UNIO_ERR_TIMED_OUT;
-	}
-	return st;
+	/* the ep stays CONNECTING (sends wait in its pending queue) until the reply */
+	ep->connect_deadline = deadline_of(w);
+	return am_send_wait(ep, PROTO_AM_WIREUP_REQ, &a, ep->connect_deadline);
 }

@@ -204,7 +204,7 @@ send_start(struct unio_request *req)
 {
 	unio_status_t st = UNIO_ERR_NO_RESOURCE;
 
-	if (TAILQ_EMPTY(&req->ep->pending))
+	if (TAILQ_EMPTY(&req->ep->pending) && req->ep->state == EP_CONNECTED)
 		st = send_step(req);
 	if (st == UNIO_ERR_NO_RESOURCE)
 		pending_add(req);
@@ -219,6 +219,8 @@ ep_check(const struct unio_ep *ep)
 		return UNIO_OK;
 	if (ep->state == EP_CONNECTED)
 		return UNIO_ERR_CONNECTION_RESET;
+	if (ep->state == EP_CONNECTING)
+		return UNIO_INPROGRESS;
 	return ep->state == EP_FAILED ? UNIO_ERR_CONNECTION_RESET : UNIO_ERR_NOT_CONNECTED;
 }
 
@@ -230,9 +232,9 @@ proto_tag_send(struct unio_ep *ep, const void *buf, size_t len, uint64_t tag, bo
 	struct unio_request *req;
 	unio_status_t st = ep_check(ep);
 
-	if (unlikely(st != UNIO_OK))
+	if (unlikely(st != UNIO_OK && st != UNIO_INPROGRESS))
 		return st;
-	if (likely(!sync && len <= lane->max_short && lane->short_ok &&
+	if (likely(st == UNIO_OK && !sync && len <= lane->max_short && lane->short_ok &&
 		   TAILQ_EMPTY(&ep->pending) && (param == NULL || !(param->field_mask &
 		   UNIO_REQ_PARAM_FLAGS) || !(param->flags & UNIO_REQ_FLAG_NO_IMM_COMPLETION)))) {
 		st = unio_tl_ep_am_short(lane->tl_ep, PROTO_AM_EAGER_SHORT, tag, buf, len);
@@ -262,7 +264,7 @@ proto_progress_pending(struct unio_worker *w)
 		struct unio_ep *ep = w->eps[i];
 		struct unio_request *req;
 
-		if (ep == NULL || TAILQ_EMPTY(&ep->pending))
+		if (ep == NULL || TAILQ_EMPTY(&ep->pending) || ep->state != EP_CONNECTED)
 			continue;
 		while ((req = TAILQ_FIRST(&ep->pending)) != NULL) {
 			unio_status_t st = send_step(req);

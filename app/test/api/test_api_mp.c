@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Tagged messages between real processes connected by socket address: every size class with
+ * random tags and wildcard receives (echoed back, payloads checksummed both ways), a peer
+ * killed with SIGKILL while requests are outstanding, and a peer of another wire version.
+ */
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api_common.h"
+#include "unio_proto.h"
+
+#define MIB (1024 * 1024)
+#define SIZES_TAG 0xfeedfacecafe0001ull
+#define READY_TAG 0xfeedfacecafe0002ull
+#define MAX_SIZES 32
+
+static uint64_t
+rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s & ~0xffull;  /* low byte 0: never equal to the control tags */
+}
+
+static int
+child_exit(unio_context_t *ctx, unio_worker_t *w, int rc)
+{
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return rc;
+}
+
+/* Progress @p w until child @p pid exits (or @p ms pass: then kill it); its exit code. */
+static int
+progress_until_exit(unio_worker_t *w, pid_t pid, int ms)
+{
+	struct timespec t0, t;
+	int status;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+		unio_worker_progress(w);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > ms) {
+			TEST_LOG("child %d late: killing it", (int)pid);
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			return -1;
+		}
+	}
+}
+
+static const uint64_t masks[] = { UINT64_MAX, 0xffffffffffff0000ull, 0 };
+
+/* ---- every size class, echoed ---- */
+
+UNIO_TEST_CHILD(api_mp_echo)
+{
+	unio_context_t *ctx = api_ctx(NULL);
+	uint64_t sizes[MAX_SIZES], seed;
+	unio_request_t *sreq[MAX_SIZES];
+	uint8_t *bufs[MAX_SIZES];
+	struct unio_recv_info info;
+	unio_worker_t *w;
+	unio_status_t st;
+	unio_ep_t *ep;
+	unsigned int n;
+
+	if (argc < 2 || ctx == NULL)
+		return 2;
+	seed = strtoull(argv[1], NULL, 0);
+	w = unio_worker_create(ctx, NULL, &st);
+	ep = w != NULL ? api_connect(w, atoi(argv[0]), NULL, NULL, &st) : NULL;
+	if (ep == NULL) {
+		TEST_LOG("child connect: %s", unio_status_string(st));
+		return child_exit(ctx, w, st == UNIO_ERR_UNREACHABLE ? 77 : 3);
+	}
+	if (api_recv(w, sizes, sizeof(sizes), SIZES_TAG, UINT64_MAX, &info) != UNIO_OK)
+		return child_exit(ctx, w, 4);
+	n = (unsigned int)(info.length / sizeof(sizes[0]));
+	for (unsigned int i = 0; i < n; i++) {
+		uint64_t tag = rnd(&seed), mask = masks[i % RTE_DIM(masks)];
+		uint8_t *want = malloc(sizes[i] + 1);
+
+		bufs[i] = malloc(sizes[i] + 1);
+		if (want == NULL || bufs[i] == NULL)
+			return child_exit(ctx, w, 5);
+		bufs[i][sizes[i]] = 0xee;
+		st = api_recv(w, bufs[i], sizes[i], tag & mask, mask, &info);
+		test_fill(want, sizes[i], tag);
+		if (st != UNIO_OK || info.tag != tag || info.length != sizes[i] ||
+		    test_checksum(want, sizes[i]) != test_checksum(bufs[i], sizes[i]) ||
+		    bufs[i][sizes[i]] != 0xee) {
+			TEST_LOG("child: message %u (%" PRIu64 " bytes): %s, tag %#" PRIx64
+				 " length %zu", i, sizes[i], unio_status_string(st), info.tag,
+				 info.length);
+			return child_exit(ctx, w, 6);
+		}
+		free(want);
+		st = unio_tag_send(ep, bufs[i], sizes[i], tag, NULL, &sreq[i]);
+		if (st == UNIO_OK)
+			sreq[i] = NULL;
+		else if (st != UNIO_INPROGRESS)
+			return child_exit(ctx, w, 7);
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		if (sreq[i] != NULL && unio_request_wait(w, sreq[i], NULL) != UNIO_OK)
+			return child_exit(ctx, w, 8);
+		free(bufs[i]);
+	}
+	unio_ep_close(ep, UNIO_EP_CLOSE_FLUSH, NULL);
+	return child_exit(ctx, w, 0);
+}
+
+static int
+echo_run(unio_worker_t *w, unio_ep_t *ep, uint64_t seed)
+{
+	uint64_t sizes[MAX_SIZES];
+	size_t sz[MAX_SIZES];
+	unio_request_t *sreq[MAX_SIZES];
+	uint8_t *bufs[MAX_SIZES], *rbuf;
+	struct unio_recv_info info;
+	unsigned int n = api_size_classes(ep, 64 * MIB, sz);
+	unio_status_t st;
+
+	for (unsigned int i = 0; i < n; i++)
+		sizes[i] = sz[i];
+	TEST_ASSERT_STATUS(api_send(w, ep, sizes, n * sizeof(sizes[0]), SIZES_TAG, 0), UNIO_OK);
+	for (unsigned int i = 0; i < n; i++) {
+		uint64_t tag = rnd(&seed);
+
+		bufs[i] = malloc(sizes[i] + 1);
+		TEST_ASSERT(bufs[i] != NULL, "malloc");
+		test_fill(bufs[i], sizes[i], tag);
+		st = i % 4 == 3 ? unio_tag_send_sync(ep, bufs[i], sizes[i], tag, NULL, &sreq[i]) :
+		     unio_tag_send(ep, bufs[i], sizes[i], tag, NULL, &sreq[i]);
+		TEST_ASSERT(st == UNIO_OK || st == UNIO_INPROGRESS, "send: %s",
+			    unio_status_string(st));
+		if (st == UNIO_OK)
+			sreq[i] = NULL;
+	}
+	rbuf = malloc(64 * MIB + 1);
+	TEST_ASSERT(rbuf != NULL, "malloc");
+	for (unsigned int i = 0; i < n; i++) {
+		st = api_recv(w, rbuf, sizes[i], 0, 0, &info);
+		TEST_ASSERT(st == UNIO_OK && info.length == sizes[i], "echo %u: %s, %zu bytes", i,
+			    unio_status_string(st), info.length);
+		TEST_ASSERT(test_checksum(rbuf, sizes[i]) == test_checksum(bufs[i], sizes[i]),
+			    "echo %u of %" PRIu64 " bytes differs", i, sizes[i]);
+		if (sreq[i] != NULL)
+			TEST_ASSERT_STATUS(unio_request_wait(w, sreq[i], NULL), UNIO_OK);
+		free(bufs[i]);
+	}
+	free(rbuf);
+	return TEST_OK;
+}
+
+static int
+mp_echo(const char *const *ovr)
+{
+	unio_context_t *ctx = api_ctx(ovr);
+	unio_worker_t *w;
+	unio_listener_t *l;
+	unio_ep_t *ep = NULL;
+	int port = test_free_port(), rc, crc;
+	char port_s[16], seed_s[32];
+	const char *args[] = { port_s, seed_s, NULL };
+	volatile int *got = (volatile int *)&ep;
+	pid_t pid;
+
+	TEST_ASSERT(ctx != NULL, "context");
+	w = unio_worker_create(ctx, NULL, NULL);
+	TEST_ASSERT(w != NULL, "worker");
+	l = api_listen(w, port, &ep, NULL, NULL);
+	TEST_ASSERT(l != NULL, "listener");
+	snprintf(port_s, sizeof(port_s), "%d", port);
+	snprintf(seed_s, sizeof(seed_s), "%llu", 0x5eedull + (unsigned long long)port);
+	pid = test_spawn("api_mp_echo", args);
+	while (ep == NULL && waitpid(pid, NULL, WNOHANG) == 0)
+		api_progress_until(w, got, 100);
+	if (ep == NULL) {
+		crc = progress_until_exit(w, pid, 1000);
+		unio_worker_destroy(w);
+		unio_context_destroy(ctx);
+		if (crc == 77)
+			TEST_SKIP_BECAUSE("no built driver reaches another process of this host");
+		TEST_ASSERT(0, "the child never connected (exit %d)", crc);
+	}
+	rc = echo_run(w, ep, 0x5eedull + (unsigned long long)port);
+	crc = progress_until_exit(w, pid, 50000);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_listener_destroy(l);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	TEST_ASSERT_EQ(rc, TEST_OK);
+	TEST_ASSERT_EQ(crc, 0);
+	return TEST_OK;
+}
+
+UNIO_TEST(api_mp_tag_sizes, mp)
+{
+	return mp_echo(NULL);
+}
+
+UNIO_TEST(api_mp_tag_sizes_pipeline, mp)
+{
+	static const char *const ovr[] = { "RNDV_SCHEME", "pipeline", NULL };
+
+	return mp_echo(ovr);
+}
+
+/* ---- a peer killed while requests are outstanding ---- */
+
+UNIO_TEST_CHILD(api_mp_victim)
+{
+	unio_context_t *ctx = api_ctx(NULL);
+	unio_worker_t *w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	unio_status_t st = UNIO_ERR_INVALID_PARAM;
+	unio_ep_t *ep = w != NULL ? api_connect(w, atoi(argv[0]), NULL, NULL, &st) : NULL;
+	uint32_t ready = 0x600d;
+
+	RTE_SET_USED(argc);
+	if (ep == NULL)
+		return st == UNIO_ERR_UNREACHABLE ? 77 : 3;
+	if (api_send(w, ep, &ready, sizeof(ready), READY_TAG, 0) != UNIO_OK)
+		return 4;
+	for (;;)
+		pause();  /* never progresses again: the parent kills it */
+	return 0;
+}
+
+static int n_errors;
+static unio_status_t err_status;
+
+static void
+on_ep_error(void *arg, unio_ep_t *ep, unio_status_t st)
+{
+	RTE_SET_USED(arg), RTE_SET_USED(ep);
+	n_errors++;
+	err_status = st;
+}
+
+UNIO_TEST(api_mp_peer_death, mp)
+{
+	static const char *const ovr[] = { "PEER_TIMEOUT", "3s", "RNDV_THRESH", "64k", NULL };
+	unio_context_t *ctx = api_ctx(ovr);
+	unio_worker_t *w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	unio_request_t *big = NULL, *sync = NULL, *rreq = NULL;
+	static uint8_t buf[1 * MIB];
+	int port = test_free_port(), status, done = 0;
+	char port_s[16];
+	const char *args[] = { port_s, NULL };
+	struct unio_recv_info info;
+	unio_listener_t *l;
+	unio_ep_t *ep = NULL;
+	uint32_t ready = 0, other;
+	struct timespec t0, t;
+	pid_t pid;
+
+	TEST_ASSERT(w != NULL, "worker");
+	l = api_listen(w, port, &ep, on_ep_error, NULL);
+	TEST_ASSERT(l != NULL, "listener");
+	snprintf(port_s, sizeof(port_s), "%d", port);
+	pid = test_spawn("api_mp_victim", args);
+	while (ep == NULL && waitpid(pid, &status, WNOHANG) == 0)
+		unio_worker_progress(w);
+	if (ep == NULL) {
+		unio_worker_destroy(w);
+		unio_context_destroy(ctx);
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+			TEST_SKIP_BECAUSE("no built driver reaches another process of this host");
+		TEST_ASSERT(0, "the child never connected");
+	}
+	TEST_ASSERT_STATUS(api_recv(w, &ready, sizeof(ready), READY_TAG, UINT64_MAX, &info),
+			   UNIO_OK);
+	TEST_ASSERT_EQ(ready, 0x600d);
+	/* a rendezvous send waiting for its ATS, a sync send waiting for its ACK, a receive */
+	TEST_ASSERT_STATUS(unio_tag_send(ep, buf, sizeof(buf), 1, NULL, &big), UNIO_INPROGRESS);
+	TEST_ASSERT_STATUS(unio_tag_send_sync(ep, buf, 8, 2, NULL, &sync), UNIO_INPROGRESS);
+	TEST_ASSERT_STATUS(unio_tag_recv(w, &other, sizeof(other), 3, UINT64_MAX, NULL, &rreq),
+			   UNIO_INPROGRESS);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		unio_worker_progress(w);
+		done = unio_request_test(big, NULL) != UNIO_INPROGRESS &&
+		       unio_request_test(sync, NULL) != UNIO_INPROGRESS;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (!done && t.tv_sec - t0.tv_sec < 10);
+	TEST_ASSERT(done, "requests still outstanding 10 s after the peer died");
+	TEST_ASSERT(UNIO_IS_ERR(unio_request_test(big, NULL)), "rendezvous send: %s",
+		    unio_status_string(unio_request_test(big, NULL)));
+	TEST_ASSERT(UNIO_IS_ERR(unio_request_test(sync, NULL)), "sync send did not fail");
+	TEST_ASSERT_EQ(n_errors, 1);
+	TEST_ASSERT(UNIO_IS_ERR(err_status), "error handler status");
+	TEST_ASSERT(UNIO_IS_ERR(unio_tag_send(ep, buf, 8, 4, NULL, NULL)),
+		    "send on a failed endpoint succeeded");
+	unio_request_free(big);
+	unio_request_free(sync);
+	TEST_ASSERT_STATUS(unio_request_test(rreq, NULL), UNIO_INPROGRESS);
+	unio_request_cancel(w, rreq);
+	TEST_ASSERT_STATUS(unio_request_test(rreq, NULL), UNIO_ERR_CANCELED);
+	unio_request_free(rreq);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_listener_destroy(l);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return TEST_OK;
+}
+
+/* ---- a peer of another wire version ---- */
+
+UNIO_TEST_CHILD(api_mp_old_peer)
+{
+	unio_context_t *ctx = api_ctx(NULL);
+	unio_worker_t *w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	unio_status_t st = UNIO_OK;
+	unio_ep_t *ep;
+
+	RTE_SET_USED(argc);
+	if (w == NULL)
+		return 2;
+	unio_proto_test_set_wire_version(UNIO_WIRE_VERSION + 1);
+	ep = api_connect(w, atoi(argv[0]), NULL, NULL, &st);
+	if (ep != NULL || st != UNIO_ERR_VERSION_MISMATCH) {
+		TEST_LOG("child of another version: ep %p, %s", (void *)ep,
+			 unio_status_string(st));
+		return 3;
+	}
+	return child_exit(ctx, w, 0);
+}
+
+UNIO_TEST(api_mp_wire_version, mp)
+{
+	unio_context_t *ctx = api_ctx(NULL);
+	unio_worker_t *w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	int port = test_free_port(), crc;
+	char port_s[16];
+	const char *args[] = { port_s, NULL };
+	unio_listener_t *l;
+	unio_ep_t *ep = NULL;
+
+	TEST_ASSERT(w != NULL, "worker");
+	l = api_listen(w, port, &ep, NULL, NULL);
+	TEST_ASSERT(l != NULL, "listener");
+	snprintf(port_s, sizeof(port_s), "%d", port);
+	crc = progress_until_exit(w, test_spawn("api_mp_old_peer", args), 20000);
+	TEST_ASSERT_EQ(crc, 0);
+	TEST_ASSERT(ep == NULL, "a peer of another wire version was accepted");
+	unio_listener_destroy(l);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return TEST_OK;
+}
