@@ -25,7 +25,7 @@ tl_for_each_driver(tl_case_fn_t fn)
 			TEST_LOG("driver %s: no device (%s), not tested", drv->name, reason);
 			continue;
 		}
-		TEST_LOG("driver %s device %s", drv->name, devs[0].name);
+		TEST_LOG("driver %s device %s (%s)", drv->name, devs[0].name, devs[0].detail);
 		r = fn(drv, devs[0].name);
 		if (r == TEST_FAIL) {
 			TEST_LOG("driver %s: FAILED", drv->name);
