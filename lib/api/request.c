@@ -13,10 +13,12 @@ unio_request_test(unio_request_t *req, struct unio_recv_info *info)
 {
 	unio_status_t st;
 
-	if (req == NULL || req->state == REQ_FREE)
+	if (req == NULL)
 		return UNIO_ERR_INVALID_PARAM;
 	worker_lock(req->worker);
 	st = req->state == REQ_DONE ? req->status : UNIO_INPROGRESS;
+	if (req->state == REQ_FREE)
+		st = UNIO_ERR_INVALID_PARAM;
 	if (st != UNIO_INPROGRESS && info != NULL && req->type == REQ_RECV)
 		*info = req->info;
 	worker_unlock(req->worker);
@@ -28,7 +30,7 @@ unio_request_wait(unio_worker_t *worker, unio_request_t *req, struct unio_recv_i
 {
 	unio_status_t st;
 
-	if (worker == NULL || req == NULL || req->state == REQ_FREE || req->worker != worker)
+	if (worker == NULL || req == NULL || req->worker != worker)
 		return UNIO_ERR_INVALID_PARAM;
 	while ((st = unio_request_test(req, info)) == UNIO_INPROGRESS)
 		unio_worker_progress(worker);
@@ -54,13 +56,13 @@ unio_request_free(unio_request_t *req)
 {
 	struct unio_worker *w;
 
-	if (req == NULL || req->state == REQ_FREE)
+	if (req == NULL)
 		return;
 	w = req->worker;
 	worker_lock(w);
 	if (req->state == REQ_DONE)
 		proto_req_put(req);
-	else
+	else if (req->state == REQ_ACTIVE)
 		req->user_freed = true;
 	worker_unlock(w);
 }

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Bad input on every public call: NULL and out-of-range parameters, malformed worker
+ * addresses, a closed endpoint, receive buffers smaller than the message (truncation,
+ * nothing written), a connection refused.
+ */
+
+#include "api_common.h"
+#include "unio_proto.h"
+
+static void
+conn_nop(unio_conn_request_t *cr, void *arg)
+{
+	RTE_SET_USED(cr), RTE_SET_USED(arg);
+}
+
+static int
+bad_worker_calls(unio_context_t *ctx, unio_worker_t *w)
+{
+	struct unio_worker_params wp = { .field_mask = UNIO_WORKER_PARAM_THREAD_MODE,
+					 .thread_mode = 7 };
+	unio_status_t st = UNIO_OK;
+	void *addr;
+	size_t len;
+	int fd;
+
+	TEST_ASSERT(unio_worker_create(NULL, NULL, &st) == NULL, "worker without context");
+	TEST_ASSERT_STATUS(st, UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT(unio_worker_create(ctx, &wp, &st) == NULL, "thread mode 7");
+	TEST_ASSERT_STATUS(st, UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_EQ(unio_worker_progress(NULL), 0);
+	TEST_ASSERT_STATUS(unio_worker_get_efd(NULL, &fd), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_worker_get_efd(w, NULL), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_worker_arm(NULL), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_worker_signal(NULL), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_worker_get_address(NULL, &addr, &len), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_worker_get_address(w, NULL, &len), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_worker_get_address(w, &addr, NULL), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_worker_flush(NULL, NULL, NULL), UNIO_ERR_INVALID_PARAM);
+	unio_worker_destroy(NULL);
+	unio_context_destroy(NULL);
+	unio_worker_release_address(w, NULL);
+	return TEST_OK;
+}
+
+static int
+bad_listener_calls(unio_worker_t *w)
+{
+	struct sockaddr_in a = api_loopback(0);
+	struct unio_listener_params lp = {
+		.field_mask = UNIO_LISTENER_PARAM_SOCKADDR,
+		.sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a),
+	};
+	struct sockaddr_storage ss;
+	unio_status_t st = UNIO_OK;
+
+	TEST_ASSERT(unio_listener_create(NULL, &lp, &st) == NULL, "no worker");
+	TEST_ASSERT_STATUS(st, UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT(unio_listener_create(w, NULL, &st) == NULL, "no params");
+	TEST_ASSERT(unio_listener_create(w, &lp, &st) == NULL, "no handler");
+	TEST_ASSERT_STATUS(st, UNIO_ERR_INVALID_PARAM);
+	lp.field_mask |= UNIO_LISTENER_PARAM_HANDLER;
+	lp.conn_handler = conn_nop;
+	lp.addrlen = 3;
+	TEST_ASSERT(unio_listener_create(w, &lp, &st) == NULL, "addrlen 3");
+	TEST_ASSERT_STATUS(st, UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_listener_query(NULL, &ss), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_listener_reject(NULL, NULL), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_conn_request_query(NULL, &ss), UNIO_ERR_INVALID_PARAM);
+	unio_listener_destroy(NULL);
+	return TEST_OK;
+}
+
+static int
+bad_ep_calls(unio_worker_t *w)
+{
+	struct sockaddr_in a = api_loopback(test_free_port());
+	struct unio_ep_params p = { .field_mask = 0 };
+	struct wire_hdr { uint32_t magic; uint16_t version; uint16_t n; uint64_t uuid; } bad;
+	unio_status_t st = UNIO_OK;
+	uint8_t junk[64];
+
+	TEST_ASSERT(unio_ep_create(w, NULL, &st) == NULL, "no params");
+	TEST_ASSERT_STATUS(st, UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT(unio_ep_create(NULL, &p, &st) == NULL, "no worker");
+	TEST_ASSERT(unio_ep_create(w, &p, &st) == NULL, "no mode");
+	TEST_ASSERT_STATUS(st, UNIO_ERR_INVALID_PARAM);
+	p.field_mask = UNIO_EP_PARAM_SOCKADDR | UNIO_EP_PARAM_WORKER_ADDR;
+	TEST_ASSERT(unio_ep_create(w, &p, &st) == NULL, "two modes");
+	TEST_ASSERT_STATUS(st, UNIO_ERR_INVALID_PARAM);
+	p.field_mask = UNIO_EP_PARAM_WORKER_ADDR;
+	memset(junk, 0x41, sizeof(junk));
+	p.worker_addr = junk;
+	p.worker_addr_len = sizeof(junk);
+	TEST_ASSERT(unio_ep_create(w, &p, &st) == NULL, "junk address");
+	TEST_ASSERT_STATUS(st, UNIO_ERR_INVALID_ADDR);
+	bad = (struct wire_hdr){ UNIO_WIRE_MAGIC, UNIO_WIRE_VERSION + 1, 0, 1 };
+	p.worker_addr = &bad;
+	p.worker_addr_len = sizeof(bad);
+	TEST_ASSERT(unio_ep_create(w, &p, &st) == NULL, "address of another version");
+	TEST_ASSERT_STATUS(st, UNIO_ERR_VERSION_MISMATCH);
+	bad = (struct wire_hdr){ UNIO_WIRE_MAGIC, UNIO_WIRE_VERSION, 5, 1 };
+	TEST_ASSERT(unio_ep_create(w, &p, &st) == NULL, "truncated address");
+	TEST_ASSERT_STATUS(st, UNIO_ERR_INVALID_ADDR);
+	p.field_mask = UNIO_EP_PARAM_SOCKADDR;
+	p.sockaddr = (struct sockaddr *)&a;
+	p.addrlen = sizeof(a);
+	TEST_ASSERT(unio_ep_create(w, &p, &st) == NULL, "nobody listens");
+	TEST_ASSERT_STATUS(st, UNIO_ERR_UNREACHABLE);
+	TEST_ASSERT_STATUS(unio_ep_close(NULL, UNIO_EP_CLOSE_FORCE, NULL), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_ep_flush(NULL, NULL, NULL), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT(unio_ep_get_user_data(NULL) == NULL, "user data of NULL");
+	return TEST_OK;
+}
+
+static int
+bad_tag_calls(unio_worker_t *w, unio_ep_t *ep)
+{
+	struct unio_recv_info info;
+	unio_tag_msg_t *msg;
+	unio_request_t *req;
+	uint8_t b[8];
+
+	TEST_ASSERT_STATUS(unio_tag_send(NULL, b, 8, 1, NULL, &req), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_tag_send(ep, NULL, 8, 1, NULL, &req), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_tag_send_sync(NULL, b, 8, 1, NULL, &req),
+			   UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_tag_recv(NULL, b, 8, 1, 0, NULL, &req), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_tag_recv(w, NULL, 8, 1, 0, NULL, &req), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_tag_probe(NULL, 1, 0, 0, &info, NULL), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_tag_probe(w, 1, 0, 0, NULL, NULL), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_tag_probe(w, 1, 0, 1, &info, NULL), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_tag_probe(w, 1, 0, 1, &info, &msg), UNIO_ERR_NOT_FOUND);
+	TEST_ASSERT_STATUS(unio_tag_msg_recv(w, b, 8, NULL, NULL, &req), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_request_test(NULL, &info), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_request_wait(NULL, NULL, &info), UNIO_ERR_INVALID_PARAM);
+	unio_request_cancel(w, NULL);
+	unio_request_free(NULL);
+	return TEST_OK;
+}
+
+/* A message longer than the receive buffer: truncation reported, nothing written. */
+static int
+truncation(unio_worker_t *w, unio_ep_t *ep, size_t len, int unexpected)
+{
+	uint8_t *s = malloc(len), *r = malloc(len);
+	unio_request_t *sreq = NULL, *rreq = NULL;
+	struct unio_recv_info info = { 0, 0 };
+	unio_status_t sst = UNIO_OK, rst;
+	size_t half = len / 2;
+
+	TEST_ASSERT(s != NULL && r != NULL, "malloc");
+	test_fill(s, len, len);
+	memset(r, 0x5a, len);
+	if (unexpected) {
+		sst = unio_tag_send(ep, s, len, 42, NULL, &sreq);
+		for (int i = 0; i < 10; i++)
+			unio_worker_progress(w);
+	}
+	rst = unio_tag_recv(w, r, half, 42, UINT64_MAX, NULL, &rreq);
+	if (!unexpected)
+		sst = unio_tag_send(ep, s, len, 42, NULL, &sreq);
+	if (rst == UNIO_INPROGRESS)
+		rst = unio_request_wait(w, rreq, &info);
+	if (sst == UNIO_INPROGRESS)
+		sst = unio_request_wait(w, sreq, NULL);
+	TEST_ASSERT(rst == UNIO_ERR_MESSAGE_TRUNCATED, "%zu bytes into %zu: %s", len, half,
+		    unio_status_string(rst));
+	TEST_ASSERT(sst == UNIO_OK, "sender of a truncated message: %s", unio_status_string(sst));
+	for (size_t i = 0; i < len; i++)
+		TEST_ASSERT(r[i] == 0x5a, "byte %zu of the receive buffer was written", i);
+	free(s);
+	free(r);
+	return TEST_OK;
+}
+
+UNIO_TEST(api_bad_input, fast)
+{
+	static const char *const ovr[] = { "TLS", "self", "RNDV_THRESH", "16k", NULL };
+	unio_context_t *ctx = api_ctx(ovr);
+	unio_worker_t *w;
+	unio_status_t st;
+	unio_ep_t *ep;
+	uint8_t b[8] = { 0 };
+
+	TEST_ASSERT(ctx != NULL, "context");
+	w = unio_worker_create(ctx, NULL, &st);
+	TEST_ASSERT(w != NULL, "worker");
+	ep = api_ep_to_worker(w, w, &st);
+	TEST_ASSERT(ep != NULL, "ep: %s", unio_status_string(st));
+	TEST_ASSERT_EQ(bad_worker_calls(ctx, w), TEST_OK);
+	TEST_ASSERT_EQ(bad_listener_calls(w), TEST_OK);
+	TEST_ASSERT_EQ(bad_ep_calls(w), TEST_OK);
+	TEST_ASSERT_EQ(bad_tag_calls(w, ep), TEST_OK);
+	for (int u = 0; u < 2; u++) {
+		TEST_ASSERT_EQ(truncation(w, ep, 100, u), TEST_OK);           /* short */
+		TEST_ASSERT_EQ(truncation(w, ep, ep->lane.max_eager, u), TEST_OK);
+		TEST_ASSERT_EQ(truncation(w, ep, ep->lane.frag * 3, u), TEST_OK);
+		TEST_ASSERT_EQ(truncation(w, ep, 100000, u), TEST_OK);        /* rendezvous */
+	}
+	TEST_ASSERT_STATUS(unio_ep_close(ep, UNIO_EP_CLOSE_FLUSH, NULL), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_tag_send(ep, b, 8, 1, NULL, NULL), UNIO_ERR_NOT_CONNECTED);
+	TEST_ASSERT_STATUS(unio_tag_send_sync(ep, b, 8, 1, NULL, NULL), UNIO_ERR_NOT_CONNECTED);
+	TEST_ASSERT_STATUS(unio_ep_flush(ep, NULL, NULL), UNIO_ERR_NOT_CONNECTED);
+	TEST_ASSERT_STATUS(unio_ep_close(ep, UNIO_EP_CLOSE_FLUSH, NULL), UNIO_ERR_NOT_CONNECTED);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return TEST_OK;
+}
