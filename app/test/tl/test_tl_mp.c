@@ -77,8 +77,13 @@ now_s(void)
 static void
 hex_encode(char *out, const uint8_t *in, size_t len)
 {
-	for (size_t i = 0; i < len; i++)
-		sprintf(out + 2 * i, "%02x", in[i]);
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < len; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * len] = '\0';
 }
 
 static int
