@@ -1,0 +1,679 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Tests of the tcp driver: devices and reachability, one connection per peer pair under
+ * simultaneous connect, checksummed streams of every message class and size between two
+ * processes (also with tiny socket buffers, so every read and write is partial, and in
+ * epoll mode sleeping on the event fd), put/get with bounds, a peer killed mid-transfer,
+ * and a fuzzer sending malformed frames while a well-behaved peer is served.
+ */
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "tcp_common.h"
+#include "tcp_priv.h"
+#include "unio_test.h"
+
+#define STREAM_COUNT "3000"
+
+/* ---- children ---- */
+
+/* argv: write fd, device, "rma" to register a region.  Serves one client. */
+UNIO_TEST_CHILD(tcp_server)
+{
+	struct tpeer p;
+	char line[2 * UNIO_TL_ADDR_MAX + 2 * UNIO_TL_RKEY_MAX + 8], rkey[2 * UNIO_TL_RKEY_MAX + 1];
+	bool epoll_sleep;
+	int wfd, r;
+
+	if (argc < 3 || tpeer_open(&p, argv[1]) != 0)
+		return 10;
+	wfd = atoi(argv[0]);
+	strcpy(rkey, "-");
+	if (strcmp(argv[2], "rma") == 0 && tpeer_region(&p, rkey, sizeof(rkey)) != 0)
+		return 11;
+	t_hex(p.addr, p.iface->attr.iface_addr_len, line);
+	dprintf(wfd, "%s %s\n", line, rkey);
+	close(wfd);
+	epoll_sleep = p.cfg.tcp_poll_mode == UNIO_TCP_POLL_EPOLL;
+	if (epoll_sleep) {  /* sleep on the event fd whenever there is nothing to do */
+		int fd;
+
+		if (p.iface->ctl->iface_event_fd(p.iface, &fd) != UNIO_OK)
+			return 12;
+		while (p.done_count == UINT64_MAX) {
+			struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+			if (unio_tl_iface_progress(p.iface) == 0 &&
+			    p.iface->ctl->iface_event_arm(p.iface) == UNIO_OK)
+				poll(&pfd, 1, 1000);
+		}
+	}
+	r = t_serve(&p, 30000);
+	tpeer_close(&p);
+	return r == 0 ? 0 : 13;
+}
+
+/* argv: device, server address, rkey or "-", scenario (stream|rma), count. */
+UNIO_TEST_CHILD(tcp_client)
+{
+	uint8_t addr[UNIO_TL_ADDR_MAX];
+	struct tpeer p;
+	int r;
+
+	if (argc < 5 || tpeer_open(&p, argv[0]) != 0)
+		return 10;
+	if (t_unhex(argv[1], addr, p.iface->attr.iface_addr_len) != 0 ||
+	    tpeer_connect(&p, addr) != 0)
+		return 11;
+	if (strcmp(argv[3], "rma") == 0)
+		r = t_rma_run(&p, argv[2]);
+	else
+		r = t_stream_send(&p, (unsigned int)atoi(argv[4]));
+	tpeer_close(&p);
+	return r == 0 ? 0 : 12;
+}
+
+/* ---- two-process runs ---- */
+
+/* Server in @p ns_a on @p dev_a, client in @p ns_b on @p dev_b; NULL ns: this namespace. */
+static int
+run_pair(const char *ns_a, const char *dev_a, const char *ns_b, const char *dev_b,
+	 const char *scenario)
+{
+	char wfd[16], line[512], *rkey;
+	int fds[2], rs, rc;
+	pid_t srv, cli;
+
+	if (pipe(fds) != 0)
+		return TEST_FAIL;
+	snprintf(wfd, sizeof(wfd), "%d", fds[1]);
+	{
+		const char *sargs[] = { wfd, dev_a, scenario, NULL };
+
+		srv = t_spawn_ns(ns_a, "tcp_server", sargs);
+	}
+	close(fds[1]);
+	if (srv < 0 || t_read_line(fds[0], line, sizeof(line), 10000) != 0 ||
+	    (rkey = strchr(line, ' ')) == NULL) {
+		close(fds[0]);
+		if (srv > 0)
+			test_wait(srv, 1000);
+		TEST_LOG("the server did not publish its address");
+		return TEST_FAIL;
+	}
+	close(fds[0]);
+	*rkey++ = '\0';
+	{
+		const char *cargs[] = { dev_b, line, rkey, scenario, STREAM_COUNT, NULL };
+
+		cli = t_spawn_ns(ns_b, "tcp_client", cargs);
+	}
+	rc = test_wait(cli, 40000);
+	rs = test_wait(srv, 10000);
+	TEST_ASSERT(rc == 0 && rs == 0, "client exit %d, server exit %d", rc, rs);
+	return TEST_OK;
+}
+
+UNIO_TEST(tcp_stream_loopback, mp)
+{
+	return run_pair(NULL, "lo", NULL, "lo", "stream");
+}
+
+/* 4 KiB socket buffers: every send and receive is partial; frames must survive. */
+UNIO_TEST(tcp_partial_io, mp)
+{
+	int r;
+
+	setenv("UNIO_TCP_SNDBUF", "4k", 1);
+	setenv("UNIO_TCP_RCVBUF", "4k", 1);
+	r = run_pair(NULL, "lo", NULL, "lo", "stream");
+	unsetenv("UNIO_TCP_SNDBUF");
+	unsetenv("UNIO_TCP_RCVBUF");
+	return r;
+}
+
+/* epoll mode; the server sleeps on the event fd between messages. */
+UNIO_TEST(tcp_epoll_mode, mp)
+{
+	int r;
+
+	setenv("UNIO_TCP_POLL_MODE", "epoll", 1);
+	r = run_pair(NULL, "lo", NULL, "lo", "stream");
+	unsetenv("UNIO_TCP_POLL_MODE");
+	return r;
+}
+
+UNIO_TEST(tcp_rma_loopback, mp)
+{
+	return run_pair(NULL, "lo", NULL, "lo", "rma");
+}
+
+/* ---- between two network namespaces joined by a veth pair ---- */
+
+struct netns {
+	char a[32], b[32], va[16], vb[16];
+};
+
+static void
+netns_down(const struct netns *n)
+{
+	test_system("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", n->a, n->b);
+}
+
+/* usertools/unio-netns.sh does the same for people; tests keep no dependency on it. */
+static int
+netns_up(struct netns *n)
+{
+	int pid = (int)getpid();
+
+	snprintf(n->a, sizeof(n->a), "unio-tcp-%d-a", pid);
+	snprintf(n->b, sizeof(n->b), "unio-tcp-%d-b", pid);
+	snprintf(n->va, sizeof(n->va), "ut%da", pid % 10000000);
+	snprintf(n->vb, sizeof(n->vb), "ut%db", pid % 10000000);
+	if (test_system("ip netns add %s && ip netns add %s && "
+			"ip link add %s netns %s type veth peer name %s netns %s && "
+			"ip -n %s addr add 10.99.77.1/24 dev %s && "
+			"ip -n %s addr add 10.99.77.2/24 dev %s && "
+			"ip -n %s link set %s up && ip -n %s link set %s up && "
+			"ip -n %s link set lo up && ip -n %s link set lo up",
+			n->a, n->b, n->va, n->a, n->vb, n->b, n->a, n->va, n->b, n->vb,
+			n->a, n->va, n->b, n->vb, n->a, n->b) != 0) {
+		netns_down(n);
+		return -1;
+	}
+	/* the driver lists running links only: wait for both carriers (5 s at most) */
+	if (test_system("for i in $(seq 50); do "
+			"ip -n %s link show %s | grep -q LOWER_UP && "
+			"ip -n %s link show %s | grep -q LOWER_UP && exit 0; sleep 0.1; done; "
+			"exit 1", n->a, n->va, n->b, n->vb) != 0) {
+		netns_down(n);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+run_netns(const char *scenario)
+{
+	struct netns n;
+	int r;
+
+	if (geteuid() != 0)
+		TEST_SKIP_BECAUSE("network namespaces need root");
+	if (netns_up(&n) != 0)
+		TEST_SKIP_BECAUSE("ip netns / veth not available here");
+	r = run_pair(n.a, n.va, n.b, n.vb, scenario);
+	netns_down(&n);
+	return r;
+}
+
+UNIO_TEST(tcp_stream_netns, mp)
+{
+	return run_netns("stream");
+}
+
+UNIO_TEST(tcp_rma_netns, mp)
+{
+	return run_netns("rma");
+}
+
+/* ---- one process ---- */
+
+UNIO_TEST(tcp_devices, fast)
+{
+	const struct unio_tl_driver *drv = unio_tl_driver_find("tcp");
+	struct unio_tl_device_info devs[UNIO_TL_MAX_DEVICES];
+	struct unio_config cfg;
+	struct tcp_addr a;
+	struct tpeer p;
+	unsigned int n = 0, lo = UINT32_MAX;
+	char reason[128] = "";
+
+	TEST_ASSERT(drv != NULL, "tcp driver not registered");
+	TEST_ASSERT_STATUS(unio_config_snapshot(&cfg), UNIO_OK);
+	TEST_ASSERT_STATUS(drv->query_devices(&cfg, devs, &n, reason, sizeof(reason)), UNIO_OK);
+	for (unsigned int i = 0; i < n; i++)
+		if (strcmp(devs[i].name, "lo") == 0)
+			lo = i;
+	TEST_ASSERT(lo != UINT32_MAX, "lo not listed (%u devices: %s)", n, reason);
+	TEST_ASSERT_EQ(devs[lo].reach, UNIO_TL_REACH_HOST);
+	TEST_ASSERT_STATUS(unio_config_set(&cfg, "NET_DEVICES", "^lo"), UNIO_OK);
+	TEST_ASSERT_STATUS(drv->query_devices(&cfg, devs, &n, reason, sizeof(reason)), UNIO_OK);
+	for (unsigned int i = 0; i < n; i++)
+		TEST_ASSERT(strcmp(devs[i].name, "lo") != 0, "lo listed although denied");
+
+	TEST_ASSERT_EQ(tpeer_open(&p, "lo"), 0);
+	TEST_ASSERT(p.iface->ctl->iface_is_reachable(p.iface, p.addr, sizeof(a)), "self");
+	memcpy(&a, p.addr, sizeof(a));
+	a.netns_ino++;  /* same address, another namespace: loopback cannot reach it */
+	TEST_ASSERT(!p.iface->ctl->iface_is_reachable(p.iface, &a, sizeof(a)), "other netns");
+	memcpy(&a, p.addr, sizeof(a));
+	a.boot_id[0] ^= 1;  /* another host */
+	TEST_ASSERT(!p.iface->ctl->iface_is_reachable(p.iface, &a, sizeof(a)), "other host");
+	memcpy(&a, p.addr, sizeof(a));
+	a.version++;
+	TEST_ASSERT(!p.iface->ctl->iface_is_reachable(p.iface, &a, sizeof(a)), "version");
+	TEST_ASSERT_STATUS(unio_tl_ep_create(p.iface, &(struct unio_tl_ep_params){
+		.iface_addr = &a, .iface_addr_len = sizeof(a) }, &p.ep), UNIO_ERR_UNREACHABLE);
+	tpeer_close(&p);
+	return TEST_OK;
+}
+
+/* A non-loopback interface never reaches a peer on a loopback address. */
+UNIO_TEST(tcp_reach_no_loopback_from_net, fast)
+{
+	struct unio_tl_device_info devs[UNIO_TL_MAX_DEVICES];
+	const struct unio_tl_driver *drv = unio_tl_driver_find("tcp");
+	struct unio_config cfg;
+	struct tpeer lo, net;
+	unsigned int n = 0;
+	char reason[128];
+	const char *dev = NULL;
+
+	TEST_ASSERT_STATUS(unio_config_snapshot(&cfg), UNIO_OK);
+	drv->query_devices(&cfg, devs, &n, reason, sizeof(reason));
+	for (unsigned int i = 0; i < n && dev == NULL; i++)
+		if (devs[i].reach == UNIO_TL_REACH_NET)
+			dev = devs[i].name;
+	if (dev == NULL)
+		TEST_SKIP_BECAUSE("no non-loopback interface with IPv4 is up here");
+	TEST_ASSERT_EQ(tpeer_open(&lo, "lo"), 0);
+	TEST_ASSERT_EQ(tpeer_open(&net, dev), 0);
+	TEST_ASSERT(!net.iface->ctl->iface_is_reachable(net.iface, lo.addr,
+							net.iface->attr.iface_addr_len),
+		    "%s reaches a loopback address", dev);
+	TEST_ASSERT(net.iface->ctl->iface_is_reachable(net.iface, net.addr,
+						       net.iface->attr.iface_addr_len),
+		    "%s does not reach its own address", dev);
+	tpeer_close(&net);
+	tpeer_close(&lo);
+	return TEST_OK;
+}
+
+static void
+progress2(struct tpeer *a, struct tpeer *b, int rounds)
+{
+	for (int i = 0; i < rounds; i++) {
+		unio_tl_iface_progress(a->iface);
+		unio_tl_iface_progress(b->iface);
+	}
+}
+
+static int
+ping_both(struct tpeer *a, struct tpeer *b, uint64_t seq)
+{
+	uint64_t cks = test_checksum("", 0);
+
+	while (unio_tl_ep_am_short(a->ep, T_AM_DATA, seq, &cks, 8) == UNIO_ERR_NO_RESOURCE)
+		progress2(a, b, 1);
+	while (unio_tl_ep_am_short(b->ep, T_AM_DATA, seq, &cks, 8) == UNIO_ERR_NO_RESOURCE)
+		progress2(a, b, 1);
+	for (int i = 0; i < 100000 && (a->rx_next <= seq || b->rx_next <= seq); i++)
+		progress2(a, b, 1);
+	return a->rx_next == seq + 1 && b->rx_next == seq + 1 ? 0 : -1;
+}
+
+/* Both sides connect at once, before either progresses: one connection survives. */
+UNIO_TEST(tcp_simultaneous_connect, fast)
+{
+	struct unio_tl_tcp_stats sa, sb;
+	struct tpeer a, b;
+
+	TEST_ASSERT_EQ(tpeer_open(&a, "lo"), 0);
+	TEST_ASSERT_EQ(tpeer_open(&b, "lo"), 0);
+	TEST_ASSERT_EQ(tpeer_connect(&a, b.addr), 0);
+	TEST_ASSERT_EQ(tpeer_connect(&b, a.addr), 0);
+	/* queued before the connection exists: delivered once it does, in order */
+	for (uint64_t s = 0; s < 3; s++)
+		TEST_ASSERT_EQ(ping_both(&a, &b, s), 0);
+	progress2(&a, &b, 1000);
+	unio_tl_tcp_stats(a.iface, &sa);
+	unio_tl_tcp_stats(b.iface, &sb);
+	TEST_LOG("a: connected %" PRIu64 " accepted %" PRIu64 " rejected %" PRIu64
+		 " open %" PRIu64 "; b: %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64,
+		 sa.conns_connected, sa.conns_accepted, sa.conns_rejected, sa.open_conns,
+		 sb.conns_connected, sb.conns_accepted, sb.conns_rejected, sb.open_conns);
+	TEST_ASSERT_EQ(sa.open_conns, 1);
+	TEST_ASSERT_EQ(sb.open_conns, 1);
+	TEST_ASSERT_EQ(sa.conns_connected + sb.conns_connected, 1);
+	TEST_ASSERT_EQ(sa.conns_accepted + sb.conns_accepted, 1);
+	TEST_ASSERT_EQ(a.rx_bad + b.rx_bad + a.ep_errors + b.ep_errors, 0);
+	for (uint64_t s = 3; s < 100; s++)
+		TEST_ASSERT_EQ(ping_both(&a, &b, s), 0);
+	tpeer_close(&a);
+	tpeer_close(&b);
+	return TEST_OK;
+}
+
+struct kslot {
+	struct unio_tl_completion c;
+	int done;
+	unio_status_t st;
+};
+
+static void
+kslot_done(struct unio_tl_completion *c)
+{
+	struct kslot *k = (struct kslot *)c;
+
+	k->done++;
+	k->st = c->status;
+}
+
+/* An iface connected to itself delivers to itself; the flush of a zcopy completes. */
+UNIO_TEST(tcp_self_connect, fast)
+{
+	uint8_t body[5000];
+	uint64_t h[2] = { 0, 0 };
+	struct iovec iov = { body, sizeof(body) };
+	struct kslot z = { .c = { .func = kslot_done, .count = 1 } };
+	struct kslot f = { .c = { .func = kslot_done, .count = 1 } };
+	struct tpeer a;
+	unio_status_t st;
+
+	TEST_ASSERT_EQ(tpeer_open(&a, "lo"), 0);
+	TEST_ASSERT_EQ(tpeer_connect(&a, a.addr), 0);
+	test_fill(body, sizeof(body), 0);
+	h[1] = test_checksum(body, sizeof(body));
+	/* not connected yet: queued, completes once the kernel took it */
+	st = unio_tl_ep_am_zcopy(a.ep, T_AM_DATA, h, sizeof(h), &iov, 1, 0, &z.c);
+	TEST_ASSERT_STATUS(st, UNIO_INPROGRESS);
+	TEST_ASSERT_STATUS(unio_tl_ep_flush(a.ep, &f.c), UNIO_INPROGRESS);
+	for (int i = 0; i < 100000 && (a.rx_next == 0 || f.done == 0); i++)
+		unio_tl_iface_progress(a.iface);
+	TEST_ASSERT_EQ(a.rx_next, 1);
+	TEST_ASSERT_EQ(a.rx_bad, 0);
+	TEST_ASSERT(z.done == 1 && z.st == UNIO_OK, "zcopy done %d st %d", z.done, z.st);
+	TEST_ASSERT(f.done == 1 && f.st == UNIO_OK, "flush done %d st %d", f.done, f.st);
+	TEST_ASSERT_STATUS(unio_tl_ep_flush(a.ep, NULL), UNIO_OK);
+	tpeer_close(&a);
+	return TEST_OK;
+}
+
+/* ---- a peer killed mid-transfer ---- */
+
+static bool
+accepted_one(struct tpeer *p)
+{
+	struct unio_tl_tcp_stats s;
+
+	unio_tl_tcp_stats(p->iface, &s);
+	return s.conns_accepted > 0;
+}
+
+/* argv: write fd.  Accepts one connection, then stops reading until killed. */
+UNIO_TEST_CHILD(tcp_sink)
+{
+	char hex[2 * UNIO_TL_ADDR_MAX + 1];
+	struct tpeer p;
+	int wfd;
+
+	if (argc < 1 || tpeer_open(&p, "lo") != 0)
+		return 10;
+	wfd = atoi(argv[0]);
+	t_hex(p.addr, p.iface->attr.iface_addr_len, hex);
+	dprintf(wfd, "%s\n", hex);
+	close(wfd);
+	if (!tpeer_wait(&p, accepted_one, 10000))
+		return 11;
+	alarm(30);  /* never outlive a broken test */
+	pause();
+	return 12;
+}
+
+static pid_t
+spawn_with_addr(const char *name, const char *mode, uint8_t *addr, size_t len)
+{
+	char wfd[16], line[512], *sp;
+	int fds[2];
+	pid_t pid;
+
+	if (pipe(fds) != 0)
+		return -1;
+	snprintf(wfd, sizeof(wfd), "%d", fds[1]);
+	{
+		const char *args[] = { wfd, "lo", mode, NULL };
+
+		pid = test_spawn(name, args);
+	}
+	close(fds[1]);
+	if (pid > 0 && t_read_line(fds[0], line, sizeof(line), 10000) == 0) {
+		sp = strchr(line, ' ');
+		if (sp != NULL)
+			*sp = '\0';
+		if (t_unhex(line, addr, len) == 0) {
+			close(fds[0]);
+			return pid;
+		}
+	}
+	close(fds[0]);
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	return -1;
+}
+
+/* Fill the socket toward a non-reading peer with zcopy sends; 0 once some are pending. */
+static int
+fill_pipe(struct tpeer *p, struct kslot *ks, unsigned int n, uint8_t *buf, size_t len,
+	  unsigned int *pending)
+{
+	struct iovec iov = { buf, len };
+	uint64_t h = 0;
+
+	*pending = 0;
+	for (unsigned int i = 0; i < n; i++) {
+		unio_status_t st;
+
+		ks[i] = (struct kslot){ .c = { .func = kslot_done, .count = 1 } };
+		st = unio_tl_ep_am_zcopy(p->ep, T_AM_RAW, &h, 8, &iov, 1, 0, &ks[i].c);
+		if (st == UNIO_ERR_NO_RESOURCE) {
+			ks[i].c.func = NULL;
+			break;
+		}
+		if (st == UNIO_INPROGRESS)
+			(*pending)++;
+		else if (st != UNIO_OK)
+			return -1;
+		else
+			ks[i].done = 1;
+		unio_tl_iface_progress(p->iface);
+	}
+	return *pending > 0 ? 0 : -1;
+}
+
+static bool
+all_failed(struct tpeer *p)
+{
+	return p->ep_errors > 0;
+}
+
+UNIO_TEST(tcp_peer_killed, mp)
+{
+	static uint8_t buf[256 * 1024];
+	struct kslot ks[64];
+	struct tpeer p = { .iface = NULL };
+	unsigned int pending = 0, failed = 0;
+	uint8_t sink_addr[UNIO_TL_ADDR_MAX], srv_addr[UNIO_TL_ADDR_MAX];
+	pid_t sink, srv;
+	int r = TEST_FAIL, rs;
+
+	setenv("UNIO_TCP_SNDBUF", "64k", 1);
+	setenv("UNIO_TCP_RCVBUF", "64k", 1);
+	sink = spawn_with_addr("tcp_sink", "-", sink_addr, sizeof(struct tcp_addr));
+	unsetenv("UNIO_TCP_SNDBUF");
+	unsetenv("UNIO_TCP_RCVBUF");
+	TEST_ASSERT(sink > 0, "sink did not start");
+	srv = spawn_with_addr("tcp_server", "stream", srv_addr, sizeof(struct tcp_addr));
+	if (srv < 0 || tpeer_open(&p, "lo") != 0 || tpeer_connect(&p, sink_addr) != 0)
+		goto out;
+	if (fill_pipe(&p, ks, RTE_DIM(ks), buf, sizeof(buf) - 1024, &pending) != 0) {
+		TEST_LOG("no send stayed pending toward the stalled peer");
+		goto out;
+	}
+	kill(sink, SIGKILL);
+	waitpid(sink, NULL, 0);
+	sink = -1;
+	if (!tpeer_wait(&p, all_failed, 20000)) {
+		TEST_LOG("no ep error within 20 s of the kill");
+		goto out;
+	}
+	for (unsigned int i = 0; i < RTE_DIM(ks); i++)
+		if (ks[i].c.func != NULL && ks[i].done == 1 && ks[i].st != UNIO_OK)
+			failed++;
+	TEST_LOG("%u sends pending at the kill, %u completed with an error (%s)", pending,
+		 failed, unio_status_string(p.last_err));
+	for (unsigned int i = 0; i < RTE_DIM(ks); i++)
+		if (ks[i].c.func != NULL && ks[i].done != 1) {
+			TEST_LOG("send %u completed %d times", i, ks[i].done);
+			goto out;
+		}
+	if (failed == 0 || p.ep_errors != 1 ||
+	    unio_tl_ep_am_short(p.ep, T_AM_RAW, 0, NULL, 0) != p.last_err)
+		goto out;
+	/* the same iface keeps serving another peer */
+	unio_tl_ep_destroy(p.ep);
+	p.ep = NULL;
+	p.ep_errors = 0;
+	if (tpeer_connect(&p, srv_addr) != 0 || t_stream_send(&p, 300) != 0)
+		goto out;
+	r = TEST_OK;
+out:
+	if (sink > 0) {
+		kill(sink, SIGKILL);
+		waitpid(sink, NULL, 0);
+	}
+	tpeer_close(&p);
+	rs = srv > 0 ? test_wait(srv, 10000) : -1;
+	TEST_ASSERT(rs == 0, "the good server exited with %d", rs);
+	return r;
+}
+
+/* ---- malformed input ---- */
+
+static int
+raw_connect(const struct tcp_addr *srv)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = srv->port,
+				 .sin_addr.s_addr = srv->ipv4 };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* A HELLO from a made-up iface (distinct port per connection). */
+static size_t
+raw_hello(uint8_t *buf, const struct tcp_addr *srv, uint16_t port)
+{
+	struct tcp_addr me = *srv;
+
+	me.port = htons(port);
+	tcp_hdr_set((struct tcp_hdr *)buf, sizeof(me), TCP_F_HELLO, 0);
+	memcpy(buf + sizeof(struct tcp_hdr), &me, sizeof(me));
+	return sizeof(struct tcp_hdr) + sizeof(me);
+}
+
+/* Send @p hello_port ? HELLO : nothing, then @p len bytes of @p tail, then close. */
+static int
+raw_session(const struct tcp_addr *srv, uint16_t hello_port, const void *tail, size_t len)
+{
+	uint8_t buf[256];
+	size_t n = hello_port != 0 ? raw_hello(buf, srv, hello_port) : 0;
+	int fd = raw_connect(srv);
+
+	if (fd < 0 || n + len > sizeof(buf))
+		return -1;
+	memcpy(buf + n, tail, len);
+	if (send(fd, buf, n + len, MSG_NOSIGNAL) != (ssize_t)(n + len)) {
+		close(fd);
+		return -1;
+	}
+	shutdown(fd, SHUT_WR);
+	/* wait for the server to close its side (it reads everything first) */
+	while (recv(fd, buf, sizeof(buf), 0) > 0)
+		;
+	close(fd);
+	return 0;
+}
+
+/* argv: server address.  Five malformed connections and one well-formed frame. */
+UNIO_TEST_CHILD(tcp_fuzzer)
+{
+	static const char http[] = "GET / HTTP/1.0\r\nHost: x\r\n\r\n";
+	struct tcp_addr srv;
+	struct tcp_hdr h;
+	uint8_t fr[64];
+	int bad = 0;
+
+	if (argc < 1 || t_unhex(argv[0], &srv, sizeof(srv)) != 0)
+		return 10;
+	alarm(30);
+	bad |= raw_session(&srv, 0, http, sizeof(http));                 /* random bytes */
+	raw_hello(fr, &srv, 1);
+	bad |= raw_session(&srv, 0, fr, 5);                              /* truncated HELLO */
+	tcp_hdr_set(&h, 0x7fffffff, TCP_F_AM, 1);
+	bad |= raw_session(&srv, 2, &h, sizeof(h));                      /* length beyond limit */
+	bad |= raw_session(&srv, 3, &h, 3);                              /* truncated header */
+	tcp_hdr_set(&h, 8, TCP_F_AM, 200);
+	memcpy(fr, &h, sizeof(h));
+	memcpy(fr + sizeof(h), "rawframe", 8);
+	bad |= raw_session(&srv, 4, fr, 16);                             /* bad AM id */
+	tcp_hdr_set(&h, 8, TCP_F_AM, T_AM_RAW);
+	memcpy(fr, &h, sizeof(h));
+	bad |= raw_session(&srv, 5, fr, 16);                             /* well-formed */
+	return bad != 0 ? 11 : 0;
+}
+
+static bool
+fuzz_done(struct tpeer *p)
+{
+	struct unio_tl_tcp_stats s;
+
+	unio_tl_tcp_stats(p->iface, &s);
+	return s.malformed >= 5 && p->raw_frames >= 1 && p->done_count != UINT64_MAX;
+}
+
+UNIO_TEST(tcp_malformed_frames, mp)
+{
+	char hex[2 * UNIO_TL_ADDR_MAX + 1];
+	struct unio_tl_tcp_stats s;
+	struct tpeer p;
+	pid_t fz, cli;
+	int rc, rf, r;
+
+	TEST_ASSERT_EQ(tpeer_open(&p, "lo"), 0);
+	t_hex(p.addr, p.iface->attr.iface_addr_len, hex);
+	{
+		const char *cargs[] = { "lo", hex, "-", "stream", "2000", NULL };
+		const char *fargs[] = { hex, NULL };
+
+		cli = test_spawn("tcp_client", cargs);
+		fz = test_spawn("tcp_fuzzer", fargs);
+	}
+	/* serve both at once: the client's DONE, the fuzzer's five bad connections */
+	if (!tpeer_wait(&p, fuzz_done, 30000))
+		TEST_LOG("not everything arrived in 30 s");
+	r = t_serve(&p, 20000);
+	rc = test_wait(cli, 20000);
+	rf = test_wait(fz, 20000);
+	unio_tl_tcp_stats(p.iface, &s);
+	TEST_LOG("malformed %" PRIu64 ", raw frames %" PRIu64 ", stream %" PRIu64 " ok",
+		 s.malformed, p.raw_frames, p.rx_next);
+	tpeer_close(&p);
+	TEST_ASSERT(r == 0 && rc == 0 && rf == 0, "serve %d, client %d, fuzzer %d", r, rc, rf);
+	TEST_ASSERT_EQ(s.malformed, 5);
+	TEST_ASSERT_EQ(p.raw_frames, 1);
+	return TEST_OK;
+}

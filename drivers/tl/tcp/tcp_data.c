@@ -1,0 +1,612 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The tcp driver's data path: framing, the send paths (short and bcopy copy into the
+ * connection's tx buffer; zcopy, put and get responses go out from the caller's memory with
+ * sendmsg, queued in order behind the copied frames when the kernel is full), the receive
+ * path (reassembly of frames across any partial read into a bounded per-connection buffer,
+ * every header validated before use), and put/get served from registered regions.
+ */
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_debug.h>
+
+#include "tcp_priv.h"
+
+#define HDR_LEN sizeof(struct tcp_hdr)
+#define RMA_LEN sizeof(struct tcp_rma_hdr)
+
+/* ---- transmit ---- */
+
+bool
+tcp_conn_tx_idle(const struct tcp_conn *c)
+{
+	return c->tx_head == c->tx_tail && c->zq_head == c->zq_tail;
+}
+
+/* Complete the waiting flushes once nothing is outstanding (or with @p st on failure). */
+static void
+flush_check(struct tcp_conn *c, unio_status_t st)
+{
+	if (c->n_flush == 0 || (st == UNIO_OK && !(c->zq_head == c->zq_tail && c->n_gets == 0)))
+		return;
+	while (c->n_flush > 0)
+		unio_tl_completion_done(c->flush[--c->n_flush], st);
+}
+
+static size_t
+zc_iov(const struct tcp_zc *z, struct iovec *v)
+{
+	size_t skip = z->sent;
+	unsigned int n = 0;
+
+	if (skip < z->hdr_len) {
+		v[n++] = (struct iovec){ (void *)(uintptr_t)(z->hdr + skip), z->hdr_len - skip };
+		skip = 0;
+	} else {
+		skip -= z->hdr_len;
+	}
+	for (unsigned int i = 0; i < z->iovcnt; i++) {
+		if (skip >= z->iov[i].iov_len) {
+			skip -= z->iov[i].iov_len;
+			continue;
+		}
+		v[n++] = (struct iovec){ (uint8_t *)z->iov[i].iov_base + skip,
+					 z->iov[i].iov_len - skip };
+		skip = 0;
+	}
+	return n;
+}
+
+static void
+zc_pop(struct tcp_conn *c, unio_status_t st)
+{
+	struct tcp_zc *z = &c->zq[c->zq_head % TCP_ZQ_SIZE];
+
+	c->zq_head++;
+	if (z->comp != NULL)
+		unio_tl_completion_done(z->comp, st);
+	flush_check(c, st);
+}
+
+/* Account @p r sent bytes: copied frames up to @p end first, then the head zcopy. */
+static void
+tx_advance(struct tcp_conn *c, size_t end, size_t r)
+{
+	size_t a = RTE_MIN(r, end - c->tx_head);
+	struct tcp_zc *z;
+
+	c->tx_head += a;
+	r -= a;
+	if (c->zq_head == c->zq_tail || c->tx_head != end)
+		return;
+	z = &c->zq[c->zq_head % TCP_ZQ_SIZE];
+	z->sent += r;
+	if (z->sent == z->total)
+		zc_pop(c, UNIO_OK);
+}
+
+/* Send what is queued until done or the kernel is full.  0, or a negative status. */
+int
+tcp_conn_tx(struct tcp_conn *c)
+{
+	struct iovec v[2 + UNIO_TL_MAX_IOV];
+	struct msghdr msg = { .msg_iov = v };
+	ssize_t r;
+
+	c->tx_blocked = false;
+	for (;;) {
+		bool zq = c->zq_head != c->zq_tail;
+		size_t end = zq ? c->zq[c->zq_head % TCP_ZQ_SIZE].txpos : c->tx_tail;
+		size_t n = 0;
+
+		if (zq && end == c->tx_head && c->zq[c->zq_head % TCP_ZQ_SIZE].total == 0) {
+			zc_pop(c, UNIO_OK);  /* a flush marker reached */
+			continue;
+		}
+		if (end > c->tx_head)
+			v[n++] = (struct iovec){ c->txbuf + c->tx_head, end - c->tx_head };
+		if (zq)
+			n += zc_iov(&c->zq[c->zq_head % TCP_ZQ_SIZE], v + n);
+		if (n == 0)
+			break;
+		msg.msg_iovlen = n;
+		r = sendmsg(c->item.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				c->tx_blocked = true;
+				break;
+			}
+			return tcp_status_from_errno(errno);
+		}
+		tx_advance(c, end, (size_t)r);
+	}
+	if (tcp_conn_tx_idle(c))
+		c->tx_head = c->tx_tail = 0;
+	if (c->tx_blocked != c->out_armed)
+		tcp_conn_set_out(c, c->tx_blocked);
+	return 0;
+}
+
+/* Room for @p need bytes at the tx tail (compacting the buffer), or NULL. */
+static uint8_t *
+tx_reserve(struct tcp_conn *c, size_t need)
+{
+	size_t used = c->tx_tail - c->tx_head;
+
+	if (c->tx_tail + need <= TCP_TXBUF_SIZE)
+		return c->txbuf + c->tx_tail;
+	if (used + need > TCP_TXBUF_SIZE)
+		return NULL;
+	memmove(c->txbuf, c->txbuf + c->tx_head, used);
+	for (unsigned int i = c->zq_head; i != c->zq_tail; i++)
+		c->zq[i % TCP_ZQ_SIZE].txpos -= c->tx_head;
+	c->tx_head = 0;
+	c->tx_tail = used;
+	return c->txbuf + c->tx_tail;
+}
+
+/* After queueing: push now unless the connection is not ready or the kernel is full. */
+static unio_status_t
+tx_kick(struct tcp_conn *c)
+{
+	int r;
+
+	if (c->state != TCP_CONN_ESTABLISHED || c->tx_blocked)
+		return UNIO_OK;
+	r = tcp_conn_tx(c);
+	if (r < 0) {
+		tcp_conn_fail(c, (unio_status_t)r);
+		return (unio_status_t)r;
+	}
+	return UNIO_OK;
+}
+
+static inline unio_status_t
+conn_usable(const struct tcp_conn *c)
+{
+	return c->state == TCP_CONN_FAILED ? c->err : UNIO_OK;
+}
+
+unio_status_t
+tcp_ep_am_short(struct unio_tl_ep *ep, uint8_t id, uint64_t hdr, const void *payload,
+		size_t len)
+{
+	struct tcp_conn *c = tcp_conn_of(ep);
+	uint8_t *p;
+
+	if (unlikely(c->state == TCP_CONN_FAILED))
+		return c->err;
+	p = tx_reserve(c, HDR_LEN + sizeof(hdr) + len);
+	if (p == NULL)
+		return UNIO_ERR_NO_RESOURCE;
+	tcp_hdr_set((struct tcp_hdr *)p, (uint32_t)(sizeof(hdr) + len), TCP_F_AM, id);
+	memcpy(p + HDR_LEN, &hdr, sizeof(hdr));
+	memcpy(p + HDR_LEN + sizeof(hdr), payload, len);
+	c->tx_tail += HDR_LEN + sizeof(hdr) + len;
+	return tx_kick(c);
+}
+
+ssize_t
+tcp_ep_am_bcopy(struct unio_tl_ep *ep, uint8_t id, unio_tl_pack_cb_t pack, void *arg,
+		unsigned int flags)
+{
+	struct tcp_conn *c = tcp_conn_of(ep);
+	unio_status_t st;
+	uint8_t *p;
+	size_t len;
+
+	RTE_SET_USED(flags);
+	if (unlikely(c->state == TCP_CONN_FAILED))
+		return c->err;
+	p = tx_reserve(c, HDR_LEN + TCP_MAX_BCOPY);
+	if (p == NULL)
+		return UNIO_ERR_NO_RESOURCE;
+	len = pack(p + HDR_LEN, arg);
+	RTE_VERIFY(len <= TCP_MAX_BCOPY);
+	tcp_hdr_set((struct tcp_hdr *)p, (uint32_t)len, TCP_F_AM, id);
+	c->tx_tail += HDR_LEN + len;
+	st = tx_kick(c);
+	return st == UNIO_OK ? (ssize_t)len : st;
+}
+
+/* Queue a zero-copy frame: @p hdr (frame header and more) then @p iov. */
+static unio_status_t
+zc_send(struct tcp_conn *c, const void *hdr, size_t hdr_len, const struct iovec *iov,
+	size_t iovcnt, struct unio_tl_completion *comp)
+{
+	struct tcp_zc *z;
+	size_t total = hdr_len;
+
+	if (c->zq_tail - c->zq_head == TCP_ZQ_SIZE)
+		return UNIO_ERR_NO_RESOURCE;
+	z = &c->zq[c->zq_tail % TCP_ZQ_SIZE];
+	if (hdr_len > 0)
+		memcpy(z->hdr, hdr, hdr_len);
+	z->hdr_len = hdr_len;
+	for (size_t i = 0; i < iovcnt; i++) {
+		z->iov[i] = iov[i];
+		total += iov[i].iov_len;
+	}
+	z->iovcnt = (unsigned int)iovcnt;
+	z->txpos = c->tx_tail;
+	z->sent = 0;
+	z->total = total;
+	z->comp = NULL;
+	c->zq_tail++;
+	if (tx_kick(c) != UNIO_OK)
+		return c->err;
+	/* it was the last entry: the queue is empty when the kernel took all of it */
+	if (c->zq_head == c->zq_tail)
+		return UNIO_OK;
+	z->comp = comp;
+	return UNIO_INPROGRESS;
+}
+
+static size_t
+iov_total(const struct iovec *iov, size_t iovcnt)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < iovcnt; i++)
+		n += iov[i].iov_len;
+	return n;
+}
+
+unio_status_t
+tcp_ep_am_zcopy(struct unio_tl_ep *ep, uint8_t id, const void *hdr, size_t hdr_len,
+		const struct iovec *iov, size_t iovcnt, unsigned int flags,
+		struct unio_tl_completion *comp)
+{
+	struct tcp_conn *c = tcp_conn_of(ep);
+	uint8_t h[HDR_LEN + TCP_MAX_ZCOPY_HDR];
+
+	RTE_SET_USED(flags);
+	if (unlikely(c->state == TCP_CONN_FAILED))
+		return c->err;
+	tcp_hdr_set((struct tcp_hdr *)h, (uint32_t)(hdr_len + iov_total(iov, iovcnt)),
+		    TCP_F_AM, id);
+	memcpy(h + HDR_LEN, hdr, hdr_len);
+	return zc_send(c, h, HDR_LEN + hdr_len, iov, iovcnt, comp);
+}
+
+/* Does [addr, addr+len) lie inside the key's range? */
+static bool
+rkey_covers(const struct unio_tl_rkey *rkey, uint64_t addr, size_t len)
+{
+	return addr >= rkey->remote_base && len <= rkey->remote_len &&
+	       addr - rkey->remote_base <= rkey->remote_len - len;
+}
+
+unio_status_t
+tcp_ep_put_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size_t iovcnt,
+		 uint64_t remote_addr, const struct unio_tl_rkey *rkey,
+		 struct unio_tl_completion *comp)
+{
+	struct tcp_conn *c = tcp_conn_of(ep);
+	const struct tcp_rkey *k = rkey->priv;
+	uint8_t h[HDR_LEN + RMA_LEN];
+	struct tcp_rma_hdr *r = (struct tcp_rma_hdr *)(h + HDR_LEN);
+	size_t len = iov_total(iov, iovcnt);
+	struct tcp_get *g;
+	unio_status_t st;
+
+	if (unlikely(c->state == TCP_CONN_FAILED))
+		return c->err;
+	if (!rkey_covers(rkey, remote_addr, len) || len > TCP_MAX_RMA)
+		return UNIO_ERR_OUT_OF_RANGE;
+	g = &c->gets[c->get_seq % TCP_GETS_MAX];
+	if (g->used)
+		return UNIO_ERR_NO_RESOURCE;
+	tcp_hdr_set((struct tcp_hdr *)h, (uint32_t)(RMA_LEN + len), TCP_F_PUT, 0);
+	*r = (struct tcp_rma_hdr){ .addr = remote_addr, .length = len, .key_idx = k->key_idx,
+				   .key_gen = k->key_gen, .req_id = c->get_seq };
+	/* the local buffer is free when the kernel took it; done when the target acks */
+	st = zc_send(c, h, sizeof(h), iov, iovcnt, NULL);
+	if (UNIO_IS_ERR(st))
+		return st;
+	*g = (struct tcp_get){ .used = true, .put = true, .req_id = c->get_seq, .comp = comp };
+	c->get_seq++;
+	c->n_gets++;
+	return UNIO_INPROGRESS;
+}
+
+static unio_status_t
+send_small(struct tcp_conn *c, const void *frame, size_t len)
+{
+	uint8_t *p = tx_reserve(c, len);
+
+	if (p == NULL)
+		return UNIO_ERR_NO_RESOURCE;
+	memcpy(p, frame, len);
+	c->tx_tail += len;
+	return tx_kick(c);
+}
+
+unio_status_t
+tcp_ep_get_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size_t iovcnt,
+		 uint64_t remote_addr, const struct unio_tl_rkey *rkey,
+		 struct unio_tl_completion *comp)
+{
+	struct tcp_conn *c = tcp_conn_of(ep);
+	const struct tcp_rkey *k = rkey->priv;
+	uint8_t h[HDR_LEN + RMA_LEN];
+	struct tcp_rma_hdr *r = (struct tcp_rma_hdr *)(h + HDR_LEN);
+	size_t len = iov_total(iov, iovcnt);
+	struct tcp_get *g;
+	unio_status_t st;
+
+	if (unlikely(c->state == TCP_CONN_FAILED))
+		return c->err;
+	if (!rkey_covers(rkey, remote_addr, len) || len > TCP_MAX_RMA)
+		return UNIO_ERR_OUT_OF_RANGE;
+	g = &c->gets[c->get_seq % TCP_GETS_MAX];
+	if (g->used)
+		return UNIO_ERR_NO_RESOURCE;
+	tcp_hdr_set((struct tcp_hdr *)h, RMA_LEN, TCP_F_GET_REQ, 0);
+	*r = (struct tcp_rma_hdr){ .addr = remote_addr, .length = len, .key_idx = k->key_idx,
+				   .key_gen = k->key_gen, .req_id = c->get_seq };
+	st = send_small(c, h, sizeof(h));
+	if (st != UNIO_OK)
+		return st;
+	*g = (struct tcp_get){ .used = true, .req_id = c->get_seq, .length = len,
+			       .iovcnt = (unsigned int)iovcnt, .comp = comp };
+	memcpy(g->iov, iov, iovcnt * sizeof(*iov));
+	c->get_seq++;
+	c->n_gets++;
+	return UNIO_INPROGRESS;
+}
+
+/* Flush completes when every zcopy, put and get issued before it has completed. */
+unio_status_t
+tcp_ep_flush(struct unio_tl_ep *ep, struct unio_tl_completion *comp)
+{
+	struct tcp_conn *c = tcp_conn_of(ep);
+
+	if (c->state == TCP_CONN_FAILED)
+		return c->err;
+	if (c->zq_head == c->zq_tail && c->n_gets == 0)
+		return UNIO_OK;
+	if (comp == NULL || c->n_flush == TCP_FLUSH_MAX)
+		return UNIO_ERR_NO_RESOURCE;
+	c->flush[c->n_flush++] = comp;
+	return UNIO_INPROGRESS;
+}
+
+/* Complete every queued zcopy and outstanding get with @p st (the connection is gone). */
+void
+tcp_conn_cancel_ops(struct tcp_conn *c, unio_status_t st)
+{
+	while (c->zq_head != c->zq_tail)
+		zc_pop(c, st);
+	flush_check(c, st);
+	for (unsigned int i = 0; i < TCP_GETS_MAX && c->n_gets > 0; i++) {
+		struct tcp_get *g = &c->gets[i];
+
+		if (!g->used)
+			continue;
+		g->used = false;
+		c->n_gets--;
+		unio_tl_completion_done(g->comp, st);
+	}
+	c->tx_head = c->tx_tail = 0;
+}
+
+/* ---- receive ---- */
+
+/* The region a peer's (key, addr, len) names, or NULL when it is not inside one. */
+static const struct tcp_region *
+region_check(const struct tcp_iface *ti, const struct tcp_rma_hdr *r)
+{
+	const struct tcp_region *reg;
+
+	if (r->key_idx >= TCP_REGS_MAX)
+		return NULL;
+	reg = &ti->regs[r->key_idx];
+	if (!reg->used || reg->gen != r->key_gen || r->addr < reg->base ||
+	    r->length > reg->len || r->addr - reg->base > reg->len - r->length)
+		return NULL;
+	return reg;
+}
+
+/* Apply a put and ack it; 1 when the ack cannot be queued now (retry the frame later). */
+static int
+rx_put(struct tcp_conn *c, const uint8_t *p, size_t len)
+{
+	uint8_t h[HDR_LEN + RMA_LEN];
+	struct tcp_rma_hdr *r = (struct tcp_rma_hdr *)(h + HDR_LEN);
+	bool ok;
+
+	memcpy(r, p, RMA_LEN);
+	ok = r->length == len - RMA_LEN && region_check(c->iface, r) != NULL;
+	if (tx_reserve(c, sizeof(h)) == NULL)
+		return 1;
+	if (ok)
+		memcpy((void *)(uintptr_t)r->addr, p + RMA_LEN, r->length);
+	r->status = ok ? UNIO_OK : UNIO_ERR_OUT_OF_RANGE;
+	r->length = 0;
+	tcp_hdr_set((struct tcp_hdr *)h, RMA_LEN, TCP_F_PUT_ACK, 0);
+	send_small(c, h, sizeof(h));
+	return 0;
+}
+
+/* Answer a get; 1 when the answer cannot be queued now (retry the frame later). */
+static int
+rx_get_req(struct tcp_conn *c, const uint8_t *p)
+{
+	uint8_t h[HDR_LEN + RMA_LEN];
+	struct tcp_rma_hdr *r = (struct tcp_rma_hdr *)(h + HDR_LEN);
+	struct iovec iov;
+	bool ok;
+
+	memcpy(r, p, RMA_LEN);
+	ok = r->length <= TCP_MAX_RMA && region_check(c->iface, r) != NULL;
+	r->status = ok ? UNIO_OK : UNIO_ERR_OUT_OF_RANGE;
+	if (!ok)
+		r->length = 0;
+	tcp_hdr_set((struct tcp_hdr *)h, (uint32_t)(RMA_LEN + r->length), TCP_F_GET_RESP, 0);
+	iov = (struct iovec){ (void *)(uintptr_t)r->addr, r->length };
+	return zc_send(c, h, sizeof(h), &iov, ok ? 1 : 0, NULL) == UNIO_ERR_NO_RESOURCE;
+}
+
+static void
+scatter(const struct iovec *iov, unsigned int iovcnt, const uint8_t *src)
+{
+	for (unsigned int i = 0; i < iovcnt; i++) {
+		memcpy(iov[i].iov_base, src, iov[i].iov_len);
+		src += iov[i].iov_len;
+	}
+}
+
+static int
+rx_answer(struct tcp_conn *c, uint8_t type, const uint8_t *p, size_t len)
+{
+	struct tcp_rma_hdr r;
+	struct tcp_get *g;
+	unio_status_t st;
+
+	memcpy(&r, p, RMA_LEN);
+	g = &c->gets[r.req_id % TCP_GETS_MAX];
+	st = r.status == UNIO_OK ? UNIO_OK : UNIO_ERR_OUT_OF_RANGE;
+	if (!g->used || g->req_id != r.req_id || g->put != (type == TCP_F_PUT_ACK) ||
+	    r.length != len - RMA_LEN || (st == UNIO_OK && !g->put && r.length != g->length)) {
+		tcp_conn_malformed(c, "answer to no outstanding put or get");
+		return -1;
+	}
+	if (st == UNIO_OK && !g->put)
+		scatter(g->iov, g->iovcnt, p + RMA_LEN);
+	g->used = false;
+	c->n_gets--;
+	unio_tl_completion_done(g->comp, st);
+	flush_check(c, UNIO_OK);
+	return 0;
+}
+
+/* Is this header acceptable: magic, type, and a length within the type's bound? */
+static bool
+hdr_valid(const struct tcp_hdr *h, size_t len)
+{
+	if (rte_le_to_cpu_16(h->magic) != TCP_MAGIC)
+		return false;
+	switch (h->type) {
+	case TCP_F_AM:
+		return h->id < UNIO_TL_AM_ID_MAX && len <= TCP_MAX_ZCOPY + 8;
+	case TCP_F_PUT:
+		return len >= RMA_LEN && len <= RMA_LEN + TCP_MAX_RMA;
+	case TCP_F_GET_REQ:
+	case TCP_F_PUT_ACK:
+		return len == RMA_LEN;
+	case TCP_F_GET_RESP:
+		return len >= RMA_LEN && len <= RMA_LEN + TCP_MAX_RMA;
+	case TCP_F_ACK:
+	case TCP_F_NAK:
+		return len == 0;
+	default:
+		return false;
+	}
+}
+
+/* Handle one complete frame: 0 done, 1 retry later, -1 the connection was closed. */
+static int
+rx_frame(struct tcp_conn *c, const struct tcp_hdr *h, const uint8_t *p, size_t len)
+{
+	struct unio_tl_iface *iface = &c->iface->super;
+	bool control = h->type == TCP_F_ACK || h->type == TCP_F_NAK;
+
+	if (control != (c->state == TCP_CONN_HELLO_SENT)) {
+		tcp_conn_malformed(c, control ? "unexpected ACK/NAK" : "data before ACK");
+		return -1;
+	}
+	switch (h->type) {
+	case TCP_F_AM:
+		unio_tl_iface_invoke_am(iface, h->id, p, len, 0);
+		return 0;
+	case TCP_F_PUT:
+		return rx_put(c, p, len);
+	case TCP_F_GET_REQ:
+		return rx_get_req(c, p);
+	case TCP_F_GET_RESP:
+	case TCP_F_PUT_ACK:
+		return rx_answer(c, h->type, p, len);
+	default:
+		tcp_conn_got_ack(c, h->type == TCP_F_ACK);
+		return c->state == TCP_CONN_ESTABLISHED ? 0 : -1;
+	}
+}
+
+/* Deliver every complete frame in the rx buffer; keep a partial one.  -1: closed. */
+static int
+rx_parse(struct tcp_conn *c, unsigned int *n)
+{
+	size_t off = 0;
+	int r = 0;
+
+	while (c->rx_len - off >= HDR_LEN) {
+		struct tcp_hdr h;
+		size_t len;
+
+		memcpy(&h, c->rxbuf + off, HDR_LEN);
+		len = rte_le_to_cpu_32(h.len);
+		if (!hdr_valid(&h, len)) {
+			tcp_conn_malformed(c, "bad frame header");
+			return -1;
+		}
+		if (c->rx_len - off < HDR_LEN + len)
+			break;
+		r = rx_frame(c, &h, c->rxbuf + off + HDR_LEN, len);
+		if (r == 0 && c->state == TCP_CONN_FAILED)
+			r = -1;
+		if (r != 0)
+			break;
+		off += HDR_LEN + len;
+		(*n)++;
+	}
+	if (r < 0)
+		return -1;
+	c->rx_stalled = r > 0;
+	if (off > 0) {
+		memmove(c->rxbuf, c->rxbuf + off, c->rx_len - off);
+		c->rx_len -= off;
+	}
+	return r;
+}
+
+/* Read what the socket has and deliver it; returns the frames delivered. */
+unsigned int
+tcp_conn_rx(struct tcp_conn *c)
+{
+	unsigned int n = 0;
+	ssize_t r;
+
+	if (c->state != TCP_CONN_ESTABLISHED && c->state != TCP_CONN_HELLO_SENT)
+		return 0;
+	if (c->rx_stalled) {  /* a get waiting for tx room: retry it first */
+		c->rx_stalled = false;
+		if (rx_parse(c, &n) != 0)
+			return n;
+	}
+	r = recv(c->item.fd, c->rxbuf + c->rx_len, TCP_RXBUF_SIZE - c->rx_len, MSG_DONTWAIT);
+	if (r > 0) {
+		c->rx_len += (size_t)r;
+		rx_parse(c, &n);
+		return n;
+	}
+	if (r == 0) {
+		if (c->rx_len > 0) {
+			tcp_conn_malformed(c, "truncated frame before EOF");
+		} else {
+			c->eof = true;
+			tcp_conn_fail(c, UNIO_ERR_CONNECTION_RESET);
+		}
+		return 1;
+	}
+	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+		return 0;
+	tcp_conn_fail(c, tcp_status_from_errno(errno));
+	return 1;
+}

@@ -1,0 +1,1040 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The tcp driver's control path: devices (kernel interfaces that are up, running and have
+ * an IPv4 address, filtered by UNIO_NET_DEVICES), iface addresses and reachability,
+ * connections (non-blocking connect, HELLO / ACK / NAK, simultaneous connect resolved by
+ * address order), failure handling, progress, event fd, memory registration and rkeys.
+ */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_log.h>
+
+#include "tcp_priv.h"
+
+RTE_LOG_REGISTER(unio_logtype_tcp, unio.drv.tcp, WARNING);
+
+static const struct unio_tl_iface_ctl_ops tcp_ctl_ops;
+static const struct unio_tl_driver tcp_driver;
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+unio_status_t
+tcp_status_from_errno(int err)
+{
+	switch (err) {
+	case ETIMEDOUT:
+		return UNIO_ERR_TIMED_OUT;
+	case ECONNREFUSED:
+	case EHOSTUNREACH:
+	case ENETUNREACH:
+		return UNIO_ERR_UNREACHABLE;
+	case ECONNRESET:
+	case EPIPE:
+	case ECONNABORTED:
+		return UNIO_ERR_CONNECTION_RESET;
+	default:
+		return UNIO_ERR_IO;
+	}
+}
+
+/* ---- devices ---- */
+
+static bool
+ifa_usable(const struct ifaddrs *ifa, const struct unio_config *config)
+{
+	return ifa->ifa_addr != NULL && ifa->ifa_addr->sa_family == AF_INET &&
+	       (ifa->ifa_flags & IFF_UP) && (ifa->ifa_flags & IFF_RUNNING) &&
+	       unio_cfg_list_allows(&config->net_devices, ifa->ifa_name);
+}
+
+static int
+prefix_len(const struct sockaddr *mask)
+{
+	return mask == NULL ? 0 :
+	       __builtin_popcount(((const struct sockaddr_in *)mask)->sin_addr.s_addr);
+}
+
+static unio_status_t
+tcp_query_devices(const struct unio_config *config, struct unio_tl_device_info *devs,
+		  unsigned int *n_devs, char *reason, size_t reason_len)
+{
+	struct ifaddrs *ifas, *ifa;
+	unsigned int n = 0;
+
+	if (getifaddrs(&ifas) != 0) {
+		snprintf(reason, reason_len, "getifaddrs: %s", strerror(errno));
+		*n_devs = 0;
+		return UNIO_OK;
+	}
+	for (ifa = ifas; ifa != NULL && n < UNIO_TL_MAX_DEVICES; ifa = ifa->ifa_next) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)ifa->ifa_addr;
+		bool lo;
+		char ip[INET_ADDRSTRLEN];
+
+		if (!ifa_usable(ifa, config))
+			continue;
+		lo = (ifa->ifa_flags & IFF_LOOPBACK) != 0;
+		inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip));
+		snprintf(devs[n].name, sizeof(devs[n].name), "%s", ifa->ifa_name);
+		devs[n].reach = lo ? UNIO_TL_REACH_HOST : UNIO_TL_REACH_NET;
+		snprintf(devs[n].detail, sizeof(devs[n].detail), "ipv4 %s/%d%s", ip,
+			 prefix_len(ifa->ifa_netmask), lo ? ", same host and netns only" : "");
+		n++;
+	}
+	freeifaddrs(ifas);
+	if (n == 0)
+		snprintf(reason, reason_len,
+			 "no interface is up with an IPv4 address and allowed by UNIO_NET_DEVICES");
+	*n_devs = n;
+	return UNIO_OK;
+}
+
+/* The IPv4 address of interface @p name; loopback flag in @p lo. */
+static unio_status_t
+device_ipv4(const struct unio_config *config, const char *name, uint32_t *ip, bool *lo)
+{
+	struct ifaddrs *ifas, *ifa;
+	unio_status_t st = UNIO_ERR_NO_DEVICE;
+
+	if (getifaddrs(&ifas) != 0)
+		return UNIO_ERR_IO;
+	for (ifa = ifas; ifa != NULL; ifa = ifa->ifa_next) {
+		if (strcmp(ifa->ifa_name, name) != 0 || !ifa_usable(ifa, config))
+			continue;
+		*ip = ((const struct sockaddr_in *)ifa->ifa_addr)->sin_addr.s_addr;
+		*lo = (ifa->ifa_flags & IFF_LOOPBACK) != 0;
+		st = UNIO_OK;
+		break;
+	}
+	freeifaddrs(ifas);
+	return st;
+}
+
+/* ---- host identity: boot id + network namespace ---- */
+
+static int
+hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	return -1;
+}
+
+static void
+host_identity(struct tcp_addr *a)
+{
+	char line[64];
+	struct stat st;
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	unsigned int n = 0;
+
+	if (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		for (const char *p = line; *p != '\0' && n < 32; p++)
+			if (hexval(*p) >= 0) {
+				a->boot_id[n / 2] = (uint8_t)(a->boot_id[n / 2] << 4 | hexval(*p));
+				n++;
+			}
+	if (f != NULL)
+		fclose(f);
+	if (stat("/proc/self/ns/net", &st) == 0)
+		a->netns_ino = st.st_ino;
+}
+
+static bool
+same_host_ns(const struct tcp_addr *a, const struct tcp_addr *b)
+{
+	return a->netns_ino == b->netns_ino && memcmp(a->boot_id, b->boot_id, 16) == 0;
+}
+
+static bool
+addr_valid(const struct tcp_addr *a)
+{
+	return a->magic == TCP_ADDR_MAGIC && a->version == TCP_WIRE_VERSION && a->ipv4 != 0 &&
+	       a->port != 0 && a->reserved == 0;
+}
+
+static bool
+ipv4_is_loopback(uint32_t ip_be)
+{
+	return (ntohl(ip_be) >> 24) == 127;
+}
+
+/* Would the kernel send to @p a from this iface's address?  (route lookup via UDP) */
+static bool
+route_leaves_here(const struct tcp_iface *ti, const struct tcp_addr *a)
+{
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = a->port,
+				   .sin_addr.s_addr = a->ipv4 };
+	struct sockaddr_in src;
+	socklen_t sl = sizeof(src);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = connect(fd, (struct sockaddr *)&dst, sizeof(dst)) == 0 &&
+	     getsockname(fd, (struct sockaddr *)&src, &sl) == 0 &&
+	     src.sin_addr.s_addr == ti->addr.ipv4;
+	close(fd);
+	return ok;
+}
+
+static bool
+tcp_iface_is_reachable(struct unio_tl_iface *iface, const void *addr, size_t len)
+{
+	struct tcp_iface *ti = tcp_iface_of(iface);
+	struct tcp_addr a;
+
+	if (len != sizeof(a))
+		return false;
+	memcpy(&a, addr, sizeof(a));
+	if (!addr_valid(&a))
+		return false;
+	if (ti->loopback || ipv4_is_loopback(a.ipv4))
+		return ti->loopback && same_host_ns(&ti->addr, &a);
+	return route_leaves_here(ti, &a);
+}
+
+/* ---- epoll registration ---- */
+
+static int
+epoll_set(struct tcp_iface *ti, struct tcp_item *it, int op, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = it };
+
+	return epoll_ctl(ti->epfd, op, it->fd, &ev);
+}
+
+void
+tcp_conn_set_out(struct tcp_conn *c, bool want)
+{
+	if (c->item.fd < 0)
+		return;
+	epoll_set(c->iface, &c->item, EPOLL_CTL_MOD, EPOLLIN | (want ? EPOLLOUT : 0));
+	c->out_armed = want;
+}
+
+static void
+item_close(struct tcp_iface *ti, struct tcp_item *it)
+{
+	if (it->fd < 0)
+		return;
+	epoll_ctl(ti->epfd, EPOLL_CTL_DEL, it->fd, NULL);
+	close(it->fd);
+	it->fd = -1;
+}
+
+/* ---- sockets ---- */
+
+static void
+sock_tune(const struct tcp_iface *ti, int fd)
+{
+	const struct unio_config *cfg = ti->config;
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (cfg->tcp_sndbuf != UNIO_SIZE_AUTO && cfg->tcp_sndbuf <= INT32_MAX) {
+		int v = (int)cfg->tcp_sndbuf;
+
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+	}
+	if (cfg->tcp_rcvbuf != UNIO_SIZE_AUTO && cfg->tcp_rcvbuf <= INT32_MAX) {
+		/* below ~16 KiB the kernel's window can stay under the loopback MSS: stalls */
+		int v = (int)RTE_MAX(cfg->tcp_rcvbuf, (size_t)TCP_MIN_RCVBUF);
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
+	}
+	if (cfg->tcp_keepalive_ns != 0 && cfg->tcp_keepalive_ns != UNIO_TIME_INF) {
+		int idle = (int)RTE_MAX(cfg->tcp_keepalive_ns / 1000000000ull, 1ull);
+		int intvl = 1, cnt = 3;
+
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	}
+	if (cfg->peer_timeout_ns != UNIO_TIME_INF && cfg->peer_timeout_ns / 1000000 <= INT32_MAX) {
+		unsigned int ms = (unsigned int)(cfg->peer_timeout_ns / 1000000);
+
+		setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
+	}
+}
+
+static uint64_t
+deadline(const struct tcp_iface *ti)
+{
+	uint64_t t = ti->config->peer_timeout_ns;
+
+	return t == UNIO_TIME_INF ? UINT64_MAX : now_ns() + t;
+}
+
+/* ---- connections ---- */
+
+static struct tcp_conn *
+conn_new(struct tcp_iface *ti, const struct tcp_addr *peer)
+{
+	struct tcp_conn *c = calloc(1, sizeof(*c));
+
+	if (c == NULL)
+		return NULL;
+	c->txbuf = malloc(TCP_TXBUF_SIZE);
+	c->rxbuf = malloc(TCP_RXBUF_SIZE);
+	c->zq = calloc(TCP_ZQ_SIZE, sizeof(*c->zq));
+	c->gets = calloc(TCP_GETS_MAX, sizeof(*c->gets));
+	if (c->txbuf == NULL || c->rxbuf == NULL || c->zq == NULL || c->gets == NULL) {
+		free(c->txbuf), free(c->rxbuf), free(c->zq), free(c->gets), free(c);
+		return NULL;
+	}
+	c->item = (struct tcp_item){ TCP_ITEM_CONN, -1 };
+	c->iface = ti;
+	c->peer = *peer;
+	c->err = UNIO_OK;
+	c->state = TCP_CONN_CONNECTING;  /* "not established yet" until connect or adopt */
+	ti->n_slow++;
+	TAILQ_INSERT_TAIL(&ti->conns, c, next);
+	ti->stats.open_conns++;
+	return c;
+}
+
+static void
+conn_free(struct tcp_conn *c)
+{
+	struct tcp_iface *ti = c->iface;
+
+	item_close(ti, &c->item);
+	if (c->state != TCP_CONN_FAILED)
+		ti->stats.open_conns--;
+	if (c->state < TCP_CONN_ESTABLISHED)
+		ti->n_slow--;
+	TAILQ_REMOVE(&ti->conns, c, next);
+	free(c->txbuf), free(c->rxbuf), free(c->zq), free(c->gets), free(c);
+}
+
+static void
+conn_set_state(struct tcp_conn *c, enum tcp_conn_state s)
+{
+	bool was_slow = c->state < TCP_CONN_ESTABLISHED, slow = s < TCP_CONN_ESTABLISHED;
+
+	c->iface->n_slow += (unsigned int)slow - (unsigned int)was_slow;
+	c->state = s;
+}
+
+static struct tcp_conn *
+conn_find(struct tcp_iface *ti, const struct tcp_addr *peer)
+{
+	struct tcp_conn *c;
+
+	TAILQ_FOREACH(c, &ti->conns, next)
+		if (!c->anon && !c->dead && c->state != TCP_CONN_FAILED &&
+		    memcmp(&c->peer, peer, sizeof(*peer)) == 0)
+			return c;
+	return NULL;
+}
+
+static const char *
+peer_str(const struct tcp_addr *a, char *buf, size_t len)
+{
+	char ip[INET_ADDRSTRLEN];
+
+	inet_ntop(AF_INET, &a->ipv4, ip, sizeof(ip));
+	snprintf(buf, len, "%s:%u", ip, ntohs(a->port));
+	return buf;
+}
+
+void
+tcp_conn_fail(struct tcp_conn *c, unio_status_t st)
+{
+	struct tcp_iface *ti = c->iface;
+	char p[32];
+
+	if (c->state == TCP_CONN_FAILED)
+		return;
+	if (c->eps != NULL && c->eof)
+		TCP_LOG(INFO, "%s: %s closed the connection", ti->super.dev_name,
+			peer_str(&c->peer, p, sizeof(p)));
+	else if (c->eps != NULL)
+		TCP_LOG(ERR, "%s: connection to %s failed: %s", ti->super.dev_name,
+			peer_str(&c->peer, p, sizeof(p)), unio_status_string(st));
+	item_close(ti, &c->item);
+	conn_set_state(c, TCP_CONN_FAILED);
+	c->err = st;
+	ti->stats.conns_failed++;
+	ti->stats.open_conns--;
+	tcp_conn_cancel_ops(c, st);
+	if (c->eps == NULL)
+		c->dead = true;
+	else
+		c->notify = true;  /* err_cb from the next progress, never from inside a send */
+}
+
+/* Tell the owners of failed connections' eps; they may destroy the eps in the callback. */
+static void
+notify(struct tcp_iface *ti)
+{
+	struct tcp_conn *c;
+
+	TAILQ_FOREACH(c, &ti->conns, next) {
+		struct tcp_ep *e, *next;
+
+		if (!c->notify)
+			continue;
+		c->notify = false;
+		for (e = c->eps; e != NULL; e = next) {
+			next = e->next;
+			if (ti->super.err_cb != NULL)
+				ti->super.err_cb(ti->super.err_arg, &e->super, c->err);
+		}
+	}
+}
+
+void
+tcp_conn_malformed(struct tcp_conn *c, const char *what)
+{
+	char p[32];
+
+	TCP_LOG(ERR, "%s: closing the connection from %s: %s", c->iface->super.dev_name,
+		peer_str(&c->peer, p, sizeof(p)), what);
+	c->iface->stats.malformed++;
+	tcp_conn_fail(c, UNIO_ERR_PROTO);
+}
+
+static int
+send_ctl(int fd, uint8_t type, const void *payload, uint32_t len)
+{
+	uint8_t buf[sizeof(struct tcp_hdr) + sizeof(struct tcp_addr)];
+
+	tcp_hdr_set((struct tcp_hdr *)buf, len, type, 0);
+	memcpy(buf + sizeof(struct tcp_hdr), payload, len);
+	/* the first bytes on a fresh socket: the kernel always takes them whole */
+	return send(fd, buf, sizeof(struct tcp_hdr) + len, MSG_NOSIGNAL | MSG_DONTWAIT) ==
+	       (ssize_t)(sizeof(struct tcp_hdr) + len) ? 0 : -1;
+}
+
+void
+tcp_conn_got_ack(struct tcp_conn *c, bool ack)
+{
+	struct tcp_iface *ti = c->iface;
+
+	if (!ack) {  /* the peer keeps its own connection: wait for its HELLO */
+		item_close(ti, &c->item);
+		c->rx_len = 0;
+		conn_set_state(c, TCP_CONN_WAIT_PEER);
+		c->deadline_ns = deadline(ti);
+		return;
+	}
+	conn_set_state(c, TCP_CONN_ESTABLISHED);
+	ti->stats.conns_connected++;
+	if (tcp_conn_tx(c) < 0)
+		tcp_conn_fail(c, UNIO_ERR_CONNECTION_RESET);
+}
+
+static unio_status_t
+conn_connect(struct tcp_conn *c)
+{
+	struct tcp_iface *ti = c->iface;
+	struct sockaddr_in src = { .sin_family = AF_INET, .sin_addr.s_addr = ti->addr.ipv4 };
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = c->peer.port,
+				   .sin_addr.s_addr = c->peer.ipv4 };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return UNIO_ERR_IO;
+	sock_tune(ti, fd);
+	if (bind(fd, (struct sockaddr *)&src, sizeof(src)) != 0 ||
+	    (connect(fd, (struct sockaddr *)&dst, sizeof(dst)) != 0 && errno != EINPROGRESS)) {
+		TCP_LOG(ERR, "%s: connect: %s", ti->super.dev_name, strerror(errno));
+		close(fd);
+		return UNIO_ERR_UNREACHABLE;
+	}
+	c->item.fd = fd;
+	c->deadline_ns = deadline(ti);
+	conn_set_state(c, TCP_CONN_CONNECTING);
+	epoll_set(ti, &c->item, EPOLL_CTL_ADD, EPOLLIN | EPOLLOUT);
+	c->out_armed = true;
+	return UNIO_OK;
+}
+
+/* connect() finished: send HELLO, wait for ACK. */
+static void
+conn_connected(struct tcp_conn *c)
+{
+	int err = 0;
+	socklen_t l = sizeof(err);
+
+	getsockopt(c->item.fd, SOL_SOCKET, SO_ERROR, &err, &l);
+	if (err == 0 && send_ctl(c->item.fd, TCP_F_HELLO, &c->iface->addr,
+				 sizeof(c->iface->addr)) != 0)
+		err = errno != 0 ? errno : EIO;
+	if (err != 0) {
+		tcp_conn_fail(c, tcp_status_from_errno(err));
+		return;
+	}
+	conn_set_state(c, TCP_CONN_HELLO_SENT);
+	tcp_conn_set_out(c, false);
+}
+
+/* Attach accepted socket @p fd (its HELLO done) to connection @p c and ACK it. */
+static void
+conn_adopt(struct tcp_conn *c, int fd)
+{
+	struct tcp_iface *ti = c->iface;
+
+	item_close(ti, &c->item);
+	c->item.fd = fd;
+	c->rx_len = 0;
+	c->out_armed = false;
+	c->tx_blocked = false;
+	epoll_set(ti, &c->item, EPOLL_CTL_ADD, EPOLLIN);
+	conn_set_state(c, TCP_CONN_ESTABLISHED);
+	ti->stats.conns_accepted++;
+	if (send_ctl(fd, TCP_F_ACK, NULL, 0) != 0 || tcp_conn_tx(c) < 0)
+		tcp_conn_fail(c, UNIO_ERR_CONNECTION_RESET);
+}
+
+/* ---- accepting ---- */
+
+static void
+pending_close(struct tcp_iface *ti, unsigned int i)
+{
+	item_close(ti, &ti->pending[i]->item);
+	free(ti->pending[i]);
+	ti->pending[i] = NULL;
+}
+
+static void
+do_accept(struct tcp_iface *ti)
+{
+	int fd;
+
+	while ((fd = accept4(ti->listen.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		struct tcp_pending *p = NULL;
+		unsigned int i;
+
+		for (i = 0; i < TCP_PENDING_MAX && ti->pending[i] != NULL; i++)
+			;
+		if (i < TCP_PENDING_MAX)
+			p = calloc(1, sizeof(*p));
+		if (p == NULL) {
+			TCP_LOG(WARNING, "%s: too many connections awaiting HELLO: refused one",
+				ti->super.dev_name);
+			close(fd);
+			continue;
+		}
+		sock_tune(ti, fd);
+		p->item = (struct tcp_item){ TCP_ITEM_PENDING, fd };
+		p->deadline_ns = deadline(ti);
+		ti->pending[i] = p;
+		epoll_set(ti, &p->item, EPOLL_CTL_ADD, EPOLLIN);
+	}
+}
+
+/* A complete, valid HELLO from @p peer on pending socket @p fd: attach or refuse it. */
+static void
+hello_attach(struct tcp_iface *ti, int fd, const struct tcp_addr *peer)
+{
+	bool self = memcmp(peer, &ti->addr, sizeof(*peer)) == 0;
+	struct tcp_conn *c = self ? NULL : conn_find(ti, peer);
+
+	if (c != NULL && (c->state == TCP_CONN_ESTABLISHED ||
+			  memcmp(&ti->addr, peer, sizeof(*peer)) < 0)) {
+		/* established already, or our own outgoing connection wins */
+		send_ctl(fd, TCP_F_NAK, NULL, 0);
+		close(fd);
+		ti->stats.conns_rejected++;
+		return;
+	}
+	if (c == NULL) {
+		c = conn_new(ti, peer);
+		if (c == NULL) {
+			close(fd);
+			return;
+		}
+		c->anon = self;
+	}
+	conn_adopt(c, fd);
+}
+
+static void
+pending_rx(struct tcp_iface *ti, unsigned int i)
+{
+	struct tcp_pending *p = ti->pending[i];
+	struct tcp_hdr h;
+	struct tcp_addr a;
+	ssize_t r = recv(p->item.fd, p->buf + p->got, sizeof(p->buf) - p->got, MSG_DONTWAIT);
+
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r <= 0) {
+		if (r == 0 && p->got > 0) {
+			TCP_LOG(ERR, "%s: incoming connection closed inside its HELLO",
+				ti->super.dev_name);
+			ti->stats.malformed++;
+		}
+		pending_close(ti, i);
+		return;
+	}
+	p->got += (size_t)r;
+	memcpy(&h, p->buf, RTE_MIN(p->got, sizeof(h)));
+	if (p->got >= sizeof(h) && (rte_le_to_cpu_16(h.magic) != TCP_MAGIC ||
+				    h.type != TCP_F_HELLO ||
+				    rte_le_to_cpu_32(h.len) != sizeof(a))) {
+		TCP_LOG(ERR, "%s: closing an incoming connection: bad HELLO",
+			ti->super.dev_name);
+		ti->stats.malformed++;
+		pending_close(ti, i);
+		return;
+	}
+	if (p->got < sizeof(p->buf))
+		return;
+	memcpy(&a, p->buf + sizeof(h), sizeof(a));
+	if (!addr_valid(&a)) {
+		TCP_LOG(ERR, "%s: closing an incoming connection: bad address in HELLO (version "
+			"%u, want %u)", ti->super.dev_name, a.version, TCP_WIRE_VERSION);
+		ti->stats.malformed++;
+		pending_close(ti, i);
+		return;
+	}
+	epoll_ctl(ti->epfd, EPOLL_CTL_DEL, p->item.fd, NULL);
+	hello_attach(ti, p->item.fd, &a);
+	free(p);
+	ti->pending[i] = NULL;
+}
+
+/* ---- progress ---- */
+
+static void
+conn_event(struct tcp_conn *c, uint32_t events, unsigned int *n)
+{
+	if (c->state == TCP_CONN_CONNECTING) {
+		if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+			conn_connected(c);
+		return;
+	}
+	if ((events & EPOLLOUT) && c->state == TCP_CONN_ESTABLISHED) {
+		int r = tcp_conn_tx(c);
+
+		if (r < 0) {
+			tcp_conn_fail(c, (unio_status_t)r);
+			return;
+		}
+	}
+	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP) || c->rx_stalled)
+		*n += tcp_conn_rx(c);
+}
+
+static unsigned int
+poll_events(struct tcp_iface *ti)
+{
+	struct epoll_event ev[32];
+	unsigned int n = 0;
+	int k = epoll_wait(ti->epfd, ev, 32, 0);
+
+	for (int i = 0; i < k; i++) {
+		struct tcp_item *it = ev[i].data.ptr;
+
+		if (it->kind == TCP_ITEM_LISTEN) {
+			do_accept(ti);
+		} else if (it->kind == TCP_ITEM_PENDING) {
+			for (unsigned int j = 0; j < TCP_PENDING_MAX; j++)
+				if (ti->pending[j] == (struct tcp_pending *)it) {
+					pending_rx(ti, j);
+					break;
+				}
+		} else {
+			struct tcp_conn *c = (struct tcp_conn *)it;
+
+			if (!c->dead && c->item.fd >= 0)
+				conn_event(c, ev[i].events, &n);
+		}
+	}
+	return n;
+}
+
+/* Timeouts of connections not yet established and of silent accepted sockets. */
+static void
+check_timers(struct tcp_iface *ti)
+{
+	uint64_t now = now_ns();
+	struct tcp_conn *c;
+
+	TAILQ_FOREACH(c, &ti->conns, next)
+		if (c->state < TCP_CONN_ESTABLISHED && now > c->deadline_ns)
+			tcp_conn_fail(c, UNIO_ERR_TIMED_OUT);
+	for (unsigned int i = 0; i < TCP_PENDING_MAX; i++)
+		if (ti->pending[i] != NULL && now > ti->pending[i]->deadline_ns)
+			pending_close(ti, i);
+}
+
+static void
+reap(struct tcp_iface *ti)
+{
+	struct tcp_conn *c, *tmp;
+
+	for (c = TAILQ_FIRST(&ti->conns); c != NULL; c = tmp) {
+		tmp = TAILQ_NEXT(c, next);
+		if (c->dead)
+			conn_free(c);
+	}
+}
+
+static unsigned int
+tcp_iface_progress(struct unio_tl_iface *iface)
+{
+	struct tcp_iface *ti = tcp_iface_of(iface);
+	unsigned int n = 0;
+	struct tcp_conn *c;
+
+	if (ti->poll_mode == UNIO_TCP_POLL_BUSY) {
+		TAILQ_FOREACH(c, &ti->conns, next) {
+			if (c->state != TCP_CONN_ESTABLISHED)
+				continue;
+			if (c->tx_blocked)
+				conn_event(c, EPOLLOUT, &n);
+			n += tcp_conn_rx(c);
+		}
+		if (ti->n_slow == 0 && ++ti->tick % TCP_BUSY_EPOLL_EVERY != 0)
+			return n;
+	}
+	n += poll_events(ti);
+	if (ti->n_slow > 0 || ++ti->tick % 1024 == 0)
+		check_timers(ti);
+	notify(ti);
+	reap(ti);
+	return n;
+}
+
+/* ---- iface ---- */
+
+static unio_status_t
+listen_open(struct tcp_iface *ti)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = ti->addr.ipv4 };
+	socklen_t l = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return UNIO_ERR_IO;
+	ti->listen = (struct tcp_item){ TCP_ITEM_LISTEN, fd };
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(fd, 128) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &l) != 0) {
+		TCP_LOG(ERR, "%s: listen: %s", ti->super.dev_name, strerror(errno));
+		return UNIO_ERR_IO;
+	}
+	ti->addr.port = a.sin_port;
+	return epoll_set(ti, &ti->listen, EPOLL_CTL_ADD, EPOLLIN) == 0 ? UNIO_OK : UNIO_ERR_IO;
+}
+
+static void
+tcp_iface_close(struct unio_tl_iface *iface)
+{
+	struct tcp_iface *ti = tcp_iface_of(iface);
+	struct tcp_conn *c;
+
+	while ((c = TAILQ_FIRST(&ti->conns)) != NULL)
+		conn_free(c);
+	for (unsigned int i = 0; i < TCP_PENDING_MAX; i++)
+		if (ti->pending[i] != NULL)
+			pending_close(ti, i);
+	item_close(ti, &ti->listen);
+	if (ti->epfd >= 0)
+		close(ti->epfd);
+	free(ti);
+}
+
+static const struct unio_tl_ops tcp_ops = {
+	.ep_am_short = tcp_ep_am_short,
+	.ep_am_bcopy = tcp_ep_am_bcopy,
+	.ep_am_zcopy = tcp_ep_am_zcopy,
+	.ep_put_zcopy = tcp_ep_put_zcopy,
+	.ep_get_zcopy = tcp_ep_get_zcopy,
+	.ep_flush = tcp_ep_flush,
+	.iface_progress = tcp_iface_progress,
+};
+
+static unio_status_t
+tcp_iface_open(const struct unio_tl_iface_params *params, struct unio_tl_iface **iface_p)
+{
+	struct tcp_iface *ti = calloc(1, sizeof(*ti));
+	char ip[INET_ADDRSTRLEN];
+	unio_status_t st;
+
+	if (ti == NULL)
+		return UNIO_ERR_NO_MEMORY;
+	ti->super.ops = tcp_ops;
+	ti->super.ctl = &tcp_ctl_ops;
+	snprintf(ti->super.dev_name, sizeof(ti->super.dev_name), "%s", params->dev_name);
+	ti->config = params->config;
+	ti->poll_mode = params->config->tcp_poll_mode;
+	ti->listen.fd = -1;
+	TAILQ_INIT(&ti->conns);
+	ti->addr = (struct tcp_addr){ .magic = TCP_ADDR_MAGIC, .version = TCP_WIRE_VERSION };
+	host_identity(&ti->addr);
+	ti->epfd = epoll_create1(EPOLL_CLOEXEC);
+	st = ti->epfd < 0 ? UNIO_ERR_IO :
+	     device_ipv4(params->config, params->dev_name, &ti->addr.ipv4, &ti->loopback);
+	if (st == UNIO_OK)
+		st = listen_open(ti);
+	if (st != UNIO_OK) {
+		tcp_iface_close(&ti->super);
+		return st;
+	}
+	inet_ntop(AF_INET, &ti->addr.ipv4, ip, sizeof(ip));
+	TCP_LOG(INFO, "iface on %s: %s:%u, %s mode", params->dev_name, ip,
+		ntohs(ti->addr.port), ti->poll_mode == UNIO_TCP_POLL_BUSY ? "busy" : "epoll");
+	*iface_p = &ti->super;
+	return UNIO_OK;
+}
+
+static unio_status_t
+tcp_iface_query(struct unio_tl_iface *iface, struct unio_tl_iface_attr *attr)
+{
+	struct tcp_iface *ti = tcp_iface_of(iface);
+
+	*attr = (struct unio_tl_iface_attr){
+		.cap = UNIO_TL_CAP_AM_SHORT | UNIO_TL_CAP_AM_BCOPY | UNIO_TL_CAP_AM_ZCOPY |
+		       UNIO_TL_CAP_PUT_ZCOPY | UNIO_TL_CAP_GET_ZCOPY |
+		       UNIO_TL_CAP_CONNECT_IFACE | UNIO_TL_CAP_EVENT_FD |
+		       UNIO_TL_CAP_PEER_FAILURE | UNIO_TL_CAP_ORDERED,
+		.max_short = TCP_MAX_SHORT,
+		.max_bcopy = TCP_MAX_BCOPY,
+		.max_zcopy = TCP_MAX_ZCOPY - TCP_MAX_ZCOPY_HDR,
+		.max_zcopy_hdr = TCP_MAX_ZCOPY_HDR,
+		.max_iov = UNIO_TL_MAX_IOV,
+		.max_put_zcopy = TCP_MAX_RMA,
+		.max_get_zcopy = TCP_MAX_RMA,
+		.iface_addr_len = sizeof(struct tcp_addr),
+		.rkey_packed_len = sizeof(struct tcp_rkey),
+		.reach = ti->loopback ? UNIO_TL_REACH_HOST : UNIO_TL_REACH_NET,
+		/* measured on loopback, see doc/guides/drivers/tcp.md */
+		.perf = { .latency_ns = ti->loopback ? 8000 : 15000, .overhead_ns = 1500,
+			  .bandwidth_MBps = ti->loopback ? 3000 : 1000,
+			  .zcopy_overhead_ns = 500 },
+	};
+	return UNIO_OK;
+}
+
+static unio_status_t
+tcp_iface_get_address(struct unio_tl_iface *iface, void *addr)
+{
+	memcpy(addr, &tcp_iface_of(iface)->addr, sizeof(struct tcp_addr));
+	return UNIO_OK;
+}
+
+static unio_status_t
+tcp_iface_event_fd(struct unio_tl_iface *iface, int *fd)
+{
+	*fd = tcp_iface_of(iface)->epfd;
+	return UNIO_OK;
+}
+
+/* The epoll fd is level-triggered: nothing to arm, unless work is already waiting. */
+static unio_status_t
+tcp_iface_event_arm(struct unio_tl_iface *iface)
+{
+	struct tcp_iface *ti = tcp_iface_of(iface);
+	struct epoll_event ev;
+	struct tcp_conn *c;
+
+	TAILQ_FOREACH(c, &ti->conns, next)
+		if (c->rx_stalled || c->dead || c->notify)
+			return UNIO_ERR_BUSY;
+	return epoll_wait(ti->epfd, &ev, 1, 0) > 0 ? UNIO_ERR_BUSY : UNIO_OK;
+}
+
+/* ---- eps ---- */
+
+static unio_status_t
+tcp_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *params,
+	      struct unio_tl_ep **ep_p)
+{
+	struct tcp_iface *ti = tcp_iface_of(iface);
+	struct tcp_ep *ep = calloc(1, sizeof(*ep));
+	struct tcp_addr peer;
+	struct tcp_conn *c;
+
+	if (ep == NULL)
+		return UNIO_ERR_NO_MEMORY;
+	memcpy(&peer, params->iface_addr, sizeof(peer));
+	c = conn_find(ti, &peer);
+	if (c == NULL) {
+		unio_status_t st;
+
+		c = conn_new(ti, &peer);
+		st = c == NULL ? UNIO_ERR_NO_MEMORY : conn_connect(c);
+		if (st != UNIO_OK) {
+			if (c != NULL)
+				conn_free(c);
+			free(ep);
+			return st;
+		}
+	}
+	ep->conn = c;
+	ep->next = c->eps;
+	c->eps = ep;
+	*ep_p = &ep->super;
+	return UNIO_OK;
+}
+
+/*
+ * Destroying the last ep of a connection cancels its zero-copy sends and gets
+ * (UNIO_ERR_CANCELED); the copied frames still go out, and the connection stays open for
+ * the peer until it closes it or the iface closes.
+ */
+static void
+tcp_ep_destroy(struct unio_tl_ep *uep)
+{
+	struct tcp_ep *ep = (struct tcp_ep *)uep, **pp;
+	struct tcp_conn *c = ep->conn;
+
+	for (pp = &c->eps; *pp != ep; pp = &(*pp)->next)
+		;
+	*pp = ep->next;
+	free(ep);
+	if (c->eps != NULL)
+		return;
+	if (c->state == TCP_CONN_FAILED) {
+		c->dead = true;
+		return;
+	}
+	while (c->zq_head != c->zq_tail) {
+		struct tcp_zc *z = &c->zq[c->zq_head % TCP_ZQ_SIZE];
+
+		if (z->sent > 0 || z->txpos > c->tx_head) {  /* on the wire: cannot cut it */
+			tcp_conn_fail(c, UNIO_ERR_CANCELED);
+			return;
+		}
+		c->zq_head++;
+		if (z->comp != NULL)
+			unio_tl_completion_done(z->comp, UNIO_ERR_CANCELED);
+	}
+	tcp_conn_cancel_ops(c, UNIO_ERR_CANCELED);
+}
+
+/* ---- memory ---- */
+
+static unio_status_t
+tcp_mem_reg(struct unio_tl_iface *iface, void *addr, size_t len, struct unio_tl_memh *memh)
+{
+	struct tcp_iface *ti = tcp_iface_of(iface);
+
+	for (unsigned int i = 0; i < TCP_REGS_MAX; i++) {
+		struct tcp_region *r = &ti->regs[i];
+
+		if (r->used)
+			continue;
+		r->used = true;
+		r->gen++;
+		r->base = (uintptr_t)addr;
+		r->len = len;
+		*memh = (struct unio_tl_memh){ .addr = addr, .len = len, .priv = r };
+		return UNIO_OK;
+	}
+	return UNIO_ERR_NO_RESOURCE;
+}
+
+static void
+tcp_mem_dereg(struct unio_tl_iface *iface, struct unio_tl_memh *memh)
+{
+	struct tcp_region *r = memh->priv;
+
+	RTE_SET_USED(iface);
+	r->used = false;
+	r->gen++;
+}
+
+static unio_status_t
+tcp_rkey_pack(struct unio_tl_iface *iface, const struct unio_tl_memh *memh, void *buf)
+{
+	const struct tcp_region *r = memh->priv;
+	struct tcp_rkey k = { .base = r->base, .len = r->len, .key_gen = r->gen,
+			      .key_idx = (uint32_t)(r - tcp_iface_of(iface)->regs) };
+
+	memcpy(buf, &k, sizeof(k));
+	return UNIO_OK;
+}
+
+static unio_status_t
+tcp_rkey_unpack(struct unio_tl_ep *ep, const void *buf, size_t len, struct unio_tl_rkey *rkey)
+{
+	struct tcp_rkey *k;
+
+	RTE_SET_USED(ep);
+	if (len != sizeof(*k))
+		return UNIO_ERR_INVALID_ADDR;
+	k = malloc(sizeof(*k));
+	if (k == NULL)
+		return UNIO_ERR_NO_MEMORY;
+	memcpy(k, buf, sizeof(*k));
+	if (k->key_idx >= TCP_REGS_MAX || k->base + k->len < k->base) {
+		free(k);
+		return UNIO_ERR_INVALID_ADDR;
+	}
+	*rkey = (struct unio_tl_rkey){ .remote_base = k->base, .remote_len = k->len,
+				       .priv = k };
+	return UNIO_OK;
+}
+
+static void
+tcp_rkey_release(struct unio_tl_ep *ep, struct unio_tl_rkey *rkey)
+{
+	RTE_SET_USED(ep);
+	free(rkey->priv);
+	rkey->priv = NULL;
+}
+
+unio_status_t
+unio_tl_tcp_stats(struct unio_tl_iface *iface, struct unio_tl_tcp_stats *stats)
+{
+	if (iface == NULL || stats == NULL || iface->ctl != &tcp_ctl_ops)
+		return UNIO_ERR_INVALID_PARAM;
+	*stats = tcp_iface_of(iface)->stats;
+	return UNIO_OK;
+}
+
+static const struct unio_tl_iface_ctl_ops tcp_ctl_ops = {
+	.iface_close = tcp_iface_close,
+	.iface_query = tcp_iface_query,
+	.iface_get_address = tcp_iface_get_address,
+	.iface_is_reachable = tcp_iface_is_reachable,
+	.iface_event_fd = tcp_iface_event_fd,
+	.iface_event_arm = tcp_iface_event_arm,
+	.ep_create = tcp_ep_create,
+	.ep_destroy = tcp_ep_destroy,
+	.mem_reg = tcp_mem_reg,
+	.mem_dereg = tcp_mem_dereg,
+	.rkey_pack = tcp_rkey_pack,
+	.rkey_unpack = tcp_rkey_unpack,
+	.rkey_release = tcp_rkey_release,
+};
+
+static const struct unio_tl_driver tcp_driver = {
+	.name = "tcp",
+	.description = "kernel TCP sockets: any IPv4 interface, loopback for the same host",
+	.query_devices = tcp_query_devices,
+	.iface_open = tcp_iface_open,
+};
+
+UNIO_TL_DRIVER_REGISTER(tcp_driver);

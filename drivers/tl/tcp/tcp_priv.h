@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef TCP_PRIV_H
+#define TCP_PRIV_H
+
+/*
+ * Internals of the tcp driver, shared by tcp_iface.c (devices, addresses, connections,
+ * memory) and tcp_data.c (framing, send and receive paths, put/get).
+ *
+ * Wire format: every frame is an 8-byte header [len u32 LE, type u8, am id u8, magic u16 LE]
+ * followed by len bytes.  A connection starts with HELLO (the connecting iface's address)
+ * and carries nothing else until the acceptor answers ACK (or NAK when it keeps another
+ * connection to the same peer: simultaneous connect, the lower address's connection wins).
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include <rte_byteorder.h>
+
+#include "unio_log.h"
+#include "unio_tl.h"
+#include "unio_tl_tcp.h"
+
+extern int unio_logtype_tcp;
+#define TCP_LOG(lvl, fmt, ...) UNIO_LOG(lvl, unio_logtype_tcp, fmt, ##__VA_ARGS__)
+
+#define TCP_MAGIC          0x5475u      /* "uT" */
+#define TCP_ADDR_MAGIC     0x554e494fu  /* "UNIO" */
+#define TCP_WIRE_VERSION   1
+
+#define TCP_MAX_SHORT      (1024 - 8)          /* am_short payload beyond the 8-byte header */
+#define TCP_MAX_BCOPY      (64 * 1024)
+#define TCP_MAX_ZCOPY_HDR  128
+#define TCP_MAX_ZCOPY      (256 * 1024)        /* am_zcopy header + payload */
+#define TCP_MAX_RMA        (256 * 1024)        /* put / get bytes per call */
+#define TCP_TXBUF_SIZE     (256 * 1024)        /* per connection: short + bcopy frames */
+#define TCP_RXBUF_SIZE     (512 * 1024)        /* per connection: >= the largest frame */
+#define TCP_ZQ_SIZE        64                  /* queued zero-copy sends per connection */
+#define TCP_GETS_MAX       64                  /* outstanding gets + puts per connection */
+#define TCP_FLUSH_MAX      8                   /* flushes waiting per connection */
+#define TCP_REGS_MAX       64                  /* registered regions per iface */
+#define TCP_PENDING_MAX    64                  /* accepted sockets awaiting HELLO */
+#define TCP_MIN_RCVBUF     (16 * 1024)         /* floor of UNIO_TCP_RCVBUF */
+#define TCP_BUSY_EPOLL_EVERY 16                /* busy mode: epoll every N progress calls */
+
+enum tcp_frame_type {
+	TCP_F_AM = 1,
+	TCP_F_PUT,
+	TCP_F_GET_REQ,
+	TCP_F_GET_RESP,
+	TCP_F_HELLO,
+	TCP_F_ACK,
+	TCP_F_NAK,
+	TCP_F_PUT_ACK,
+	TCP_F_LAST,
+};
+
+struct tcp_hdr {
+	uint32_t len;    /* bytes after this header, little-endian */
+	uint8_t type;    /* enum tcp_frame_type */
+	uint8_t id;      /* AM id (TCP_F_AM) */
+	uint16_t magic;  /* TCP_MAGIC, little-endian */
+};
+
+/* Put / get request and response header, after struct tcp_hdr. */
+struct tcp_rma_hdr {
+	uint64_t addr;     /* remote address (PUT, GET_REQ) */
+	uint64_t length;   /* bytes asked (GET_REQ) or carried (GET_RESP) */
+	uint32_t key_idx;  /* registration slot on the target */
+	uint32_t key_gen;  /* its generation: a stale key is refused */
+	uint32_t req_id;   /* PUT, PUT_ACK, GET_REQ, GET_RESP */
+	int32_t status;    /* GET_RESP: UNIO_OK or the refusal */
+};
+
+/* The iface address: also what HELLO carries.  Compared with memcmp: no padding. */
+struct tcp_addr {
+	uint32_t magic;       /* TCP_ADDR_MAGIC */
+	uint16_t version;     /* TCP_WIRE_VERSION */
+	uint16_t port;        /* network order */
+	uint32_t ipv4;        /* network order */
+	uint32_t reserved;
+	uint64_t netns_ino;   /* network namespace inode */
+	uint8_t boot_id[16];  /* kernel boot id: same host */
+};
+
+/* The packed remote key. */
+struct tcp_rkey {
+	uint64_t base;
+	uint64_t len;
+	uint32_t key_idx;
+	uint32_t key_gen;
+};
+
+enum tcp_item_kind { TCP_ITEM_LISTEN, TCP_ITEM_PENDING, TCP_ITEM_CONN };
+
+/* What an epoll event points at. */
+struct tcp_item {
+	enum tcp_item_kind kind;
+	int fd;
+};
+
+enum tcp_conn_state {
+	TCP_CONN_CONNECTING,  /* outgoing: connect() in progress */
+	TCP_CONN_HELLO_SENT,  /* outgoing: waiting for ACK / NAK */
+	TCP_CONN_WAIT_PEER,   /* lost a simultaneous connect: waiting for the peer's HELLO */
+	TCP_CONN_ESTABLISHED,
+	TCP_CONN_FAILED,
+};
+
+/* A zero-copy send waiting for the kernel to take it. */
+struct tcp_zc {
+	size_t txpos;      /* the txbuf offset it follows */
+	size_t sent;       /* bytes of it sent */
+	size_t total;
+	size_t hdr_len;
+	unsigned int iovcnt;
+	struct unio_tl_completion *comp;  /* NULL: internal (get response) */
+	uint8_t hdr[sizeof(struct tcp_hdr) + sizeof(struct tcp_rma_hdr) + TCP_MAX_ZCOPY_HDR];
+	struct iovec iov[UNIO_TL_MAX_IOV];
+};
+
+/* An outstanding get, or a put waiting for the target's PUT_ACK. */
+struct tcp_get {
+	bool used;
+	bool put;
+	uint32_t req_id;
+	size_t length;
+	unsigned int iovcnt;
+	struct iovec iov[UNIO_TL_MAX_IOV];
+	struct unio_tl_completion *comp;
+};
+
+struct tcp_ep;
+
+/* One connection to one peer iface; shared by every ep to that peer. */
+struct tcp_conn {
+	struct tcp_item item;
+	struct tcp_iface *iface;
+	enum tcp_conn_state state;
+	unio_status_t err;            /* the failure, once FAILED */
+	bool anon;                    /* incoming loop to this very iface: never looked up */
+	bool dead;                    /* to be freed by the next progress */
+	bool notify;                  /* failed: err_cb owed to its eps */
+	bool eof;                     /* the peer closed cleanly (logged at info level) */
+	bool out_armed;               /* EPOLLOUT requested */
+	bool tx_blocked;              /* the kernel refused bytes last time */
+	bool rx_stalled;              /* a received get waits for room in the tx queue */
+	uint64_t deadline_ns;         /* connect / wait-peer timeout */
+	struct tcp_addr peer;
+	struct tcp_ep *eps;           /* eps using this connection */
+	/* tx: frames copied in [tx_head, tx_tail), zero-copy sends interleaved by txpos */
+	uint8_t *txbuf;
+	size_t tx_head, tx_tail;
+	unsigned int zq_head, zq_tail;  /* free-running */
+	struct tcp_zc *zq;
+	/* rx */
+	uint8_t *rxbuf;
+	size_t rx_len;
+	/* gets */
+	uint32_t get_seq;
+	unsigned int n_gets;
+	struct tcp_get *gets;
+	unsigned int n_flush;
+	struct unio_tl_completion *flush[TCP_FLUSH_MAX];
+	TAILQ_ENTRY(tcp_conn) next;
+};
+TAILQ_HEAD(tcp_conn_list, tcp_conn);
+
+struct tcp_ep {
+	struct unio_tl_ep super;
+	struct tcp_conn *conn;
+	struct tcp_ep *next;
+};
+
+/* An accepted socket that has not said HELLO yet. */
+struct tcp_pending {
+	struct tcp_item item;
+	size_t got;
+	uint64_t deadline_ns;
+	uint8_t buf[sizeof(struct tcp_hdr) + sizeof(struct tcp_addr)];
+};
+
+struct tcp_region {
+	bool used;
+	uint32_t gen;
+	uint64_t base;
+	uint64_t len;
+};
+
+struct tcp_iface {
+	struct unio_tl_iface super;
+	struct tcp_item listen;
+	int epfd;
+	int poll_mode;                  /* enum unio_tcp_poll_mode */
+	bool loopback;
+	unsigned int tick;
+	unsigned int n_slow;            /* connections not yet established */
+	struct tcp_addr addr;
+	const struct unio_config *config;
+	struct tcp_conn_list conns;
+	struct tcp_pending *pending[TCP_PENDING_MAX];
+	struct tcp_region regs[TCP_REGS_MAX];
+	struct unio_tl_tcp_stats stats;
+};
+
+/* tcp_data.c */
+unio_status_t tcp_ep_am_short(struct unio_tl_ep *ep, uint8_t id, uint64_t hdr,
+			      const void *payload, size_t len);
+ssize_t tcp_ep_am_bcopy(struct unio_tl_ep *ep, uint8_t id, unio_tl_pack_cb_t pack, void *arg,
+			unsigned int flags);
+unio_status_t tcp_ep_am_zcopy(struct unio_tl_ep *ep, uint8_t id, const void *hdr,
+			      size_t hdr_len, const struct iovec *iov, size_t iovcnt,
+			      unsigned int flags, struct unio_tl_completion *comp);
+unio_status_t tcp_ep_put_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size_t iovcnt,
+			       uint64_t remote_addr, const struct unio_tl_rkey *rkey,
+			       struct unio_tl_completion *comp);
+unio_status_t tcp_ep_get_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size_t iovcnt,
+			       uint64_t remote_addr, const struct unio_tl_rkey *rkey,
+			       struct unio_tl_completion *comp);
+unio_status_t tcp_ep_flush(struct unio_tl_ep *ep, struct unio_tl_completion *comp);
+unsigned int tcp_conn_rx(struct tcp_conn *c);
+int tcp_conn_tx(struct tcp_conn *c);
+void tcp_conn_cancel_ops(struct tcp_conn *c, unio_status_t st);
+bool tcp_conn_tx_idle(const struct tcp_conn *c);
+
+/* tcp_iface.c */
+void tcp_conn_fail(struct tcp_conn *c, unio_status_t st);
+void tcp_conn_malformed(struct tcp_conn *c, const char *what);
+void tcp_conn_set_out(struct tcp_conn *c, bool want);
+void tcp_conn_got_ack(struct tcp_conn *c, bool ack);
+unio_status_t tcp_status_from_errno(int err);
+
+static inline struct tcp_iface *
+tcp_iface_of(struct unio_tl_iface *iface)
+{
+	return (struct tcp_iface *)iface;
+}
+
+static inline struct tcp_conn *
+tcp_conn_of(struct unio_tl_ep *ep)
+{
+	return ((struct tcp_ep *)ep)->conn;
+}
+
+static inline void
+tcp_hdr_set(struct tcp_hdr *h, uint32_t len, uint8_t type, uint8_t id)
+{
+	h->len = rte_cpu_to_le_32(len);
+	h->type = type;
+	h->id = id;
+	h->magic = rte_cpu_to_le_16(TCP_MAGIC);
+}
+
+#endif /* TCP_PRIV_H */

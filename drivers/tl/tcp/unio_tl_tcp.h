@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef UNIO_TL_TCP_H
+#define UNIO_TL_TCP_H
+
+/**
+ * @file
+ * The tcp driver's own extension of the transport interface (driver SDK, not installed):
+ * counters of an iface, for tests and diagnostics.
+ */
+
+#include <stdint.h>
+
+#include "unio_tl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Counters of one tcp iface since it was opened. */
+struct unio_tl_tcp_stats {
+	uint64_t conns_connected;  /**< outgoing connections that were accepted by the peer */
+	uint64_t conns_accepted;   /**< incoming connections attached to a peer */
+	uint64_t conns_rejected;   /**< incoming duplicates closed (simultaneous connect) */
+	uint64_t conns_failed;     /**< connections that failed: reset, EOF, timeout */
+	uint64_t malformed;        /**< connections closed because the peer sent bad frames */
+	uint64_t open_conns;       /**< connections open now (any state but failed) */
+};
+
+/**
+ * Read the counters of tcp iface @p iface.
+ *
+ * @return UNIO_OK, or UNIO_ERR_INVALID_PARAM when @p iface is not a tcp iface.
+ */
+unio_status_t unio_tl_tcp_stats(struct unio_tl_iface *iface, struct unio_tl_tcp_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UNIO_TL_TCP_H */
