@@ -3,6 +3,8 @@
  * unio-info: what this Unio build and this machine offer, like ucx_info.
  *   -v  version and build configuration (drivers built, and why the others were not)
  *   -c  every UNIO_* variable with its current value, default and doc
+ *   -d  every transport driver, its devices, capabilities, limits and performance
+ *       estimates; for a driver without devices, the reason
  *   --config-reference  the configuration reference in Markdown (doc/guides/config.md)
  */
 
@@ -13,14 +15,103 @@
 #include <unio_config.h>
 #include <unio_version.h>
 
+#include "unio_config_priv.h"
+#include "unio_tl.h"
+
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: unio-info [-v] [-c] [--config-reference] [-h]\n"
+	fprintf(f, "usage: unio-info [-v] [-c] [-d] [--config-reference] [-h]\n"
 		"  -v                  version and build configuration\n"
 		"  -c                  configuration: every UNIO_* variable, value, default, doc\n"
+		"  -d                  transport drivers: devices, capabilities, limits, estimates\n"
 		"  --config-reference  the configuration reference (Markdown)\n"
 		"  -h                  this help\n");
+}
+
+static const char *
+reach_name(enum unio_tl_reach r)
+{
+	return r == UNIO_TL_REACH_SELF ? "self (same worker)" :
+	       r == UNIO_TL_REACH_HOST ? "host (processes on this host)" : "network";
+}
+
+static void
+print_size(FILE *f, const char *name, size_t v)
+{
+	if (v == SIZE_MAX)
+		fprintf(f, "      %-15s unlimited\n", name);
+	else if (v >= ((size_t)1 << 30) && v % ((size_t)1 << 30) == 0)
+		fprintf(f, "      %-15s %zu GiB\n", name, v >> 30);
+	else
+		fprintf(f, "      %-15s %zu\n", name, v);
+}
+
+/* open the device once to learn what an iface on it offers */
+static void
+print_iface(FILE *f, const struct unio_tl_driver *drv, const struct unio_config *cfg,
+	    const char *dev)
+{
+	struct unio_tl_iface_params params = { .config = cfg, .dev_name = dev, .cpu = -1 };
+	struct unio_tl_iface *iface;
+	const struct unio_tl_iface_attr *a;
+	char caps[256];
+	unio_status_t st;
+
+	st = unio_tl_iface_open(drv, &params, &iface);
+	if (st != UNIO_OK) {
+		fprintf(f, "      cannot open: %s\n", unio_status_string(st));
+		return;
+	}
+	a = &iface->attr;
+	unio_tl_cap_string(a->cap, caps, sizeof(caps));
+	fprintf(f, "      %-15s %s\n", "capabilities", caps);
+	print_size(f, "max_short", a->max_short);
+	print_size(f, "max_bcopy", a->max_bcopy);
+	print_size(f, "max_zcopy", a->max_zcopy);
+	print_size(f, "max_zcopy_hdr", a->max_zcopy_hdr);
+	print_size(f, "max_iov", a->max_iov);
+	print_size(f, "max_put_zcopy", a->max_put_zcopy);
+	print_size(f, "max_get_zcopy", a->max_get_zcopy);
+	print_size(f, "iface_addr", a->iface_addr_len);
+	print_size(f, "rkey", a->rkey_packed_len);
+	fprintf(f, "      %-15s latency %.0f ns, overhead %.0f ns, bandwidth %.0f MB/s, "
+		"zcopy overhead %.0f ns\n", "estimates", a->perf.latency_ns, a->perf.overhead_ns,
+		a->perf.bandwidth_MBps, a->perf.zcopy_overhead_ns);
+	unio_tl_iface_close(iface);
+}
+
+static unio_status_t
+print_drivers(FILE *f)
+{
+	const struct unio_config *cfg = unio_config_env();
+
+	if (cfg == NULL) {
+		fprintf(stderr, "unio-info: %s\n", unio_config_error());
+		return UNIO_ERR_CONFIG;
+	}
+	for (unsigned int i = 0; i < unio_tl_driver_count(); i++) {
+		const struct unio_tl_driver *drv = unio_tl_driver_get(i);
+		struct unio_tl_device_info devs[UNIO_TL_MAX_DEVICES];
+		unsigned int n = 0;
+		char reason[256] = "";
+		unio_status_t st;
+
+		fprintf(f, "driver %s: %s\n", drv->name, drv->description);
+		st = unio_tl_query_devices(drv, cfg, devs, &n, reason, sizeof(reason));
+		if (st != UNIO_OK || n == 0) {
+			fprintf(f, "  no device: %s\n", st != UNIO_OK ? unio_status_string(st) :
+				reason[0] != '\0' ? reason : "none found");
+			continue;
+		}
+		for (unsigned int d = 0; d < n; d++) {
+			fprintf(f, "  device %s: %s\n", devs[d].name, reach_name(devs[d].reach));
+			if (devs[d].detail[0] != '\0')
+				fprintf(f, "      %-15s %s\n", "detail", devs[d].detail);
+			print_iface(f, drv, cfg, devs[d].name);
+		}
+	}
+	return UNIO_OK;
 }
 
 int
@@ -31,17 +122,20 @@ main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int show_version = 0, show_config = 0, show_ref = 0, opt;
+	int show_version = 0, show_config = 0, show_ref = 0, show_drivers = 0, opt;
 	struct unio_config *cfg = NULL;
 	unio_status_t st;
 
-	while ((opt = getopt_long(argc, argv, "vch", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "vcdh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'v':
 			show_version = 1;
 			break;
 		case 'c':
 			show_config = 1;
+			break;
+		case 'd':
+			show_drivers = 1;
 			break;
 		case 'R':
 			show_ref = 1;
@@ -59,7 +153,7 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!show_version && !show_config && !show_ref) {
+	if (!show_version && !show_config && !show_ref && !show_drivers) {
 		usage(stderr);
 		return 2;
 	}
@@ -78,5 +172,7 @@ main(int argc, char **argv)
 		unio_config_print(cfg, stdout, UNIO_CONFIG_PRINT_DOC | UNIO_CONFIG_PRINT_HEADER);
 		unio_config_release(cfg);
 	}
+	if (show_drivers)
+		return print_drivers(stdout) == UNIO_OK ? 0 : 1;
 	return 0;
 }

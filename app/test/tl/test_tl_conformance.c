@@ -470,3 +470,30 @@ UNIO_TEST(tl_bad_input, fast)
 {
 	return tl_for_each_driver(case_bad_input);
 }
+
+/* unio-info -d: every driver with devices shows its capabilities and estimates, and a
+ * driver that UNIO_TLS denies shows why it has no device */
+UNIO_TEST(tl_info_drivers, fast)
+{
+	static char out[65536];
+	const char *name, *p;
+	char want[64];
+
+	TEST_ASSERT_EQ(test_capture(out, sizeof(out), "%s/app/info/unio-info -d",
+				    test_build_dir()), 0);
+	for (unsigned int i = 0; i < unio_tl_driver_count(); i++) {
+		snprintf(want, sizeof(want), "driver %s:", unio_tl_driver_get(i)->name);
+		TEST_ASSERT(strstr(out, want) != NULL, "no line '%s'", want);
+	}
+	TEST_ASSERT(strstr(out, "capabilities    am_short") != NULL, "no capabilities");
+	TEST_ASSERT(strstr(out, "estimates       latency") != NULL, "no estimates");
+	TEST_ASSERT(unio_tl_driver_count() > 0, "no driver registered");
+	name = unio_tl_driver_get(0)->name;
+	TEST_ASSERT_EQ(test_capture(out, sizeof(out), "UNIO_TLS=^%s %s/app/info/unio-info -d",
+				    name, test_build_dir()), 0);
+	snprintf(want, sizeof(want), "driver %s: ", name);
+	p = strstr(out, want);
+	TEST_ASSERT(p != NULL && strstr(p, "\n  no device: not allowed by UNIO_TLS") ==
+		    strchr(p, '\n'), "%s", out);
+	return TEST_OK;
+}
