@@ -67,8 +67,12 @@ static const struct cfg_row cfg_table[] = {
 	{ "ETHDEV_PORT", CFG_INT, "13337", OFF(ethdev_port), NULL, 1, 65535,
 	  "UDP port of the ethdev driver's ifaces.  Consumer: the ethdev driver." },
 	{ "ETHDEV_RETRIES", CFG_INT, "12", OFF(ethdev_retries), NULL, 1, 1000,
-	  "Consecutive retransmission timeouts (1 ms doubling up to 250 ms) after which an "
+	  "Consecutive retransmission timeouts (10 ms doubling up to 250 ms) after which an "
 	  "ethdev endpoint fails with UNIO_ERR_TIMED_OUT.  Consumer: the ethdev driver." },
+	{ "ETHDEV_TARGET_DELAY", CFG_TIME, "1ms", OFF(ethdev_target_delay_ns), NULL, 0, 0,
+	  "Queueing delay the ethdev driver's delay-based congestion window aims at, above twice "
+	  "the lowest RTT seen: lower keeps switch queues short, higher keeps a link busy when "
+	  "the hosts' scheduling jitter is large.  Consumer: the ethdev driver." },
 	{ "HUGEPAGES", CFG_ENUM, "try", OFF(hugepages), hugepage_modes, 0, 0,
 	  "Hugepage use of the default EAL initialisation: 'try' uses --in-memory hugepages "
 	  "when at least 16 free 2 MiB pages are reserved and falls back to --no-huge, 'yes' "

@@ -10,6 +10,7 @@
  * receiver's credit.  See doc/guides/drivers/ethdev.md.
  */
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -394,7 +395,7 @@ rtt_sample(struct eth_ep *ep, uint64_t rtt)
 static void
 cc_update(struct eth_ep *ep, uint64_t rtt, uint32_t acked, uint64_t now)
 {
-	uint64_t target = 2 * ep->min_rtt + ep->ei->tsc_hz / 10000;  /* + 100 us */
+	uint64_t target = 2 * ep->min_rtt + ep->ei->target_delay;
 
 	if (rtt <= target) {
 		ep->cwnd += ep->last_decrease == 0 ? acked : (double)acked / ep->cwnd;
@@ -613,6 +614,8 @@ ep_alloc(struct eth_iface *ei, const struct eth_addr *peer)
 static void
 ep_free(struct eth_ep *ep)
 {
+	ETH_LOG(DEBUG, "ep free: cwnd %.1f srtt %" PRIu64 " min_rtt %" PRIu64 " rto %" PRIu64
+		" (tsc)", ep->cwnd, ep->srtt, ep->min_rtt, ep->rto);
 	struct eth_iface *ei = ep->ei;
 	unsigned int i, j = 0;
 
@@ -825,9 +828,12 @@ eth_iface_open(const struct unio_tl_iface_params *params, struct unio_tl_iface *
 	while (ei->addr.conn == 0);
 	ei->tsc_hz = rte_get_tsc_hz();
 	ei->timer_period = ei->tsc_hz / 10000;      /* 100 us */
-	ei->rto_min = ei->tsc_hz / 1000;            /* 1 ms */
+	ei->rto_min = ei->tsc_hz / 100;             /* 10 ms */
 	ei->rto_max = ei->tsc_hz / 4;               /* 250 ms */
 	ei->retries = (unsigned int)params->config->ethdev_retries;
+	ei->target_delay = params->config->ethdev_target_delay_ns == UNIO_TIME_INF ? UINT64_MAX / 4 :
+			   (uint64_t)((double)params->config->ethdev_target_delay_ns * 1e-9 *
+				      (double)ei->tsc_hz);
 	ei->super.ops = (struct unio_tl_ops){
 		.ep_am_short = eth_am_short,
 		.ep_am_bcopy = eth_am_bcopy,

@@ -134,6 +134,7 @@ struct eth_iface {
 	uint64_t tsc_hz;
 	uint64_t timer_period, last_timer;
 	uint64_t rto_min, rto_max;
+	uint64_t target_delay;  /**< TSC cycles of queueing the cwnd aims at */
 	unsigned int retries;
 	struct unio_tl_ethdev_stats st;
 	uint32_t txq_head, txq_tail;
