@@ -77,6 +77,33 @@ struct side {
 
 static double ns_per_cycle;
 
+/*
+ * Spin, but give the CPU away after a long fruitless spin: on an overcommitted machine the
+ * peer may be waiting for this very CPU.  An uncontended round trip never gets here.
+ */
+static pid_t child_pid;   /* in the parent: the child, whose death ends the run */
+
+static void
+check_child(void)
+{
+	int st;
+
+	if (child_pid > 0 && waitpid(child_pid, &st, WNOHANG) == child_pid) {
+		fprintf(stderr, "unio-tlbench: the child died (status %#x)\n", st);
+		exit(1);
+	}
+}
+
+static inline void
+spin_wait(unsigned int *spins)
+{
+	if (++*spins >= 20000) {
+		*spins = 0;
+		sched_yield();
+		check_child();
+	}
+}
+
 static void
 pin(int cpu)
 {
@@ -151,9 +178,11 @@ child_raw(struct side *s)
 {
 	struct ctl *c = s->ctl;
 
+	unsigned int spins = 0;
+
 	for (uint64_t i = 1; i <= s->iters; i++) {
 		while (__atomic_load_n(&c->ping, __ATOMIC_ACQUIRE) != i)
-			;
+			spin_wait(&spins);
 		__atomic_store_n(&c->pong, i, __ATOMIC_RELEASE);
 	}
 }
@@ -161,22 +190,26 @@ child_raw(struct side *s)
 static void
 child_rte(struct side *s)
 {
+	unsigned int spins = 0;
 	uint64_t e[2];
 
 	for (unsigned int i = 0; i < s->iters; i++) {
 		while (rte_ring_dequeue_elem(s->to_child, e, sizeof(e)) != 0)
-			;
+			spin_wait(&spins);
 		while (rte_ring_enqueue_elem(s->to_parent, e, sizeof(e)) != 0)
-			;
+			spin_wait(&spins);
 	}
 }
 
 static void
 child_shm(struct side *s)
 {
+	unsigned int spins = 0;
+
 	s->got = 0;
 	while (s->got < s->iters)
-		unio_tl_iface_progress(s->iface);
+		if (unio_tl_iface_progress(s->iface) == 0)
+			spin_wait(&spins);
 }
 
 static void
@@ -187,9 +220,11 @@ child_loop(struct side *s)
 	for (;;) {
 		uint64_t ph;
 
+		unsigned int spins = 0;
+
 		while ((ph = __atomic_load_n(&s->ctl->phase, __ATOMIC_ACQUIRE)) == seen) {
 			unio_tl_iface_progress(s->iface);
-			rte_pause();
+			spin_wait(&spins);
 		}
 		seen = ph;
 		switch (ph & 0xff) {
@@ -238,8 +273,10 @@ connect_peer(struct side *s, const uint8_t *addr)
 static void
 wait_flag(volatile uint64_t *flag)
 {
-	while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == 0)
+	while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == 0) {
 		sched_yield();
+		check_child();
+	}
 }
 
 static void
@@ -299,14 +336,19 @@ phase_start(struct side *s, uint64_t *seq, enum phase ph)
 static void
 phase_end(struct side *s, uint64_t seq, enum phase ph)
 {
-	while (__atomic_load_n(&s->ctl->ack, __ATOMIC_ACQUIRE) != (seq | ph))
+	unsigned int spins = 0;
+
+	while (__atomic_load_n(&s->ctl->ack, __ATOMIC_ACQUIRE) != (seq | ph)) {
 		unio_tl_iface_progress(s->iface);
+		spin_wait(&spins);
+	}
 }
 
 static void
 measure_raw(struct side *s, struct lat *l, uint64_t *seq)
 {
 	struct ctl *c = s->ctl;
+	unsigned int spins = 0;
 
 	__atomic_store_n(&c->ping, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->pong, 0, __ATOMIC_RELAXED);
@@ -316,7 +358,7 @@ measure_raw(struct side *s, struct lat *l, uint64_t *seq)
 
 		__atomic_store_n(&c->ping, i, __ATOMIC_RELEASE);
 		while (__atomic_load_n(&c->pong, __ATOMIC_ACQUIRE) != i)
-			;
+			spin_wait(&spins);
 		l->ns[i - 1] = (uint64_t)((double)(rte_rdtsc() - t0) * ns_per_cycle);
 	}
 	phase_end(s, *seq, PH_RAW);
@@ -327,6 +369,7 @@ static void
 measure_rte(struct side *s, struct lat *l, uint64_t *seq)
 {
 	uint64_t e[2] = { 0, 0 }, r[2];
+	unsigned int spins = 0;
 
 	phase_start(s, seq, PH_RTE);
 	for (unsigned int i = 0; i < s->iters; i++) {
@@ -334,9 +377,9 @@ measure_rte(struct side *s, struct lat *l, uint64_t *seq)
 
 		e[0] = i;
 		while (rte_ring_enqueue_elem(s->to_child, e, sizeof(e)) != 0)
-			;
+			spin_wait(&spins);
 		while (rte_ring_dequeue_elem(s->to_parent, r, sizeof(r)) != 0)
-			;
+			spin_wait(&spins);
 		l->ns[i] = (uint64_t)((double)(rte_rdtsc() - t0) * ns_per_cycle);
 	}
 	phase_end(s, *seq, PH_RTE);
@@ -356,6 +399,8 @@ parent_pong_cb(void *arg, const void *data, size_t length, unsigned int flags)
 static void
 measure_shm(struct side *s, struct lat *l, uint64_t *seq)
 {
+	unsigned int spins = 0;
+
 	phase_start(s, seq, PH_SHM);
 	s->got = 0;
 	for (unsigned int i = 0; i < s->iters; i++) {
@@ -364,7 +409,8 @@ measure_shm(struct side *s, struct lat *l, uint64_t *seq)
 		while (unio_tl_ep_am_short(s->ep, AM_PING, i, NULL, 0) != UNIO_OK)
 			unio_tl_iface_progress(s->iface);
 		while (s->got == i)
-			unio_tl_iface_progress(s->iface);
+			if (unio_tl_iface_progress(s->iface) == 0)
+				spin_wait(&spins);
 		l->ns[i] = (uint64_t)((double)(rte_rdtsc() - t0) * ns_per_cycle);
 	}
 	phase_end(s, *seq, PH_SHM);
@@ -518,9 +564,9 @@ map_ctl(size_t *len)
 	if (c == MAP_FAILED)
 		return NULL;
 	if (rte_ring_init((struct rte_ring *)(void *)c->rings, "to_child", RING_ELEMS,
-			  RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ) != 0 ||
+			  RING_F_SP_ENQ | RING_F_SC_DEQ) != 0 ||
 	    rte_ring_init((struct rte_ring *)(void *)(c->rings + rsz), "to_parent", RING_ELEMS,
-			  RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ) != 0)
+			  RING_F_SP_ENQ | RING_F_SC_DEQ) != 0)
 		return NULL;
 	return c;
 }
@@ -578,6 +624,7 @@ main(int argc, char **argv)
 	pid = fork();
 	if (pid == 0)
 		run_child(&s, o.cpu[1]);
+	child_pid = pid;
 	pin(o.cpu[0]);
 	if (pid < 0 || open_shm(&s) != 0)
 		return 1;
