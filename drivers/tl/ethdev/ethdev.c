@@ -27,6 +27,8 @@ RTE_LOG_REGISTER(ethdev_logtype, unio.drv.ethdev, WARNING);
 #define ETH_INIT_CWND      16.0
 #define ETH_MIN_CWND       2.0
 #define ETH_DUP_THRESH     3u
+#define ETH_ACK_EVERY      16u     /* frames received before an ack goes out at once */
+#define ETH_ACK_DELAY_US   20u     /* otherwise the longest an ack waits for a reply */
 #define ETH_TO_RETX        8u      /* frames sent again on a timeout */
 #define ETH_MAX_FRAGS      ((ETH_MAX_MSG + 511u) / 512u + 1u)
 
@@ -77,6 +79,7 @@ stamp(struct eth_ep *ep, struct rte_mbuf *m, uint64_t now)
 	w->tsc = now;
 	w->tsc_echo = ep->echo_tsc;
 	ep->ack_pending = false;
+	ep->n_unacked = 0;
 	eth_frame_finish(ep->ei, m, (uint16_t)(sizeof(*w) + w->len));
 }
 
@@ -124,27 +127,44 @@ send_ack(struct eth_ep *ep, uint64_t now)
 	ep->ei->st.tx_acks++;
 }
 
+/* Note that @p ep owes its peer an ack; ack_list holds every ep with one owed. */
 static void
-want_ack(struct eth_ep *ep)
+want_ack(struct eth_ep *ep, uint64_t now)
 {
 	struct eth_iface *ei = ep->ei;
 
+	ep->n_unacked++;
 	if (ep->ack_pending)
 		return;
 	ep->ack_pending = true;
+	ep->ack_since = now;
 	for (unsigned int i = 0; i < ei->n_ack; i++)
 		if (ei->ack_list[i] == ep)
 			return;
 	ei->ack_list[ei->n_ack++] = ep;
 }
 
+/*
+ * Stand-alone acks: at once after ETH_ACK_EVERY frames or when frames arrived out of order
+ * (the sender needs the SACK), else after ETH_ACK_DELAY_US so that a reply can carry it.
+ */
 static void
 send_acks(struct eth_iface *ei, uint64_t now)
 {
-	for (unsigned int i = 0; i < ei->n_ack; i++)
-		if (ei->ack_list[i]->ack_pending && !ei->ack_list[i]->failed)
-			send_ack(ei->ack_list[i], now);
-	ei->n_ack = 0;
+	unsigned int i, j = 0;
+
+	for (i = 0; i < ei->n_ack; i++) {
+		struct eth_ep *ep = ei->ack_list[i];
+
+		if (!ep->ack_pending || ep->failed)
+			continue;
+		if (ep->n_unacked >= ETH_ACK_EVERY || ep->n_ooo != 0 ||
+		    now - ep->ack_since >= ei->ack_delay)
+			send_ack(ep, now);
+		else
+			ei->ack_list[j++] = ep;
+	}
+	ei->n_ack = j;
 }
 
 /* ---- completions and failure ---- */
@@ -529,7 +549,7 @@ deliver(struct eth_ep *ep, struct rte_mbuf *m)
 }
 
 static void
-data_input(struct eth_ep *ep, struct rte_mbuf *m, const struct eth_wire *w)
+data_input(struct eth_ep *ep, struct rte_mbuf *m, const struct eth_wire *w, uint64_t now)
 {
 	struct eth_iface *ei = ep->ei;
 	int32_t off = seq_diff(w->seq, ep->rcv_nxt);
@@ -540,7 +560,7 @@ data_input(struct eth_ep *ep, struct rte_mbuf *m, const struct eth_wire *w)
 		rte_pktmbuf_free(m);
 		return;
 	}
-	want_ack(ep);
+	want_ack(ep, now);
 	slot = &ep->rcv[w->seq % ETH_WIN];
 	if (off < 0 || (off > 0 && *slot != NULL)) {
 		ei->st.rx_dup++;
@@ -671,7 +691,7 @@ rx_one(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now)
 	} else if (w->type == ETH_FT_ACK) {
 		rte_pktmbuf_free(m);
 	} else {
-		data_input(ep, m, w);
+		data_input(ep, m, w, now);
 	}
 }
 
@@ -828,6 +848,7 @@ eth_iface_open(const struct unio_tl_iface_params *params, struct unio_tl_iface *
 	while (ei->addr.conn == 0);
 	ei->tsc_hz = rte_get_tsc_hz();
 	ei->timer_period = ei->tsc_hz / 10000;      /* 100 us */
+	ei->ack_delay = ei->tsc_hz / 1000000 * ETH_ACK_DELAY_US;
 	ei->rto_min = ei->tsc_hz / 100;             /* 10 ms */
 	ei->rto_max = ei->tsc_hz / 4;               /* 250 ms */
 	ei->retries = (unsigned int)params->config->ethdev_retries;

@@ -116,6 +116,8 @@ struct eth_ep {
 	uint32_t rcv_nxt;
 	uint32_t n_ooo;
 	uint64_t echo_tsc;
+	uint64_t ack_since;      /**< when the oldest unacked frame arrived */
+	uint32_t n_unacked;      /**< frames received since the last ack sent */
 	struct rte_mbuf *rcv[ETH_WIN];
 	uint32_t reasm_len, reasm_off;
 	uint8_t reasm_id;
@@ -133,6 +135,7 @@ struct eth_iface {
 	struct rte_mempool *mp;
 	uint64_t tsc_hz;
 	uint64_t timer_period, last_timer;
+	uint64_t ack_delay;      /**< TSC cycles an ack may wait for a reply */
 	uint64_t rto_min, rto_max;
 	uint64_t target_delay;  /**< TSC cycles of queueing the cwnd aims at */
 	unsigned int retries;
