@@ -46,6 +46,7 @@ static const size_t sizes_full[] = { 16, 17, 64, 0 /* max short */, 1000, 1500, 
 				     30000, 65536 };
 static const size_t sizes_small[] = { 16, 64, 200, 0, 1000, 1500, 3000, 9000 };
 static const size_t sizes_8k[] = { 8192 };
+static const size_t sizes_tiny[] = { 16, 64, 200, 0, 1000, 1500, 3000 };
 
 struct peer {
 	struct unio_tl_iface *iface;
@@ -54,7 +55,7 @@ struct peer {
 	const size_t *sizes;
 	size_t n_sizes;
 	size_t max_short;
-	uint64_t n_tx, n_rx, sent, rcvd, bad;
+	uint64_t n_tx, n_rx, sent, rcvd, bad, rx_bytes;
 	int bye;
 	int role;
 	int pong;                   /* pingpong: 1 echoes, 0 measures */
@@ -114,6 +115,7 @@ data_cb(void *arg, const void *data, size_t length, unsigned int flags)
 				 seq, p->rcvd, length);
 	}
 	p->rcvd++;
+	p->rx_bytes += length;
 	return UNIO_OK;
 }
 
@@ -434,12 +436,12 @@ static void
 stats_log(const struct peer *p, const struct unio_tl_ethdev_stats *s, double secs)
 {
 	TEST_LOG("role %c: %.2f s, msgs %" PRIu64 ", tx data %" PRIu64 " (%" PRIu64 " B) retx %"
-		 PRIu64 " (%" PRIu64 " B, fast %" PRIu64 ", timeouts %" PRIu64 ") acks %" PRIu64
+		 PRIu64 " (%" PRIu64 " B, fast %" PRIu64 ", probes %" PRIu64 ", timeouts %" PRIu64 ") acks %" PRIu64
 		 ", rx dup %" PRIu64 " ooo %" PRIu64 ", drops: trunc %" PRIu64 " other %"
 		 PRIu64 " notours %" PRIu64 " csum %" PRIu64 " len %" PRIu64 " hdr %" PRIu64
 		 " conn %" PRIu64 " seq %" PRIu64 " msg %" PRIu64 " nombuf %" PRIu64, 'a' + p->role, secs,
 		 s->msgs_delivered, s->tx_data, s->tx_data_bytes, s->tx_retx, s->tx_retx_bytes,
-		 s->fast_retx, s->timeouts, s->tx_acks, s->rx_dup, s->rx_ooo, s->drop_truncated,
+		 s->fast_retx, s->probes, s->timeouts, s->tx_acks, s->rx_dup, s->rx_ooo, s->drop_truncated,
 		 s->drop_other_proto, s->drop_not_ours, s->drop_bad_csum, s->drop_bad_len,
 		 s->drop_bad_hdr, s->drop_unknown_conn, s->drop_bad_seq, s->drop_bad_msg,
 		 s->tx_no_mbuf);
@@ -544,7 +546,7 @@ UNIO_TEST_CHILD(ethdev_peer)
 	struct unio_tl_ep_params epp = { 0 };
 	struct unio_tl_ethdev_stats s;
 	struct fuzz fz;
-	double t0, deadline = now_s() + 50;
+	double t0, deadline;
 	const char *mode;
 	int role, rc;
 	uint64_t fuzz_k;
@@ -554,14 +556,17 @@ UNIO_TEST_CHILD(ethdev_peer)
 	fuzz_k = strtoull(argv[7], NULL, 0);
 	mode = argv[8];
 	p.n_tx = p.n_rx = strtoull(argv[5], NULL, 0);
+	deadline = now_s() + 50 + (double)p.n_tx / 4000;
 	if (strcmp(mode, "stream") == 0) {
 		p.n_tx = role == 0 ? p.n_tx : 0;
 		p.n_rx = role == 1 ? p.n_rx : 0;
 	}
 	p.sizes = strcmp(argv[6], "full") == 0 ? sizes_full :
-		  strcmp(argv[6], "8k") == 0 ? sizes_8k : sizes_small;
+		  strcmp(argv[6], "8k") == 0 ? sizes_8k :
+		  strcmp(argv[6], "tiny") == 0 ? sizes_tiny : sizes_small;
 	p.n_sizes = strcmp(argv[6], "full") == 0 ? RTE_DIM(sizes_full) :
-		    strcmp(argv[6], "8k") == 0 ? RTE_DIM(sizes_8k) : RTE_DIM(sizes_small);
+		    strcmp(argv[6], "8k") == 0 ? RTE_DIM(sizes_8k) :
+		    strcmp(argv[6], "tiny") == 0 ? RTE_DIM(sizes_tiny) : RTE_DIM(sizes_small);
 	TEST_ASSERT(enter_netns(argv[0]) == 0, "setns %s: %s", argv[0], strerror(errno));
 	p.vdev = argv[1];
 	p.pong = strcmp(mode, "pingpong") == 0 && role == 1;  /* pings may come before the ep */
@@ -593,7 +598,7 @@ UNIO_TEST_CHILD(ethdev_peer)
 	stats_log(&p, &s, now_s() - t0);
 	if (strcmp(mode, "stream") == 0 && role == 1)
 		printf("ethdev stream goodput: %.1f Mbit/s\n",
-		       (double)p.n_rx * msg_size(&p, 0) * 8 / 1e6 / (now_s() - t0 - 0.3));
+		       (double)p.rx_bytes * 8 / 1e6 / (now_s() - t0 - 0.3));
 	if (strcmp(mode, "stream") == 0 && role == 0) {
 		TEST_LOG("retransmitted %.2f %% of the data bytes",
 			 100.0 * (double)s.tx_retx_bytes / (double)s.tx_data_bytes);
@@ -669,8 +674,8 @@ run_pair(const struct pair_run *r, const char *ns_a, const char *ns_b, const cha
 			usleep(50000);
 	}
 	b = test_spawn("ethdev_peer", args_b);
-	ra = test_wait(a, 55000);
-	rb = test_wait(b, 55000);
+	ra = test_wait(a, 55000 + atoi(r->n) / 4);
+	rb = test_wait(b, 55000 + atoi(r->n) / 4);
 	prefix_clean(prefix);
 	if (ra != 0 || rb != 0)
 		TEST_LOG("peer exit codes %d %d", ra, rb);
@@ -729,6 +734,13 @@ UNIO_TEST(ethdev_loss5, mp)
 {
 	return netns_pair(&(struct pair_run){ "bridge", "net_af_packet", "--loss 5", "20000",
 					      "small", "0", "xchg" });
+}
+
+/* The figure: a million messages of mixed sizes through 5 % loss, one way. */
+UNIO_TEST(ethdev_loss5_1m, slow)
+{
+	return netns_pair(&(struct pair_run){ "bridge", "net_af_packet", "--loss 5", "1000000",
+					      "tiny", "0", "stream" });
 }
 
 UNIO_TEST(ethdev_fuzz, mp)

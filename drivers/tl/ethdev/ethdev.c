@@ -30,6 +30,7 @@ RTE_LOG_REGISTER(ethdev_logtype, unio.drv.ethdev, WARNING);
 #define ETH_ACK_EVERY      16u     /* frames received before an ack goes out at once */
 #define ETH_ACK_DELAY_US   20u     /* otherwise the longest an ack waits for a reply */
 #define ETH_TO_RETX        8u      /* frames sent again on a timeout */
+#define ETH_PROBE_RETX     4u      /* frames sent again by a probe */
 #define ETH_MAX_FRAGS      ((ETH_MAX_MSG + 511u) / 512u + 1u)
 
 static const struct unio_tl_driver eth_driver;
@@ -481,6 +482,7 @@ ack_input(struct eth_ep *ep, const struct eth_wire *w, uint64_t now)
 		cc_update(ep, now - w->tsc_echo, acked, now);
 	}
 	if (acked != 0) {
+		ep->probed = false;
 		ep->n_timeouts = 0;
 		ep->rto_cur = ep->rto;
 		comps_complete(ep, false, UNIO_OK);
@@ -695,26 +697,52 @@ rx_one(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now)
 	}
 }
 
+/* Send again up to @p max unSACKed frames from snd_una; returns how many. */
+static uint32_t
+resend_head(struct eth_ep *ep, uint32_t max, uint64_t now)
+{
+	uint32_t n = 0;
+
+	for (uint32_t s = ep->snd_una; s != ep->snd_nxt && n < max; s++)
+		if (!ep->snd[s % ETH_WIN].sacked) {
+			retransmit(ep, s, now);
+			n++;
+		}
+	return n;
+}
+
+/*
+ * Per ep: a probe (the oldest unSACKed frames sent again, no back-off) once the oldest frame
+ * waited max(2 srtt, srtt + 4 rttvar) without news, which recovers lost tails and lost retransmissions quickly;
+ * a timeout (back-off, cwnd halved, counted toward failure) once it waited rto_cur.
+ */
 static void
 timers(struct eth_iface *ei, uint64_t now)
 {
 	for (unsigned int i = 0; i < ei->n_peers; i++) {
 		struct eth_ep *ep = ei->peers[i];
-		uint32_t n = 0;
+		uint64_t age;
 
-		if (ep->failed || ep->snd_una == ep->snd_nxt ||
-		    now - ep->snd[ep->snd_una % ETH_WIN].tx_tsc < ep->rto_cur)
+		if (ep->failed || ep->snd_una == ep->snd_nxt)
 			continue;
+		age = now - ep->snd[ep->snd_una % ETH_WIN].tx_tsc;
+		if (age < ep->rto_cur) {
+			uint64_t pto = RTE_MAX(2 * ep->srtt, ep->srtt + 4 * ep->rttvar);
+
+			if (!ep->probed && ep->srtt != 0 &&
+			    age >= pto + ei->ack_delay + ei->timer_period) {
+				ep->probed = true;
+				ei->st.probes++;
+				resend_head(ep, ETH_PROBE_RETX, now);
+			}
+			continue;
+		}
 		ei->st.timeouts++;
 		if (++ep->n_timeouts > ei->retries) {
 			ep_fail(ep, UNIO_ERR_TIMED_OUT);
 			continue;
 		}
-		for (uint32_t s = ep->snd_una; s != ep->snd_nxt && n < ETH_TO_RETX; s++)
-			if (!ep->snd[s % ETH_WIN].sacked) {
-				retransmit(ep, s, now);
-				n++;
-			}
+		resend_head(ep, ETH_TO_RETX, now);
 		ep->rto_cur = RTE_MIN(ep->rto_cur * 2, ei->rto_max);
 		ep->cwnd = RTE_MAX(ep->cwnd / 2, ETH_MIN_CWND);
 		ep->last_decrease = now;

@@ -101,6 +101,7 @@ struct eth_ep {
 	bool user_owned;       /**< created by ep_create (else passive, from the peer) */
 	bool ack_pending;
 	bool failed;
+	bool probed;           /**< a probe went out since the last ack progress */
 	unio_status_t fail_status;
 	uint8_t hdr_tmpl[ETH_L2L3L4];
 	/* send side */

@@ -29,6 +29,7 @@ struct unio_tl_ethdev_stats {
 	uint64_t tx_acks;            /**< stand-alone acknowledgements */
 	uint64_t fast_retx;          /**< retransmissions triggered by SACK holes */
 	uint64_t timeouts;           /**< retransmission timeouts */
+	uint64_t probes;             /**< probes: head frames sent again after 2 RTTs of silence */
 	uint64_t ep_failures;        /**< endpoints failed after too many timeouts */
 	uint64_t rx_dup;             /**< duplicate data frames (suppressed, re-acked) */
 	uint64_t rx_ooo;             /**< out-of-order frames buffered */
