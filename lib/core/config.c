@@ -59,6 +59,10 @@ static const struct cfg_row cfg_table[] = {
 	  "CPU the default EAL initialisation pins the calling thread to (-l); -1 means the CPU "
 	  "the process is running on when Unio initialises EAL.  Ignored when the application "
 	  "passes -l/-c/--lcores or initialised EAL itself." },
+	{ "ETHDEV_ARP", CFG_LIST, "none", OFF(ethdev_arp), NULL, 0, 0,
+	  "Static neighbours of the ethdev driver, 'A.B.C.D/aabbccddeeff' items (IPv4 / MAC in "
+	  "12 hex digits), used instead of ARP for peers whose address carries no MAC; 'none' "
+	  "for none.  Consumer: the ethdev driver." },
 	{ "ETHDEV_IP", CFG_LIST, "auto", OFF(ethdev_ip), NULL, 0, 0,
 	  "IPv4 address of the ethdev driver's ifaces: 'auto' takes the address of the kernel "
 	  "interface a vdev wraps (iface= devarg); 'A.B.C.D' applies to every port; "

@@ -61,6 +61,8 @@ struct peer {
 	int pong;                   /* pingpong: 1 echoes, 0 measures */
 	uint64_t pings, owed;
 	unio_status_t err;          /* from err_cb */
+	struct unio_tl_ep *ep2;     /* arp: an ep to an address nobody answers */
+	unio_status_t err2;
 	const char *vdev;
 	uint8_t buf[ETH_MAX_MSG];
 };
@@ -153,6 +155,8 @@ err_cb(void *arg, struct unio_tl_ep *ep, unio_status_t st)
 
 	if (ep == p->ep)
 		p->err = st;
+	if (ep == p->ep2)
+		p->err2 = st;
 }
 
 struct pack_arg {
@@ -378,6 +382,8 @@ peer_open(struct peer *p, const char *vdev, const char *ip, int role)
 	snprintf(lcore, sizeof(lcore), "%d", role);
 	setenv("UNIO_ETHDEV_IP", ip, 1);
 	setenv("UNIO_ETHDEV_RETRIES", "14", 1);
+	if (role == 1)
+		setenv("UNIO_ETHDEV_ARP", IP_A "/02000000000a", 1);
 	/* this shared 2-core host delays the kernel's forwarding by milliseconds */
 	setenv("UNIO_ETHDEV_TARGET_DELAY", "5ms", 1);
 	TEST_ASSERT(drv != NULL, "no ethdev driver");
@@ -581,6 +587,18 @@ UNIO_TEST_CHILD(ethdev_peer)
 	TEST_ASSERT(addr_read(&p, argv[4], !role, deadline) == 0, "no peer address");
 	epp.iface_addr = &p.other;
 	epp.iface_addr_len = sizeof(p.other);
+	if (strcmp(mode, "arp") == 0) {
+		/* an address without MAC: resolved by ARP (role 0) or the static table (role 1) */
+		struct eth_addr ghost = p.other;
+
+		memset(&p.other.mac, 0, sizeof(p.other.mac));
+		memset(&ghost.mac, 0, sizeof(ghost.mac));
+		ghost.ip = inet_addr("10.77.0.99");
+		epp.iface_addr = &ghost;
+		if (role == 0)
+			TEST_ASSERT_STATUS(unio_tl_ep_create(p.iface, &epp, &p.ep2), UNIO_OK);
+		epp.iface_addr = &p.other;
+	}
 	TEST_ASSERT_STATUS(unio_tl_ep_create(p.iface, &epp, &p.ep), UNIO_OK);
 	if (fuzz_k != 0 && role == 1)
 		TEST_ASSERT(fuzz_open(&fz, "vb") == 0, "raw socket: %s", strerror(errno));
@@ -606,6 +624,18 @@ UNIO_TEST_CHILD(ethdev_peer)
 	}
 	if (rc == TEST_OK && fuzz_k != 0 && role == 0)
 		rc = fuzz_check(&s, fuzz_k);
+	if (rc == TEST_OK && strcmp(mode, "arp") == 0) {
+		TEST_LOG("role %d: arp requests %" PRIu64 " learned %" PRIu64, role,
+			 s.arp_requests, s.arp_learned);
+		TEST_ASSERT(role == 1 ? s.arp_requests == 0 : s.arp_requests >= 1,
+			    "arp requests %" PRIu64, s.arp_requests);
+		if (role == 0) {
+			while (p.err2 == UNIO_OK && now_s() < deadline)
+				unio_tl_iface_progress(p.iface);
+			TEST_ASSERT_STATUS(p.err2, UNIO_ERR_UNREACHABLE);
+			unio_tl_ep_destroy(p.ep2);
+		}
+	}
 	TEST_ASSERT_EQ(p.bad, 0);
 	TEST_ASSERT_EQ(p.rcvd, p.n_rx);
 	unio_tl_ep_destroy(p.ep);
@@ -747,6 +777,13 @@ UNIO_TEST(ethdev_fuzz, mp)
 {
 	return netns_pair(&(struct pair_run){ "veth", "net_af_packet", "", "3000", "small", "20",
 					      "xchg" });
+}
+
+/* Peers known by IPv4 only: ARP (with an unanswered one failing) and a static entry. */
+UNIO_TEST(ethdev_arp_resolve, mp)
+{
+	return netns_pair(&(struct pair_run){ "veth", "net_af_packet", "", "2000", "small", "0",
+					      "arp" });
 }
 
 UNIO_TEST(ethdev_peer_failure, mp)

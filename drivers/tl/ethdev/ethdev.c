@@ -10,6 +10,7 @@
  * receiver's credit.  See doc/guides/drivers/ethdev.md.
  */
 
+#include <arpa/inet.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,8 +203,12 @@ ep_fail(struct eth_ep *ep, unio_status_t st)
 {
 	struct eth_iface *ei = ep->ei;
 
-	ETH_LOG(ERR, "%s: peer " RTE_ETHER_ADDR_PRT_FMT " silent after %u timeouts: ep failed",
-		ei->super.dev_name, RTE_ETHER_ADDR_BYTES(&ep->peer.mac), ep->n_timeouts);
+	char ip[INET_ADDRSTRLEN];
+
+	inet_ntop(AF_INET, &ep->peer.ip, ip, sizeof(ip));
+	ETH_LOG(ERR, "%s: peer %s:%u %s: ep failed", ei->super.dev_name, ip,
+		rte_be_to_cpu_16(ep->peer.udp_port),
+		ep->resolving ? "did not answer ARP" : "silent after too many timeouts");
 	ep->failed = true;
 	ep->fail_status = st;
 	ei->st.ep_failures++;
@@ -243,7 +248,7 @@ can_send(const struct eth_ep *ep, uint32_t nfr)
 	uint32_t inflight = ep->snd_nxt - ep->snd_una;
 	uint32_t lim = RTE_MIN((uint32_t)ep->cwnd, ETH_WIN);
 
-	return inflight < lim && inflight + nfr <= ETH_WIN &&
+	return !ep->resolving && inflight < lim && inflight + nfr <= ETH_WIN &&
 	       seq_diff(ep->peer_edge, ep->snd_nxt + nfr) >= 0 &&
 	       eth_txq_room(ep->ei) >= nfr + 1;
 }
@@ -659,6 +664,15 @@ ep_free(struct eth_ep *ep)
 	rte_free(ep);
 }
 
+/* The peer's MAC is known now: frames can be built. */
+static void
+resolved(struct eth_ep *ep, const struct rte_ether_addr *mac)
+{
+	rte_ether_addr_copy(mac, &ep->peer.mac);
+	eth_hdr_template(ep->ei, &ep->peer, ep->hdr_tmpl);
+	ep->resolving = false;
+}
+
 static void
 rx_one(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now)
 {
@@ -684,6 +698,8 @@ rx_one(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now)
 			return;
 		}
 	}
+	if (ep != NULL && ep->resolving && ep->peer.conn == w->src_conn)
+		resolved(ep, &rte_pktmbuf_mtod(m, struct rte_ether_hdr *)->src_addr);
 	if (ep == NULL || ep->peer.conn != w->src_conn || ep->failed) {
 		ei->st.drop_unknown_conn++;
 		rte_pktmbuf_free(m);
@@ -695,6 +711,18 @@ rx_one(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now)
 	} else {
 		data_input(ep, m, w, now);
 	}
+}
+
+/* An ep whose peer MAC is unknown: ARP until answered or ETH_ARP_TRIES went unanswered. */
+static void
+resolve_timer(struct eth_ep *ep, uint64_t now)
+{
+	struct rte_ether_addr mac;
+
+	if (eth_arp_lookup(ep->ei, ep->peer.ip, &mac) == 0)
+		resolved(ep, &mac);
+	else if (eth_arp_resolve(ep->ei, ep->peer.ip, now) > ETH_ARP_TRIES)
+		ep_fail(ep, UNIO_ERR_UNREACHABLE);
 }
 
 /* Send again up to @p max unSACKed frames from snd_una; returns how many. */
@@ -723,6 +751,8 @@ timers(struct eth_iface *ei, uint64_t now)
 		struct eth_ep *ep = ei->peers[i];
 		uint64_t age;
 
+		if (ep->resolving && !ep->failed)
+			resolve_timer(ep, now);
 		if (ep->failed || ep->snd_una == ep->snd_nxt)
 			continue;
 		age = now - ep->snd[ep->snd_una % ETH_WIN].tx_tsc;
@@ -794,6 +824,15 @@ eth_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *param
 		ep = ep_alloc(ei, &a);
 		if (ep == NULL)
 			return UNIO_ERR_NO_RESOURCE;
+		if (rte_is_zero_ether_addr(&a.mac)) {
+			struct rte_ether_addr mac;
+
+			ep->resolving = true;     /* an address without MAC: ARP for it */
+			if (eth_arp_lookup(ei, a.ip, &mac) == 0)
+				resolved(ep, &mac);
+			else
+				eth_arp_resolve(ei, a.ip, rte_rdtsc());
+		}
 	}
 	ep->user_owned = true;
 	*ep_p = &ep->super;

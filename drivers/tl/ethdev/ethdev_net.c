@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <rte_arp.h>
+#include <rte_cycles.h>
 #include <rte_bus.h>
 #include <rte_dev.h>
 #include <rte_devargs.h>
@@ -36,6 +37,8 @@ struct eth_port {
 };
 
 static struct eth_port eth_ports[RTE_MAX_ETHPORTS];
+
+static unio_status_t arp_static(struct eth_iface *ei, const struct unio_config *cfg);
 
 /* ---- ports ---- */
 
@@ -187,7 +190,10 @@ eth_port_open(struct eth_iface *ei, const struct unio_config *cfg, const char *d
 		return UNIO_ERR_BUSY;
 	}
 	ei->port_id = pid;
-	st = port_address(ei, cfg, dev_name);
+	ei->tsc_hz = rte_get_tsc_hz();
+	st = arp_static(ei, cfg);
+	if (st == UNIO_OK)
+		st = port_address(ei, cfg, dev_name);
 	if (st == UNIO_OK && !p->configured)
 		st = port_setup(pid, p);
 	if (st != UNIO_OK)
@@ -331,6 +337,100 @@ drop(struct rte_mbuf *m, uint64_t *counter)
 	rte_pktmbuf_free(m);
 }
 
+static struct eth_arp *
+arp_find(const struct eth_iface *ei, rte_be32_t ip)
+{
+	for (unsigned int i = 0; i < ei->n_arp; i++)
+		if (ei->arp[i].ip == ip)
+			return (struct eth_arp *)(uintptr_t)&ei->arp[i];
+	return NULL;
+}
+
+static struct eth_arp *
+arp_add(struct eth_iface *ei, rte_be32_t ip)
+{
+	struct eth_arp *e = arp_find(ei, ip);
+
+	if (e == NULL && ei->n_arp < ETH_ARP_MAX) {
+		e = &ei->arp[ei->n_arp++];
+		memset(e, 0, sizeof(*e));
+		e->ip = ip;
+	}
+	return e;
+}
+
+static void
+arp_learn(struct eth_iface *ei, rte_be32_t ip, const struct rte_ether_addr *mac)
+{
+	struct eth_arp *e;
+
+	if (ip == 0 || !rte_is_unicast_ether_addr(mac) || rte_is_zero_ether_addr(mac))
+		return;
+	e = arp_add(ei, ip);
+	if (e == NULL || e->state == ETH_ARP_STATIC)
+		return;
+	rte_ether_addr_copy(mac, &e->mac);
+	e->state = ETH_ARP_VALID;
+	ei->st.arp_learned++;
+}
+
+int
+eth_arp_lookup(const struct eth_iface *ei, rte_be32_t ip, struct rte_ether_addr *mac)
+{
+	const struct eth_arp *e = arp_find(ei, ip);
+
+	if (e == NULL || (e->state != ETH_ARP_STATIC && e->state != ETH_ARP_VALID))
+		return -1;
+	rte_ether_addr_copy(&e->mac, mac);
+	return 0;
+}
+
+static void
+arp_request(struct eth_iface *ei, rte_be32_t ip)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(ei->mp);
+	struct rte_ether_hdr *eh;
+	struct rte_arp_hdr *arp;
+
+	if (m == NULL || eth_txq_room(ei) == 0) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	eh = (struct rte_ether_hdr *)rte_pktmbuf_append(m, sizeof(*eh) + sizeof(*arp));
+	arp = (struct rte_arp_hdr *)(eh + 1);
+	memset(eh, 0xff, sizeof(eh->dst_addr));
+	rte_ether_addr_copy(&ei->addr.mac, &eh->src_addr);
+	eh->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
+	arp->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
+	arp->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	arp->arp_hlen = RTE_ETHER_ADDR_LEN;
+	arp->arp_plen = 4;
+	arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REQUEST);
+	rte_ether_addr_copy(&ei->addr.mac, &arp->arp_data.arp_sha);
+	arp->arp_data.arp_sip = ei->addr.ip;
+	memset(&arp->arp_data.arp_tha, 0, sizeof(arp->arp_data.arp_tha));
+	arp->arp_data.arp_tip = ip;
+	ei->st.arp_requests++;
+	eth_txq_push(ei, m);
+}
+
+unsigned int
+eth_arp_resolve(struct eth_iface *ei, rte_be32_t ip, uint64_t now)
+{
+	struct eth_arp *e = arp_add(ei, ip);
+
+	if (e == NULL)
+		return ETH_ARP_TRIES + 1;           /* table full: give up */
+	if (e->state == ETH_ARP_FREE)
+		e->state = ETH_ARP_PENDING;
+	if (e->state == ETH_ARP_PENDING && now >= e->next) {
+		if (e->tries++ < ETH_ARP_TRIES)
+			arp_request(ei, ip);
+		e->next = now + ei->tsc_hz / 10;    /* 100 ms between requests */
+	}
+	return e->tries;
+}
+
 static void
 arp_input(struct eth_iface *ei, struct rte_mbuf *m)
 {
@@ -344,9 +444,14 @@ arp_input(struct eth_iface *ei, struct rte_mbuf *m)
 	    arp->arp_protocol != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
 	    arp->arp_hlen != RTE_ETHER_ADDR_LEN || arp->arp_plen != 4)
 		return drop(m, &ei->st.drop_bad_hdr);
-	if (arp->arp_opcode != rte_cpu_to_be_16(RTE_ARP_OP_REQUEST) ||
-	    d->arp_tip != ei->addr.ip || rte_is_multicast_ether_addr(&d->arp_sha))
+	if (d->arp_tip != ei->addr.ip)
 		return drop(m, &ei->st.drop_not_ours);
+	arp_learn(ei, d->arp_sip, &d->arp_sha);
+	if (arp->arp_opcode != rte_cpu_to_be_16(RTE_ARP_OP_REQUEST) ||
+	    !rte_is_unicast_ether_addr(&d->arp_sha)) {
+		rte_pktmbuf_free(m);       /* a reply to us: learned above */
+		return;
+	}
 	arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REPLY);
 	rte_ether_addr_copy(&d->arp_sha, &d->arp_tha);
 	d->arp_tip = d->arp_sip;
@@ -356,6 +461,44 @@ arp_input(struct eth_iface *ei, struct rte_mbuf *m)
 	rte_ether_addr_copy(&ei->addr.mac, &eh->src_addr);
 	ei->st.arp_replies++;
 	eth_txq_push(ei, m);
+}
+
+/* UNIO_ETHDEV_ARP: "A.B.C.D/aabbccddeeff" items; "none" for no static entry. */
+static unio_status_t
+arp_static(struct eth_iface *ei, const struct unio_config *cfg)
+{
+	const struct unio_cfg_list *l = &cfg->ethdev_arp;
+
+	for (unsigned int i = 0; !l->deny && i < l->count; i++) {
+		const char *item = l->items[i], *slash = strchr(item, '/');
+		struct rte_ether_addr mac;
+		char ip[16];
+		struct in_addr a;
+		struct eth_arp *e;
+		unsigned int b[6];
+
+		if (strcmp(item, "none") == 0)
+			continue;
+		if (slash == NULL || (size_t)(slash - item) >= sizeof(ip) || strlen(slash + 1) != 12 ||
+		    sscanf(slash + 1, "%2x%2x%2x%2x%2x%2x", &b[0], &b[1], &b[2], &b[3], &b[4],
+			   &b[5]) != 6)
+			goto bad;
+		snprintf(ip, sizeof(ip), "%.*s", (int)(slash - item), item);
+		if (inet_pton(AF_INET, ip, &a) != 1)
+			goto bad;
+		for (unsigned int k = 0; k < 6; k++)
+			mac.addr_bytes[k] = (uint8_t)b[k];
+		e = arp_add(ei, a.s_addr);
+		if (e == NULL)
+			goto bad;
+		e->mac = mac;
+		e->state = ETH_ARP_STATIC;
+		continue;
+bad:
+		ETH_LOG(ERR, "UNIO_ETHDEV_ARP: bad entry '%s' (want A.B.C.D/aabbccddeeff)", item);
+		return UNIO_ERR_CONFIG;
+	}
+	return UNIO_OK;
 }
 
 static void

@@ -37,6 +37,8 @@ extern int ethdev_logtype;
 #define ETH_MAX_MSG      (64u * 1024u)
 #define ETH_MAX_COMPS    64u
 #define ETH_ZCOPY_HDR    128u
+#define ETH_ARP_MAX      32u
+#define ETH_ARP_TRIES    5u        /* ARP requests before a peer is unreachable */
 #define ETH_L2L3L4       (sizeof(struct rte_ether_hdr) + sizeof(struct rte_ipv4_hdr) + \
 			  sizeof(struct rte_udp_hdr))
 
@@ -92,6 +94,21 @@ struct eth_comp {
 	uint32_t seq;          /**< done once everything before seq is acked */
 };
 
+enum eth_arp_state {
+	ETH_ARP_FREE = 0,
+	ETH_ARP_STATIC,        /**< from UNIO_ETHDEV_ARP, never replaced */
+	ETH_ARP_VALID,         /**< learned from the wire */
+	ETH_ARP_PENDING,       /**< requests out, no answer yet */
+};
+
+struct eth_arp {
+	rte_be32_t ip;
+	struct rte_ether_addr mac;
+	uint8_t state;         /**< enum eth_arp_state */
+	uint8_t tries;         /**< requests sent */
+	uint64_t next;         /**< TSC of the next request */
+};
+
 struct eth_iface;
 
 struct eth_ep {
@@ -102,6 +119,7 @@ struct eth_ep {
 	bool ack_pending;
 	bool failed;
 	bool probed;           /**< a probe went out since the last ack progress */
+	bool resolving;        /**< the peer's MAC is being resolved with ARP */
 	unio_status_t fail_status;
 	uint8_t hdr_tmpl[ETH_L2L3L4];
 	/* send side */
@@ -141,6 +159,8 @@ struct eth_iface {
 	uint64_t target_delay;  /**< TSC cycles of queueing the cwnd aims at */
 	unsigned int retries;
 	struct unio_tl_ethdev_stats st;
+	unsigned int n_arp;
+	struct eth_arp arp[ETH_ARP_MAX];
 	uint32_t txq_head, txq_tail;
 	struct rte_mbuf *txq[ETH_TXQ_LEN];
 	unsigned int n_peers;
@@ -165,6 +185,10 @@ const struct eth_wire *eth_rx_classify(struct eth_iface *ei, struct rte_mbuf *m,
 void eth_hdr_template(const struct eth_iface *ei, const struct eth_addr *peer, uint8_t *tmpl);
 void eth_frame_finish(struct eth_iface *ei, struct rte_mbuf *m, uint16_t l4_payload);
 void eth_txq_push(struct eth_iface *ei, struct rte_mbuf *m);
+/** The MAC of neighbour @p ip when known (static or learned): 0, else -1. */
+int eth_arp_lookup(const struct eth_iface *ei, rte_be32_t ip, struct rte_ether_addr *mac);
+/** Ask for @p ip's MAC (rate-limited); returns the number of requests sent so far. */
+unsigned int eth_arp_resolve(struct eth_iface *ei, rte_be32_t ip, uint64_t now);
 unsigned int eth_txq_flush(struct eth_iface *ei);
 
 static inline unsigned int

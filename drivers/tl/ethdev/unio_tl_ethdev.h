@@ -35,6 +35,8 @@ struct unio_tl_ethdev_stats {
 	uint64_t rx_ooo;             /**< out-of-order frames buffered */
 	uint64_t msgs_delivered;     /**< messages handed to AM handlers */
 	uint64_t arp_replies;        /**< ARP requests for our address answered */
+	uint64_t arp_requests;       /**< ARP requests sent to resolve peers */
+	uint64_t arp_learned;        /**< neighbour entries learned or refreshed from ARP */
 	uint64_t icmp_replies;       /**< ICMP echo requests answered */
 	uint64_t drop_other_proto;   /**< not ARP or IPv4/UDP/ICMP */
 	uint64_t drop_not_ours;      /**< another MAC, IPv4 address or UDP port */
