@@ -30,9 +30,13 @@
 #define ETH_POOL_MBUFS  8191u
 #define ETH_POOL_CACHE  256u
 
+#define ETH_TX_CSUM (RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM)
+#define ETH_RX_CSUM (RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM)
+
 struct eth_port {
 	bool configured;
 	bool in_use;
+	bool tx_csum;          /**< the PMD computes IPv4 and UDP checksums */
 	struct rte_mempool *mp;
 };
 
@@ -46,13 +50,21 @@ static unio_status_t
 port_setup(uint16_t pid, struct eth_port *p)
 {
 	struct rte_eth_conf conf;
+	struct rte_eth_dev_info info;
 	uint16_t nrx = ETH_NB_DESC, ntx = ETH_NB_DESC;
 	char name[RTE_MEMPOOL_NAMESIZE];
 	int sock = rte_eth_dev_socket_id(pid);
 	int rc;
 
 	memset(&conf, 0, sizeof(conf));
-	rc = rte_eth_dev_configure(pid, 1, 1, &conf);
+	rc = rte_eth_dev_info_get(pid, &info);
+	if (rc == 0 && (info.tx_offload_capa & ETH_TX_CSUM) == ETH_TX_CSUM)
+		conf.txmode.offloads |= ETH_TX_CSUM;
+	if (rc == 0 && (info.rx_offload_capa & ETH_RX_CSUM) == ETH_RX_CSUM)
+		conf.rxmode.offloads |= ETH_RX_CSUM;
+	p->tx_csum = (conf.txmode.offloads & ETH_TX_CSUM) != 0;
+	if (rc == 0)
+		rc = rte_eth_dev_configure(pid, 1, 1, &conf);
 	if (rc == 0)
 		rc = rte_eth_dev_adjust_nb_rx_tx_desc(pid, &nrx, &ntx);
 	if (rc != 0) {
@@ -205,6 +217,7 @@ eth_port_open(struct eth_iface *ei, const struct unio_config *cfg, const char *d
 	}
 	rte_eth_promiscuous_disable(pid);  /* not every PMD can; frames are filtered anyway */
 	ei->mp = p->mp;
+	ei->tx_csum = p->tx_csum;
 	p->in_use = true;
 	return UNIO_OK;
 }
@@ -322,9 +335,16 @@ eth_frame_finish(struct eth_iface *ei, struct rte_mbuf *m, uint16_t l4_payload)
 	ip->total_length = rte_cpu_to_be_16((uint16_t)(sizeof(*ip) + sizeof(*udp) + l4_payload));
 	ip->packet_id = rte_cpu_to_be_16(ei->ip_id++);
 	ip->hdr_checksum = 0;
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
 	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(sizeof(*udp) + l4_payload));
 	udp->dgram_cksum = 0;
+	if (ei->tx_csum) {
+		m->l2_len = sizeof(struct rte_ether_hdr);
+		m->l3_len = sizeof(*ip);
+		m->ol_flags = RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_UDP_CKSUM;
+		udp->dgram_cksum = rte_ipv4_phdr_cksum(ip, m->ol_flags);
+		return;
+	}
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
 	udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
 }
 

@@ -150,6 +150,7 @@ struct eth_iface {
 	uint16_t mtu;
 	uint16_t frag;         /**< payload bytes per frame */
 	uint16_t ip_id;
+	bool tx_csum;           /**< checksums offloaded to the PMD */
 	struct eth_addr addr;
 	struct rte_mempool *mp;
 	uint64_t tsc_hz;
