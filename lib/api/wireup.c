@@ -16,6 +16,9 @@
 
 #include "unio_api_priv.h"
 
+/* How long requests may wait for messages a peer sent before its orderly close. */
+#define CLOSE_GRACE_NS (200ull * 1000 * 1000)
+
 static uint64_t
 now_ns(void)
 {
@@ -331,9 +334,13 @@ ep_check_ctl(struct unio_ep *ep)
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (r == (ssize_t)sizeof(h) && h.magic == UNIO_WIRE_MAGIC && h.type == WIRE_CLOSE) {
-		/* orderly close: the peer flushed; what it sent is already in our rx path */
+		/*
+		 * Orderly close: the peer flushed, so what it sent (an ATS we wait for, say) is
+		 * already in our rx path, maybe not yet drained.  Requests still waiting for it
+		 * after a grace period fail.
+		 */
 		ep->remote_closed = true;
-		proto_ep_fail_requests(ep, UNIO_ERR_CONNECTION_RESET);
+		ep->close_deadline = now_ns() + CLOSE_GRACE_NS;
 		return;
 	}
 	if (ep->remote_closed && r == 0) {
@@ -365,6 +372,10 @@ wireup_progress(struct unio_worker *w)
 	for (uint32_t i = 0; i < w->n_eps; i++) {
 		struct unio_ep *ep = w->eps[i];
 
+		if (ep != NULL && ep->close_deadline != 0 && now_ns() > ep->close_deadline) {
+			ep->close_deadline = 0;
+			proto_ep_fail_requests(ep, UNIO_ERR_CONNECTION_RESET);
+		}
 		if (ep != NULL && ep->ctl_fd >= 0 && ep->state == EP_CONNECTED) {
 			ep_check_ctl(ep);
 			n += ep->state != EP_CONNECTED;
@@ -538,7 +549,7 @@ connect_socket(struct unio_worker *w, const struct sockaddr *sa, socklen_t len,
 	if (err == 0)
 		return fd;
 	*st = UNIO_ERR_UNREACHABLE;
-	API_LOG(ERR, "connect: %s", strerror(err));
+	API_LOG(INFO, "connect: %s", strerror(err));  /* reported by the status */
 fail:
 	close(fd);
 	return -1;

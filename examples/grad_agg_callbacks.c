@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * grad_agg_callbacks: gradient aggregation driven by completion callbacks.
+ *
+ *   grad_agg_callbacks root PORT NWORKERS ELEMS ITERS
+ *   grad_agg_callbacks worker HOST PORT RANK NWORKERS ELEMS ITERS
+ *
+ * The same exchange as grad_agg_wait.c, written as an event loop: every operation is
+ * started with a callback (UNIO_REQ_FLAG_NO_IMM_COMPLETION: the callback runs even when the
+ * operation completes at once), the callbacks only count, and the loop calls
+ * unio_worker_progress() and starts the next phase when a phase is complete.
+ *
+ * Tags: (iteration << 16) | rank for gradients, (iteration << 16) | 0xffff for the sum.
+ */
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <unio.h>
+
+#define SUM_RANK 0xffff
+#define RANK_MASK 0xffffull
+#define MAX_WORKERS 64
+
+static unio_ep_t *eps[MAX_WORKERS];
+static int n_eps;
+static int n_done;      /* operations of the current phase that completed */
+static int n_failed;    /* operations that completed with an error */
+
+/* The gradient of @p rank at @p iter: small integers, so sums are exact in doubles. */
+static double
+grad(int rank, int iter, size_t k)
+{
+	return (double)((rank + 1) * (int)(k % 97) + iter);
+}
+
+static void
+on_connection(unio_conn_request_t *cr, void *arg)
+{
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_CONN_REQUEST,
+				    .conn_request = cr };
+
+	if (n_eps < MAX_WORKERS)
+		eps[n_eps++] = unio_ep_create(arg, &p, NULL);
+}
+
+/* Every completion lands here: count it, release the request. */
+static void
+on_complete(unio_request_t *req, unio_status_t st, const struct unio_recv_info *info,
+	    void *user_data)
+{
+	size_t want_len = (size_t)(uintptr_t)user_data;
+
+	if (st != UNIO_OK || (info != NULL && info->length != want_len))
+		n_failed++;
+	n_done++;
+	unio_request_free(req);
+}
+
+static const struct unio_request_param *
+cb_param(size_t len)
+{
+	static struct unio_request_param p;
+
+	p = (struct unio_request_param){
+		.field_mask = UNIO_REQ_PARAM_CB | UNIO_REQ_PARAM_USER_DATA |
+			      UNIO_REQ_PARAM_FLAGS,
+		.cb = on_complete, .user_data = (void *)(uintptr_t)len,
+		.flags = UNIO_REQ_FLAG_NO_IMM_COMPLETION,
+	};
+	return &p;
+}
+
+/* Start an operation; an immediate error counts as a failed completion. */
+static void
+started(unio_status_t st)
+{
+	if (st != UNIO_INPROGRESS) {
+		n_failed++;
+		n_done++;
+	}
+}
+
+/* Progress until @p n operations of this phase completed. */
+static int
+phase_wait(unio_worker_t *w, int n)
+{
+	while (n_done < n && n_failed == 0)
+		unio_worker_progress(w);
+	n_done = 0;
+	return n_failed == 0 ? 0 : -1;
+}
+
+static int
+root(unio_worker_t *w, int port, int n, size_t elems, int iters)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct unio_listener_params lp = {
+		.field_mask = UNIO_LISTENER_PARAM_SOCKADDR | UNIO_LISTENER_PARAM_HANDLER,
+		.sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a),
+		.conn_handler = on_connection, .arg = w,
+	};
+	unio_listener_t *l = unio_listener_create(w, &lp, NULL);
+	size_t bytes = elems * sizeof(double);
+	double *sum = malloc(bytes), *g = malloc(bytes * (size_t)n);
+	unio_request_t *req;
+
+	if (l == NULL || sum == NULL || g == NULL || n > MAX_WORKERS)
+		return 1;
+	while (n_eps < n)
+		unio_worker_progress(w);
+	for (int it = 0; it < iters; it++) {
+		/* phase 1: one receive per worker, any rank of this iteration */
+		for (int r = 0; r < n; r++)
+			started(unio_tag_recv(w, g + (size_t)r * elems, bytes, (uint64_t)it << 16,
+					      ~RANK_MASK, cb_param(bytes), &req));
+		if (phase_wait(w, n) != 0)
+			return 1;
+		for (size_t k = 0; k < elems; k++) {
+			sum[k] = 0;
+			for (int r = 0; r < n; r++)
+				sum[k] += g[(size_t)r * elems + k];
+		}
+		/* phase 2: the sum to every worker */
+		for (int r = 0; r < n; r++)
+			started(unio_tag_send(eps[r], sum, bytes, ((uint64_t)it << 16) | SUM_RANK,
+					      cb_param(0), &req));
+		if (phase_wait(w, n) != 0)
+			return 1;
+	}
+	printf("root: %d iterations of %d x %zu doubles aggregated\n", iters, n, elems);
+	for (int r = 0; r < n; r++)
+		unio_ep_close(eps[r], UNIO_EP_CLOSE_FLUSH, NULL);
+	unio_listener_destroy(l);
+	free(sum);
+	free(g);
+	return 0;
+}
+
+static unio_ep_t *
+connect_retry(unio_worker_t *w, const char *host, const char *port)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai;
+	struct timespec pause = { 0, 20 * 1000 * 1000 };
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_SOCKADDR };
+	unio_status_t st = UNIO_ERR_UNREACHABLE;
+	unio_ep_t *ep = NULL;
+
+	if (getaddrinfo(host, port, &hints, &ai) != 0)
+		return NULL;
+	p.sockaddr = ai->ai_addr;
+	p.addrlen = ai->ai_addrlen;
+	for (int i = 0; i < 500 && ep == NULL && st == UNIO_ERR_UNREACHABLE; i++) {
+		ep = unio_ep_create(w, &p, &st);
+		if (ep == NULL)
+			nanosleep(&pause, NULL);
+	}
+	freeaddrinfo(ai);
+	return ep;
+}
+
+static int
+worker(unio_worker_t *w, const char *host, const char *port, int rank, int n, size_t elems,
+       int iters)
+{
+	unio_ep_t *ep = connect_retry(w, host, port);
+	size_t bytes = elems * sizeof(double);
+	double *g = malloc(bytes), *sum = malloc(bytes);
+	unio_request_t *req;
+
+	if (ep == NULL || g == NULL || sum == NULL)
+		return 1;
+	for (int it = 0; it < iters; it++) {
+		for (size_t k = 0; k < elems; k++)
+			g[k] = grad(rank, it, k);
+		/* one phase: the sum's receive and the gradient's send */
+		started(unio_tag_recv(w, sum, bytes, ((uint64_t)it << 16) | SUM_RANK, UINT64_MAX,
+				      cb_param(bytes), &req));
+		started(unio_tag_send(ep, g, bytes, ((uint64_t)it << 16) | rank, cb_param(0),
+				      &req));
+		if (phase_wait(w, 2) != 0)
+			return 1;
+		for (size_t k = 0; k < elems; k++) {
+			double want = 0;
+
+			for (int r = 0; r < n; r++)
+				want += grad(r, it, k);
+			if (sum[k] != want) {
+				fprintf(stderr, "rank %d iter %d: sum[%zu] = %g, want %g\n", rank, it,
+					k, sum[k], want);
+				return 1;
+			}
+		}
+	}
+	unio_ep_close(ep, UNIO_EP_CLOSE_FLUSH, NULL);
+	free(g);
+	free(sum);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	unio_context_t *ctx;
+	unio_worker_t *w;
+	int rc;
+
+	if (argc < 6 || (strcmp(argv[1], "worker") == 0 && argc < 8)) {
+		fprintf(stderr, "usage: %s root PORT NWORKERS ELEMS ITERS\n"
+			"       %s worker HOST PORT RANK NWORKERS ELEMS ITERS\n", argv[0], argv[0]);
+		return 2;
+	}
+	ctx = unio_context_create(NULL, NULL);
+	w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	if (w == NULL)
+		return 1;
+	if (strcmp(argv[1], "root") == 0)
+		rc = root(w, atoi(argv[2]), atoi(argv[3]), strtoul(argv[4], NULL, 0),
+			  atoi(argv[5]));
+	else
+		rc = worker(w, argv[2], argv[3], atoi(argv[4]), atoi(argv[5]),
+			    strtoul(argv[6], NULL, 0), atoi(argv[7]));
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	if (rc != 0)
+		fprintf(stderr, "%s %s failed\n", argv[0], argv[1]);
+	return rc;
+}
