@@ -192,9 +192,15 @@ lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *
 	lane->frag = lane->max_eager > 64 ? a->max_bcopy - sizeof(struct proto_eager_first_hdr)
 					  : 0;
 	lane->rndv_scheme = cfg->rndv_scheme;
+	/*
+	 * auto: on one host the pipelined scheme (both cores copy through the FIFO at once)
+	 * beats a single-core CMA pull (measured: doc/guides/protocols.md); elsewhere the
+	 * receiver pulls when the lane can.
+	 */
 	if (lane->rndv_scheme == UNIO_RNDV_SCHEME_AUTO)
-		lane->rndv_scheme = (cap & (UNIO_TL_CAP_GET_ZCOPY | UNIO_TL_CAP_RKEY_PTR)) ?
-				    UNIO_RNDV_SCHEME_GET : UNIO_RNDV_SCHEME_PIPELINE;
+		lane->rndv_scheme = a->reach != UNIO_TL_REACH_HOST &&
+				    (cap & UNIO_TL_CAP_GET_ZCOPY) ? UNIO_RNDV_SCHEME_GET :
+				    UNIO_RNDV_SCHEME_PIPELINE;
 	if (cfg->rndv_thresh != UNIO_SIZE_AUTO)
 		lane->rndv_thresh = cfg->rndv_thresh;
 	else if (a->reach == UNIO_TL_REACH_SELF || lane->rndv_scheme == UNIO_RNDV_SCHEME_AM)

@@ -42,6 +42,8 @@ enum proto_am_id {
 	PROTO_AM_SYNC_ACK = 9,     /**< struct proto_ack_hdr: a sync send was matched */
 	PROTO_AM_WIREUP_REQ = 10,  /**< lib/api: ep from a worker address, request */
 	PROTO_AM_WIREUP_REP = 11,  /**< lib/api: ... and its reply */
+	PROTO_AM_USER_EAGER = 12,  /**< am.c: struct am_eager_hdr + user header + data */
+	PROTO_AM_USER_RTS = 13,    /**< am.c: struct am_rts_hdr + user header + rkey */
 	PROTO_AM_MAX
 };
 
@@ -280,6 +282,9 @@ struct unio_worker {
 	int efd;                    /**< epoll fd (UNIO_FEATURE_WAKEUP), -1 */
 	int sig_fd;                 /**< eventfd for unio_worker_signal */
 	TAILQ_ENTRY(unio_worker) link;
+	struct am_worker *am;       /**< active messages (am.c) */
+	struct rma_worker *rma;     /**< mapped memory (rma.c), NULL until the first map */
+	unsigned int n_am_pending;  /**< AM sends waiting for resources */
 };
 
 struct unio_context {
