@@ -497,8 +497,11 @@ parent_rma(struct parent *p, struct peer *c)
 	test_fill(want, RMA_SIZE, 100 + c->h.idx);
 	if ((c->ep->cap & UNIO_TL_CAP_GET_ZCOPY) &&
 	    unio_tl_rkey_unpack(c->ep, c->h.rkey_reg, klen, &rk) == UNIO_OK) {
-		if (rma_one(c->ep, 0, buf, RMA_SIZE, c->h.base_reg, &rk) != UNIO_OK ||
-		    memcmp(buf, want, RMA_SIZE) != 0)
+		unio_status_t st = rma_one(c->ep, 0, buf, RMA_SIZE, c->h.base_reg, &rk);
+
+		if (st != UNIO_OK)
+			TEST_LOG("parent: get from child %u: %s", c->h.idx, unio_status_string(st));
+		if (st != UNIO_OK || memcmp(buf, want, RMA_SIZE) != 0)
 			r = TEST_FAIL;
 		test_fill(buf, RMA_SIZE / 2, 300 + c->h.idx);
 		if ((c->ep->cap & UNIO_TL_CAP_PUT_ZCOPY) &&
@@ -517,7 +520,7 @@ parent_rma(struct parent *p, struct peer *c)
 	free(buf);
 	free(want);
 	if (r != TEST_OK)
-		TEST_LOG("parent: reading child %u's memory gave wrong data", c->h.idx);
+		TEST_LOG("parent: reading child %u's memory failed", c->h.idx);
 	return r;
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -358,10 +359,18 @@ map_peer_seg(struct shm_ep *ep, const struct shm_iface_addr *a)
 {
 	int fd = shm_open_peer_fd((pid_t)a->pid, (int)a->seg_fd, a->iface_id, a->iface_id);
 	struct shm_seg_hdr *h;
+	struct stat st;
 
 	if (fd < 0) {
 		SHM_LOG(ERR, "cannot open the segment of pid %u: %s", a->pid, strerror(errno));
 		return UNIO_ERR_UNREACHABLE;
+	}
+	/* a segment shorter than its address says would fault (SIGBUS) past its end */
+	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < a->seg_size ||
+	    a->seg_size < sizeof(*h)) {
+		SHM_LOG(ERR, "the segment of pid %u is smaller than its address says", a->pid);
+		close(fd);
+		return UNIO_ERR_INVALID_ADDR;
 	}
 	ep->peer_seg = mmap(NULL, a->seg_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
