@@ -57,10 +57,14 @@ def parse_sizes(text):
     return sizes
 
 
-def iterations(test, size, cap):
+# bytes per size and run: a second or so on this kind of machine
+BUDGET = {("shm", "tag_lat"): 1 << 30, ("shm", "tag_bw"): 2 << 30,
+          ("tcp", "tag_lat"): 64 << 20, ("tcp", "tag_bw"): 256 << 20}
+
+
+def iterations(tls, test, size, cap):
     """Enough iterations for a stable median, few enough for a second or so per size."""
-    budget = (1 << 30) if test == "tag_lat" else (2 << 30)
-    return max(200, min(cap, budget // size))
+    return max(200, min(cap, BUDGET[(tls, test)] // size))
 
 
 def free_port():
@@ -94,7 +98,7 @@ def run_unio(args, test, sizes, tmp):
     port = str(free_port())
     results = {}
     for size in sizes:
-        n = iterations(test, size, args.iters)
+        n = iterations(args.tls, test, size, args.iters)
         w = str(min(1000, max(10, n // 10)))
         common = ["-t", test, "-s", str(size), "-n", str(n), "-w", w, "-p", port, "-f"]
         srv = subprocess.Popen(["taskset", "-c", args.cpus[0], exe, "-l", args.cpus[0], "--"]
@@ -124,7 +128,7 @@ def run_ucx(args, test, sizes):
     env = dict(os.environ, UCX_TLS=UCX_TLS[args.tls])
     results = {}
     for size in sizes:
-        n = iterations(test, size, args.iters)
+        n = iterations(args.tls, test, size, args.iters)
         w = str(min(1000, max(10, n // 10)))
         port = str(free_port())
         srv = subprocess.Popen(["taskset", "-c", args.cpus[0], "ucx_perftest", "-c",
@@ -168,8 +172,10 @@ def summarise(test, sizes, unio_runs, ucx_runs):
         u = [r[size][idx] for r in unio_runs]
         x = [r[size][idx] for r in ucx_runs]
         ratios = [a / b for a, b in zip(u, x) if b > 0]
+        nan = float("nan")
         rows.append((size, statistics.median(u), statistics.median(x),
-                     statistics.median(ratios) if ratios else float("nan")))
+                     statistics.median(ratios) if ratios else nan,
+                     min(ratios) if ratios else nan, max(ratios) if ratios else nan))
     return rows
 
 
@@ -178,18 +184,20 @@ def table_text(test, rows):
     better = "lower is better" if test == "tag_lat" else "higher is better"
     out = ["%s, %s: median of runs, and median of pairwise Unio/UCX ratios (%s)"
            % (test, unit, better),
-           "%10s %14s %14s %12s" % ("size", "unio", "ucx", "unio/ucx")]
-    for size, u, x, r in rows:
-        out.append("%10s %14.3f %14.3f %12.3f" % (fmt_size(size), u, x, r))
+           "%10s %14s %14s %12s %16s" % ("size", "unio", "ucx", "unio/ucx", "ratio range")]
+    for size, u, x, r, lo, hi in rows:
+        out.append("%10s %14.3f %14.3f %12.3f %7.2f..%-7.2f" % (fmt_size(size), u, x, r, lo,
+                                                               hi))
     return "\n".join(out)
 
 
 def table_markdown(test, rows):
     unit = "p50 latency (µs)" if test == "tag_lat" else "bandwidth (MB/s)"
-    out = ["| %s size | Unio %s | UCX %s | Unio / UCX |" % (test, unit, unit),
-           "|---:|---:|---:|---:|"]
-    for size, u, x, r in rows:
-        out.append("| %s | %.3f | %.3f | %.2f |" % (fmt_size(size), u, x, r))
+    out = ["| %s size | Unio %s | UCX %s | Unio / UCX | ratio range |" % (test, unit, unit),
+           "|---:|---:|---:|---:|---:|"]
+    for size, u, x, r, lo, hi in rows:
+        out.append("| %s | %.3f | %.3f | %.2f | %.2f – %.2f |" % (fmt_size(size), u, x, r,
+                                                                 lo, hi))
     return "\n".join(out)
 
 
@@ -211,8 +219,8 @@ def plot(path, tls, summaries):
                 continue
             data = os.path.join(tmp, test + ".dat")
             with open(data, "w") as f:
-                for size, u, x, _ in rows:
-                    f.write("%d %g %g\n" % (size, u, x))
+                for row in rows:
+                    f.write("%d %g %g\n" % row[:3])
             script += ["set ylabel '%s'" % ylabel,
                        "set title '%s over %s (median of runs)'" % (title, tls),
                        "plot '%s' using 1:2 with linespoints lw 2 title 'Unio', "

@@ -44,7 +44,7 @@ perf_usage(FILE *f)
 		"  --json FILE    one JSON record per size\n"
 		"  --loopback     both sides in this process, the server on the second lcore\n"
 		"  --timeout SEC  fail when an operation makes no progress this long (default 10)\n"
-		"  -i             interactive (start, stop, show stats, show config, set ..., quit)\n"
+		"  -i             interactive: start, stop, show stats, show config, set, quit\n"
 		"  --cmdline-file FILE  run interactive commands from FILE\n"
 		"  -h             this help\n", PERF_MAX_WINDOW, PERF_DEFAULT_PORT);
 }

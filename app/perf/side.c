@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_branch_prediction.h>
 #include <rte_cycles.h>
 #include <rte_pause.h>
 
@@ -163,13 +164,31 @@ finish(struct perf_side *s, unio_status_t st, unio_request_t *req, struct unio_r
 }
 
 static unio_status_t
-post_send(struct perf_side *s, const void *buf, size_t len, uint64_t tag, int sync,
+send_once(struct perf_side *s, const void *buf, size_t len, uint64_t tag, int sync,
 	  unio_request_t **req)
 {
 	*req = NULL;
 	if (sync)
 		return unio_tag_send_sync(s->ep, buf, len, tag, NULL, req);
 	return unio_tag_send(s->ep, buf, len, tag, NULL, req);
+}
+
+/* Send; a transient UNIO_ERR_NO_RESOURCE is retried after progress, within the timeout. */
+static unio_status_t
+post_send(struct perf_side *s, const void *buf, size_t len, uint64_t tag, int sync,
+	  unio_request_t **req)
+{
+	unio_status_t st = send_once(s, buf, len, tag, sync, req);
+	uint64_t deadline;
+
+	if (likely(st != UNIO_ERR_NO_RESOURCE))
+		return st;
+	deadline = rte_rdtsc() + s->timeout_tsc;
+	while (st == UNIO_ERR_NO_RESOURCE && !s->ep_failed && rte_rdtsc() < deadline) {
+		unio_worker_progress(s->worker);
+		st = send_once(s, buf, len, tag, sync, req);
+	}
+	return st == UNIO_ERR_NO_RESOURCE ? UNIO_ERR_TIMED_OUT : st;
 }
 
 static unio_status_t

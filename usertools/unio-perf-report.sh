@@ -1,0 +1,44 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Regenerate doc/performance.md and its plots: builds Unio when needed, runs
+# usertools/unio-compare.py for shm and tcp (Unio and UCX interleaved, server on CPU 0,
+# client on CPU 1), and writes the page.  Takes about 8 minutes on a 2-core machine.
+#
+#   usertools/unio-perf-report.sh [BUILD_DIR]      (default: build)
+set -eu
+cd "$(dirname "$0")/.."
+build=${1:-build}
+[ -f "$build/build.ninja" ] || meson setup "$build"
+ninja -C "$build" >/dev/null
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+commit=$(git rev-parse --short HEAD)
+
+usertools/unio-compare.py --build "$build" --tls shm --runs 5 --iters 20000 \
+	--png doc/img/perf-shm.png --markdown "$tmp/shm.md" | tee "$tmp/shm.txt"
+usertools/unio-compare.py --build "$build" --tls tcp --runs 3 --iters 20000 \
+	--sizes 8,512,4k,64k,1m --png doc/img/perf-tcp.png --markdown "$tmp/tcp.md" | tee "$tmp/tcp.txt"
+
+{
+	sed -n '1,/^<!-- results -->$/p' doc/performance.md
+	echo
+	echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') at commit $commit (load average" \
+		"$(cut -d' ' -f2 /proc/loadavg) over the last 5 minutes, $(nproc) CPUs)."
+	echo
+	echo "### Shared memory"
+	echo
+	cat "$tmp/shm.md"
+	echo
+	echo "![shm: latency and bandwidth against message size](img/perf-shm.png)"
+	echo
+	echo "### TCP"
+	echo
+	cat "$tmp/tcp.md"
+	echo
+	echo "![tcp: latency and bandwidth against message size](img/perf-tcp.png)"
+	echo
+	echo "<!-- end of results -->"
+	sed -n '/^<!-- end of results -->$/,$p' doc/performance.md | tail -n +2
+} >"$tmp/page.md"
+cp "$tmp/page.md" doc/performance.md
+echo "unio-perf-report: doc/performance.md and doc/img/perf-{shm,tcp}.png updated"
