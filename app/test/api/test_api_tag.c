@@ -231,3 +231,29 @@ UNIO_TEST(api_tag_match_order, fast)
 	unio_context_destroy(ctx);
 	return rc;
 }
+
+/* ---- the selection printout (unio-info -e) follows the configuration ---- */
+
+UNIO_TEST(api_proto_selection, fast)
+{
+	static const char *const ovr[] = { "RNDV_THRESH", "20000", "RNDV_SCHEME", "pipeline",
+					   NULL };
+	unio_context_t *ctx = api_ctx(ovr);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	TEST_ASSERT(ctx != NULL, "context");
+	f = open_memstream(&text, &len);
+	TEST_ASSERT(f != NULL, "memstream");
+	unio_proto_print_selection(ctx, "self", f);
+	unio_proto_print_selection(ctx, "host", f);
+	fclose(f);
+	TEST_LOG("selection:\n%s", text);
+	TEST_ASSERT(strstr(text, "eager short (self)") != NULL, "self lane missing");
+	TEST_ASSERT(strstr(text, "20000..inf: rendezvous pipeline") != NULL,
+		    "the configured threshold and scheme are not what is printed");
+	free(text);
+	unio_context_destroy(ctx);
+	return TEST_OK;
+}
