@@ -70,6 +70,11 @@ static const struct cfg_row cfg_table[] = {
 	  "Consumer: the ethdev driver." },
 	{ "ETHDEV_PORT", CFG_INT, "13337", OFF(ethdev_port), NULL, 1, 65535,
 	  "UDP port of the ethdev driver's ifaces.  Consumer: the ethdev driver." },
+	{ "ETHDEV_QUEUES", CFG_INT, "1", OFF(ethdev_queues), NULL, 1, 16,
+	  "Queue pairs the ethdev driver configures per port (at most what the PMD offers: "
+	  "af_packet qpairs=, af_xdp queue_count=); each worker's iface takes one, with UDP port "
+	  "UNIO_ETHDEV_PORT + queue.  Frames reaching the wrong queue are handed over through a "
+	  "lock-free ring.  Consumer: the ethdev driver." },
 	{ "ETHDEV_RETRIES", CFG_INT, "12", OFF(ethdev_retries), NULL, 1, 1000,
 	  "Consecutive retransmission timeouts (10 ms doubling up to 250 ms) after which an "
 	  "ethdev endpoint fails with UNIO_ERR_TIMED_OUT.  Consumer: the ethdev driver." },

@@ -72,6 +72,7 @@ struct unio_config {
 	struct unio_cfg_list ethdev_ip;   /**< "auto", "A.B.C.D" or "PORT:A.B.C.D" items */
 	int64_t ethdev_port;              /**< UDP port of ethdev ifaces */
 	int64_t ethdev_retries;           /**< timeouts before an ethdev ep fails */
+	int64_t ethdev_queues;            /**< queue pairs per ethdev port */
 	uint64_t ethdev_target_delay_ns;  /**< ethdev congestion control target delay */
 };
 

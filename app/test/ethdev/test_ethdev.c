@@ -37,6 +37,7 @@
 #define AM_DATA 1
 #define AM_BYE  2
 #define AM_PING 3
+#define AM_LOCAL 4
 #define IP_A    "10.77.0.1"
 #define IP_B    "10.77.0.2"
 #define IP_KERN "10.77.0.3"
@@ -65,6 +66,7 @@ struct peer {
 	struct unio_tl_ep *ep2;     /* arp: an ep to an address nobody answers */
 	unio_status_t err2;
 	const char *vdev;
+	uint8_t am;                 /* AM id of the data messages sent (0: AM_DATA) */
 	uint8_t buf[ETH_MAX_MSG];
 };
 
@@ -183,11 +185,11 @@ send_one(struct peer *p)
 	msg_make(p->buf, len, p->sent, p->role);
 	if (len <= p->max_short + 8) {
 		memcpy(&hdr, p->buf, 8);
-		return unio_tl_ep_am_short(p->ep, AM_DATA, hdr, p->buf + 8, len - 8);
+		return unio_tl_ep_am_short(p->ep, p->am ? p->am : AM_DATA, hdr, p->buf + 8, len - 8);
 	}
 	if (p->sent % 2 == 0) {
 		struct pack_arg a = { p->buf, len };
-		ssize_t r = unio_tl_ep_am_bcopy(p->ep, AM_DATA, pack_cb, &a, 0);
+		ssize_t r = unio_tl_ep_am_bcopy(p->ep, p->am ? p->am : AM_DATA, pack_cb, &a, 0);
 
 		return r < 0 ? (unio_status_t)r : UNIO_OK;
 	}
@@ -195,7 +197,7 @@ send_one(struct peer *p)
 		{ .iov_base = p->buf + 16, .iov_len = (len - 16) / 2 },
 		{ .iov_base = p->buf + 16 + (len - 16) / 2, .iov_len = len - 16 - (len - 16) / 2 },
 	};
-	unio_status_t st = unio_tl_ep_am_zcopy(p->ep, AM_DATA, p->buf, 16, iov, 2, 0, NULL);
+	unio_status_t st = unio_tl_ep_am_zcopy(p->ep, p->am ? p->am : AM_DATA, p->buf, 16, iov, 2, 0, NULL);
 
 	return st == UNIO_INPROGRESS ? UNIO_OK : st;
 }
@@ -385,6 +387,8 @@ peer_open(struct peer *p, const char *vdev, const char *ip, int role)
 	setenv("UNIO_ETHDEV_RETRIES", "14", 1);
 	if (role == 1)
 		setenv("UNIO_ETHDEV_ARP", IP_A "/02000000000a", 1);
+	if (strstr(vdev, "qpairs=2") != NULL)
+		setenv("UNIO_ETHDEV_QUEUES", "2", 1);
 	/* this shared 2-core host delays the kernel's forwarding by milliseconds */
 	setenv("UNIO_ETHDEV_TARGET_DELAY", "5ms", 1);
 	TEST_ASSERT(drv != NULL, "no ethdev driver");
@@ -546,6 +550,78 @@ mode_pingpong(struct peer *p, uint64_t n, double deadline)
 	return TEST_OK;
 }
 
+/*
+ * Two workers' ifaces on one port (UNIO_ETHDEV_QUEUES=2, qpairs=2): role 0 opens both and
+ * also sends from the first to the second (delivered inside the port); role 1 streams to
+ * both.  Every stream is checked for order, length and checksum.
+ */
+static int
+mode_mq(struct peer *p, const char *prefix, const char *vdev, const char *ip, double deadline)
+{
+	static struct peer p1, local, tx;
+	struct unio_tl_ep_params epp = { 0 };
+	struct unio_tl_ethdev_stats s0, s1;
+	double linger = 0;
+
+	if (p->role == 1) {
+		/* p->ep goes to the first iface; tx.ep to the second */
+		tx = *p;
+		tx.other = p1.other;
+		TEST_ASSERT(addr_read(&tx, prefix, 2, deadline) == 0, "no second address");
+		epp.iface_addr = &tx.other;
+		epp.iface_addr_len = sizeof(tx.other);
+		TEST_ASSERT_STATUS(unio_tl_ep_create(p->iface, &epp, &tx.ep), UNIO_OK);
+		tx.sent = 0;
+		while (now_s() < deadline && (p->sent < p->n_tx || tx.sent < tx.n_tx ||
+		       unio_tl_ep_flush(p->ep, NULL) != UNIO_OK ||
+		       unio_tl_ep_flush(tx.ep, NULL) != UNIO_OK)) {
+			unio_tl_iface_progress(p->iface);
+			if (p->sent < p->n_tx && send_one(p) == UNIO_OK)
+				p->sent++;
+			if (tx.sent < tx.n_tx && send_one(&tx) == UNIO_OK)
+				tx.sent++;
+		}
+		TEST_ASSERT(now_s() < deadline, "role 1: sent %" PRIu64 " + %" PRIu64, p->sent,
+			    tx.sent);
+		return TEST_OK;
+	}
+	if (peer_open(&p1, vdev, ip, 0) != TEST_OK)
+		return TEST_FAIL;
+	p1.n_rx = p->n_rx;
+	p1.sizes = p->sizes;
+	p1.n_sizes = p->n_sizes;
+	local = p1;                          /* counts what the first iface sends the second */
+	local.rcvd = 0;
+	unio_tl_iface_set_am_handler(p1.iface, AM_LOCAL, data_cb, &local);
+	TEST_ASSERT(addr_write(prefix, 2, &p1.self) == 0, "address file");
+	tx = *p;                             /* the first iface's sender to the second */
+	tx.am = AM_LOCAL;
+	tx.sent = 0;
+	epp.iface_addr = &p1.self;
+	epp.iface_addr_len = sizeof(p1.self);
+	TEST_ASSERT_STATUS(unio_tl_ep_create(p->iface, &epp, &tx.ep), UNIO_OK);
+	while (now_s() < deadline && (linger == 0 || now_s() < linger)) {
+		unio_tl_iface_progress(p->iface);
+		unio_tl_iface_progress(p1.iface);
+		if (tx.sent < tx.n_tx && send_one(&tx) == UNIO_OK)
+			tx.sent++;
+		if (linger == 0 && p->rcvd == p->n_rx && p1.rcvd == p1.n_rx &&
+		    local.rcvd == tx.n_tx && unio_tl_ep_flush(tx.ep, NULL) == UNIO_OK)
+			linger = now_s() + 0.3;
+	}
+	unio_tl_ethdev_stats(p->iface, &s0);
+	unio_tl_ethdev_stats(p1.iface, &s1);
+	TEST_LOG("queues: rcvd %" PRIu64 " / %" PRIu64 " / local %" PRIu64 ", steered %" PRIu64
+		 " + %" PRIu64, p->rcvd, p1.rcvd, local.rcvd, s0.rx_steered, s1.rx_steered);
+	TEST_ASSERT(p1.bad == 0 && local.bad == 0, "bad messages");
+	TEST_ASSERT_EQ(p1.rcvd, p1.n_rx);
+	TEST_ASSERT_EQ(local.rcvd, tx.n_tx);
+	TEST_ASSERT(s0.rx_steered + s1.rx_steered >= tx.n_tx, "local frames not steered");
+	unio_tl_ep_destroy(tx.ep);
+	unio_tl_iface_close(p1.iface);
+	return TEST_OK;
+}
+
 /* argv: netns vdev ip role(0|1) file-prefix n sizes(full|small|8k) fuzz-per-kind mode */
 UNIO_TEST_CHILD(ethdev_peer)
 {
@@ -606,6 +682,18 @@ UNIO_TEST_CHILD(ethdev_peer)
 	if (fuzz_k != 0 && role == 1)
 		TEST_ASSERT(fuzz_open(&fz, "vb") == 0, "raw socket: %s", strerror(errno));
 	t0 = now_s();
+	if (strcmp(mode, "mq") == 0) {
+		p.n_tx = role == 1 ? p.n_tx : p.n_tx / 4;     /* role 0: local messages */
+		p.n_rx = role == 0 ? p.n_rx : 0;
+		rc = mode_mq(&p, argv[4], argv[1], argv[2], deadline);
+		if (rc == TEST_OK && role == 0) {
+			TEST_ASSERT(p.bad == 0, "bad messages");
+			TEST_ASSERT_EQ(p.rcvd, p.n_rx);
+		}
+		unio_tl_ep_destroy(p.ep);
+		unio_tl_iface_close(p.iface);
+		return rc;
+	}
 	if (strcmp(mode, "silent") == 0) {
 		rc = mode_silent(&p, deadline);
 		unio_tl_ep_destroy(p.ep);
@@ -673,7 +761,7 @@ struct pair_run {
 static void
 prefix_clean(const char *prefix)
 {
-	static const char *const sfx[] = { "-a.addr", "-b.addr", ".stop" };
+	static const char *const sfx[] = { "-a.addr", "-b.addr", "-c.addr", ".stop" };
 	char path[300];
 
 	for (unsigned int i = 0; i < RTE_DIM(sfx); i++) {
@@ -726,7 +814,8 @@ netns_pair(const struct pair_run *r)
 	snprintf(name, sizeof(name), "unio-%d", getpid());
 	snprintf(na, sizeof(na), "%s-a", name);
 	snprintf(nb, sizeof(nb), "%s-b", name);
-	snprintf(va, sizeof(va), "%s0,iface=va", r->pmd);
+	snprintf(va, sizeof(va), "%s0,iface=va%s", r->pmd,
+		 strcmp(r->mode, "mq") == 0 ? ",qpairs=2" : "");
 	snprintf(vb, sizeof(vb), "%s0,iface=vb", r->pmd);
 	if (topo("up", r->kind, name, r->extra) != 0) {
 		topo("down", r->kind, name, "");
@@ -793,6 +882,13 @@ UNIO_TEST(ethdev_fuzz, mp)
 {
 	return netns_pair(&(struct pair_run){ "veth", "net_af_packet", "", "3000", "small", "20",
 					      "xchg" });
+}
+
+/* Two workers on one port: queue pairs, steering between them, delivery inside the port. */
+UNIO_TEST(ethdev_two_queues, mp)
+{
+	return netns_pair(&(struct pair_run){ "veth", "net_af_packet", "", "2000", "small", "0",
+					      "mq" });
 }
 
 /* Peers known by IPv4 only: ARP (with an unanswered one failing) and a static entry. */

@@ -20,6 +20,7 @@
 #include <rte_ethdev.h>
 #include <rte_malloc.h>
 #include <rte_random.h>
+#include <rte_ring.h>
 
 #include "ethdev_priv.h"
 
@@ -784,12 +785,20 @@ eth_progress(struct unio_tl_iface *iface)
 {
 	struct eth_iface *ei = to_ei(iface);
 	struct rte_mbuf *pkts[ETH_BURST];
-	uint16_t n = rte_eth_rx_burst(ei->port_id, 0, pkts, ETH_BURST);
+	uint16_t n = rte_eth_rx_burst(ei->port_id, ei->queue, pkts, ETH_BURST);
 	uint64_t now = rte_rdtsc();
 
 	ei->st.rx_frames += n;
 	for (uint16_t i = 0; i < n; i++)
 		rx_one(ei, pkts[i], now);
+	if (ei->inbox != NULL) {
+		unsigned int k = rte_ring_sc_dequeue_burst(ei->inbox, (void **)pkts, ETH_BURST,
+							   NULL);
+
+		for (unsigned int i = 0; i < k; i++)
+			rx_one(ei, pkts[i], now);
+		n = (uint16_t)(n + k);
+	}
 	if (ei->n_ack != 0)
 		send_acks(ei, now);
 	if (now - ei->last_timer >= ei->timer_period) {

@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <net/if.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -23,6 +24,7 @@
 #include <rte_icmp.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <rte_ring.h>
 
 #include "ethdev_priv.h"
 
@@ -35,19 +37,24 @@
 
 struct eth_port {
 	bool configured;
-	bool in_use;
 	bool tx_csum;          /**< the PMD computes IPv4 and UDP checksums */
+	uint16_t nq;           /**< queue pairs configured */
+	uint16_t n_open;       /**< ifaces open (queues taken) */
+	uint16_t base_port;    /**< UDP port of queue 0's iface (host order) */
 	struct rte_mempool *mp;
+	struct eth_iface *owner[ETH_MAX_QUEUES];  /**< the iface of each queue */
 };
 
 static struct eth_port eth_ports[RTE_MAX_ETHPORTS];
+static pthread_mutex_t eth_ports_lock = PTHREAD_MUTEX_INITIALIZER;  /* control path only */
 
 static unio_status_t arp_static(struct eth_iface *ei, const struct unio_config *cfg);
+static void drop(struct rte_mbuf *m, uint64_t *counter);
 
 /* ---- ports ---- */
 
 static unio_status_t
-port_setup(uint16_t pid, struct eth_port *p)
+port_setup(uint16_t pid, struct eth_port *p, unsigned int want_q)
 {
 	struct rte_eth_conf conf;
 	struct rte_eth_dev_info info;
@@ -63,8 +70,15 @@ port_setup(uint16_t pid, struct eth_port *p)
 	if (rc == 0 && (info.rx_offload_capa & ETH_RX_CSUM) == ETH_RX_CSUM)
 		conf.rxmode.offloads |= ETH_RX_CSUM;
 	p->tx_csum = (conf.txmode.offloads & ETH_TX_CSUM) != 0;
+	p->nq = (uint16_t)RTE_MIN(want_q, (unsigned int)ETH_MAX_QUEUES);
+	if (rc == 0 && info.max_rx_queues < p->nq)
+		p->nq = info.max_rx_queues;
+	if (rc == 0 && info.max_tx_queues < p->nq)
+		p->nq = info.max_tx_queues;
+	if (rc == 0 && p->nq == 0)
+		rc = -EINVAL;
 	if (rc == 0)
-		rc = rte_eth_dev_configure(pid, 1, 1, &conf);
+		rc = rte_eth_dev_configure(pid, p->nq, p->nq, &conf);
 	if (rc == 0)
 		rc = rte_eth_dev_adjust_nb_rx_tx_desc(pid, &nrx, &ntx);
 	if (rc != 0) {
@@ -81,9 +95,11 @@ port_setup(uint16_t pid, struct eth_port *p)
 			return UNIO_ERR_NO_MEMORY;
 		}
 	}
-	rc = rte_eth_rx_queue_setup(pid, 0, nrx, sock, NULL, p->mp);
-	if (rc == 0)
-		rc = rte_eth_tx_queue_setup(pid, 0, ntx, sock, NULL);
+	for (uint16_t q = 0; rc == 0 && q < p->nq; q++) {
+		rc = rte_eth_rx_queue_setup(pid, q, nrx, sock, NULL, p->mp);
+		if (rc == 0)
+			rc = rte_eth_tx_queue_setup(pid, q, ntx, sock, NULL);
+	}
 	if (rc != 0) {
 		ETH_LOG(ERR, "port %u: queue setup failed: %s", pid, rte_strerror(-rc));
 		return UNIO_ERR_IO;
@@ -174,7 +190,6 @@ port_address(struct eth_iface *ei, const struct unio_config *cfg, const char *na
 			"interface%s%s an address", name, ifname[0] ? " " : "", ifname);
 		return UNIO_ERR_CONFIG;
 	}
-	ei->addr.udp_port = rte_cpu_to_be_16((uint16_t)cfg->ethdev_port);
 	if (rte_eth_dev_get_mtu(ei->port_id, &mtu) != 0 || mtu < 576)
 		mtu = RTE_ETHER_MTU;
 	ei->mtu = RTE_MIN(mtu, (uint16_t)(RTE_MBUF_DEFAULT_DATAROOM - sizeof(struct rte_ether_hdr)));
@@ -184,51 +199,126 @@ port_address(struct eth_iface *ei, const struct unio_config *cfg, const char *na
 	return UNIO_OK;
 }
 
+/* The queue of a new iface on @p p: the first free one, or -1. */
+static int
+port_take_queue(struct eth_port *p, const char *dev_name)
+{
+	for (uint16_t q = 0; q < p->nq; q++)
+		if (p->owner[q] == NULL)
+			return q;
+	ETH_LOG(ERR, "%s: all %u queue pairs have a worker (more with UNIO_ETHDEV_QUEUES and "
+		"the PMD's queue devarg, e.g. qpairs= or queue_count=)", dev_name, p->nq);
+	return -1;
+}
+
+static unio_status_t
+iface_inbox(struct eth_iface *ei)
+{
+	char name[RTE_RING_NAMESIZE];
+
+	snprintf(name, sizeof(name), "unio_eth%u_%u", ei->port_id, ei->queue);
+	ei->inbox = rte_ring_create(name, ETH_INBOX_LEN, SOCKET_ID_ANY, RING_F_SC_DEQ);
+	if (ei->inbox == NULL) {
+		ETH_LOG(ERR, "%s: no inbox ring: %s", name, rte_strerror(rte_errno));
+		return UNIO_ERR_NO_MEMORY;
+	}
+	return UNIO_OK;
+}
+
+static unio_status_t
+port_open_locked(struct eth_iface *ei, const struct unio_config *cfg, const char *dev_name,
+		 struct eth_port *p)
+{
+	unio_status_t st;
+	int q, rc;
+
+	if (!p->configured) {
+		st = port_setup(ei->port_id, p, (unsigned int)cfg->ethdev_queues);
+		if (st != UNIO_OK)
+			return st;
+		p->base_port = (uint16_t)cfg->ethdev_port;
+	}
+	q = port_take_queue(p, dev_name);
+	if (q < 0)
+		return UNIO_ERR_BUSY;
+	if ((unsigned int)p->base_port + (unsigned int)q > UINT16_MAX)
+		return UNIO_ERR_CONFIG;
+	ei->queue = (uint16_t)q;
+	ei->addr.udp_port = rte_cpu_to_be_16((uint16_t)(p->base_port + q));
+	if (p->nq > 1 && (st = iface_inbox(ei)) != UNIO_OK)
+		return st;
+	if (p->n_open == 0) {
+		rc = rte_eth_dev_start(ei->port_id);
+		if (rc != 0) {
+			ETH_LOG(ERR, "%s: start failed: %s", dev_name, rte_strerror(-rc));
+			rte_ring_free(ei->inbox);
+			return UNIO_ERR_IO;
+		}
+		rte_eth_promiscuous_disable(ei->port_id);  /* not every PMD can; we filter */
+	}
+	ei->mp = p->mp;
+	ei->tx_csum = p->tx_csum;
+	p->owner[q] = ei;
+	p->n_open++;
+	return UNIO_OK;
+}
+
 unio_status_t
 eth_port_open(struct eth_iface *ei, const struct unio_config *cfg, const char *dev_name)
 {
-	struct eth_port *p;
 	uint16_t pid;
 	unio_status_t st;
-	int rc;
 
 	if (rte_eth_dev_get_port_by_name(dev_name, &pid) != 0 ||
 	    !unio_cfg_list_allows(&cfg->net_devices, dev_name))
 		return UNIO_ERR_NO_DEVICE;
-	p = &eth_ports[pid];
-	if (p->in_use) {
-		ETH_LOG(ERR, "%s: already opened by another worker (one queue pair per port)",
-			dev_name);
-		return UNIO_ERR_BUSY;
-	}
 	ei->port_id = pid;
 	ei->tsc_hz = rte_get_tsc_hz();
 	st = arp_static(ei, cfg);
 	if (st == UNIO_OK)
 		st = port_address(ei, cfg, dev_name);
-	if (st == UNIO_OK && !p->configured)
-		st = port_setup(pid, p);
 	if (st != UNIO_OK)
 		return st;
-	rc = rte_eth_dev_start(pid);
-	if (rc != 0) {
-		ETH_LOG(ERR, "%s: start failed: %s", dev_name, rte_strerror(-rc));
-		return UNIO_ERR_IO;
-	}
-	rte_eth_promiscuous_disable(pid);  /* not every PMD can; frames are filtered anyway */
-	ei->mp = p->mp;
-	ei->tx_csum = p->tx_csum;
-	p->in_use = true;
-	return UNIO_OK;
+	pthread_mutex_lock(&eth_ports_lock);
+	st = port_open_locked(ei, cfg, dev_name, &eth_ports[pid]);
+	pthread_mutex_unlock(&eth_ports_lock);
+	return st;
 }
 
 void
 eth_port_close(struct eth_iface *ei)
 {
 	struct eth_port *p = &eth_ports[ei->port_id];
+	void *m;
 
-	rte_eth_dev_stop(ei->port_id);
-	p->in_use = false;
+	pthread_mutex_lock(&eth_ports_lock);
+	p->owner[ei->queue] = NULL;
+	if (--p->n_open == 0)
+		rte_eth_dev_stop(ei->port_id);
+	pthread_mutex_unlock(&eth_ports_lock);
+	while (ei->inbox != NULL && rte_ring_sc_dequeue(ei->inbox, &m) == 0)
+		rte_pktmbuf_free(m);
+	rte_ring_free(ei->inbox);
+	ei->inbox = NULL;
+}
+
+/* The iface of the same port that owns UDP port @p port (network order), or NULL. */
+static struct eth_iface *
+port_owner(const struct eth_iface *ei, rte_be16_t port)
+{
+	const struct eth_port *p = &eth_ports[ei->port_id];
+	unsigned int q = (uint16_t)(rte_be_to_cpu_16(port) - p->base_port);
+
+	return q < p->nq ? p->owner[q] : NULL;
+}
+
+/* Hand @p m to @p to's inbox (another worker's iface on this port, or this one). */
+static void
+steer(struct eth_iface *ei, struct eth_iface *to, struct rte_mbuf *m)
+{
+	if (rte_ring_mp_enqueue(to->inbox, m) != 0)
+		return drop(m, &ei->st.drop_steer_full);
+	ei->st.rx_steered++;
 }
 
 unio_status_t
@@ -275,6 +365,21 @@ eth_query_devices(const struct unio_config *config, struct unio_tl_device_info *
 void
 eth_txq_push(struct eth_iface *ei, struct rte_mbuf *m)
 {
+	if (unlikely(ei->inbox != NULL)) {
+		/* to another iface of this port (or itself): never on the wire */
+		const struct rte_ether_hdr *eh = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+		const struct rte_udp_hdr *udp = rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *,
+			sizeof(*eh) + sizeof(struct rte_ipv4_hdr));
+		struct eth_iface *to;
+
+		if (rte_is_same_ether_addr(&eh->dst_addr, &ei->addr.mac) &&
+		    eh->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
+			to = port_owner(ei, udp->dst_port);
+			if (to == NULL)
+				return drop(m, &ei->st.drop_not_ours);
+			return steer(ei, to, m);
+		}
+	}
 	if (eth_txq_room(ei) == 0) {
 		rte_pktmbuf_free(m);
 		return;
@@ -293,7 +398,7 @@ eth_txq_flush(struct eth_iface *ei)
 		uint16_t sent;
 
 		n = RTE_MIN(n, (uint16_t)ETH_BURST);
-		sent = rte_eth_tx_burst(ei->port_id, 0, &ei->txq[idx], n);
+		sent = rte_eth_tx_burst(ei->port_id, ei->queue, &ei->txq[idx], n);
 		ei->txq_tail += sent;
 		total += sent;
 		if (sent < n)
@@ -589,8 +694,13 @@ udp_check(struct eth_iface *ei, struct rte_mbuf *m, struct rte_ipv4_hdr *ip, uin
 
 	if (ip_len < hl + sizeof(*udp))
 		return drop(m, &ei->st.drop_truncated), NULL;
-	if (udp->dst_port != ei->addr.udp_port)
-		return drop(m, &ei->st.drop_not_ours), NULL;
+	if (udp->dst_port != ei->addr.udp_port) {
+		struct eth_iface *to = ei->inbox != NULL ? port_owner(ei, udp->dst_port) : NULL;
+
+		if (to == NULL)
+			return drop(m, &ei->st.drop_not_ours), NULL;
+		return steer(ei, to, m), NULL;
+	}
 	ulen = rte_be_to_cpu_16(udp->dgram_len);
 	if (ulen < sizeof(*udp) || ulen > ip_len - hl)
 		return drop(m, &ei->st.drop_bad_len), NULL;

@@ -38,6 +38,8 @@ extern int ethdev_logtype;
 #define ETH_MAX_COMPS    64u
 #define ETH_ZCOPY_HDR    128u
 #define ETH_ARP_MAX      32u
+#define ETH_MAX_QUEUES   16u
+#define ETH_INBOX_LEN    1024u     /* frames other workers hand to an iface */
 #define ETH_ARP_TRIES    5u        /* ARP requests before a peer is unreachable */
 #define ETH_L2L3L4       (sizeof(struct rte_ether_hdr) + sizeof(struct rte_ipv4_hdr) + \
 			  sizeof(struct rte_udp_hdr))
@@ -147,6 +149,8 @@ struct eth_ep {
 struct eth_iface {
 	struct unio_tl_iface super;
 	uint16_t port_id;
+	uint16_t queue;          /**< this iface's rx/tx queue pair */
+	struct rte_ring *inbox;  /**< frames steered here by the port's other ifaces */
 	uint16_t mtu;
 	uint16_t frag;         /**< payload bytes per frame */
 	uint16_t ip_id;

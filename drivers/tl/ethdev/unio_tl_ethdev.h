@@ -49,6 +49,8 @@ struct unio_tl_ethdev_stats {
 	uint64_t drop_bad_msg;       /**< fragments that do not form a valid message */
 	uint64_t drop_no_peer;       /**< no room for another peer */
 	uint64_t tx_no_mbuf;         /**< mbuf pool empty on send */
+	uint64_t rx_steered;         /**< frames handed to another iface of the port */
+	uint64_t drop_steer_full;    /**< ... dropped because its inbox was full */
 };
 
 /**
