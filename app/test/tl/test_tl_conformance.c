@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tl_common.h"
 
@@ -496,4 +497,119 @@ UNIO_TEST(tl_info_drivers, fast)
 	TEST_ASSERT(p != NULL && strstr(p, "\n  no device: not allowed by UNIO_TLS") ==
 		    strchr(p, '\n'), "%s", out);
 	return TEST_OK;
+}
+
+#define MANY_SENDERS 64
+#define MANY_MSGS    200
+
+struct many_rx {
+	struct tl_rx rx[MANY_SENDERS];
+};
+
+static unio_status_t
+many_cb(void *arg, const void *data, size_t length, unsigned int flags)
+{
+	struct many_rx *m = arg;
+	uint64_t seq;
+
+	memcpy(&seq, data, sizeof(seq));
+	if ((seq >> 32) >= MANY_SENDERS)
+		return UNIO_OK;
+	return tl_check_cb(&m->rx[seq >> 32], data, length, flags);
+}
+
+static int
+many_send_round(struct unio_tl_iface *rx, struct unio_tl_iface **tx, struct unio_tl_ep **ep,
+		unsigned int n)
+{
+	uint8_t buf[64];
+
+	for (unsigned int i = 0; i < MANY_SENDERS; i++) {
+		uint64_t seq = ((uint64_t)i << 32) | n;
+		unio_status_t st;
+
+		tl_make_msg(buf, 8 + (n + i) % 48, seq);
+		while ((st = unio_tl_ep_am_short(ep[i], TL_AM_ID, seq, buf + 8,
+						 (n + i) % 48)) == UNIO_ERR_NO_RESOURCE) {
+			unio_tl_iface_progress(rx);
+			unio_tl_iface_progress(tx[i]);
+		}
+		TEST_ASSERT_STATUS(st, UNIO_OK);
+	}
+	return TEST_OK;
+}
+
+/* 64 sender ifaces to one receiver, interleaved: per-sender order and checksums hold, and
+ * every sender gets its own ring (a driver that reaches other processes on the host) */
+static int
+case_many_senders(const struct unio_tl_driver *drv, const char *dev)
+{
+	static struct unio_tl_iface *tx[MANY_SENDERS];
+	static struct unio_tl_ep *ep[MANY_SENDERS];
+	static struct many_rx m;
+	struct tl_pair p;
+	struct unio_tl_iface_params params = { .config = unio_config_env(), .dev_name = dev,
+					       .cpu = -1 };
+	struct unio_tl_ep_params ep_params = { 0 };
+	int r = TEST_OK;
+	uint64_t total = 0;
+
+	if (tl_pair_open(&p, drv, dev) != TEST_OK)
+		return TEST_FAIL;
+	if (p.rx->attr.reach != UNIO_TL_REACH_HOST || !(p.ep->cap & UNIO_TL_CAP_AM_SHORT) ||
+	    !(p.ep->cap & UNIO_TL_CAP_ORDERED))
+		goto out;
+	memset(&m, 0, sizeof(m));
+	for (unsigned int i = 0; i < MANY_SENDERS; i++)
+		m.rx[i] = (struct tl_rx){ .check_order = 1, .next_seq = (uint64_t)i << 32 };
+	unio_tl_iface_set_am_handler(p.rx, TL_AM_ID, many_cb, &m);
+	ep_params.iface_addr = p.rx_addr;
+	ep_params.iface_addr_len = p.rx->attr.iface_addr_len;
+	for (unsigned int i = 0; i < MANY_SENDERS && r == TEST_OK; i++) {
+		if (unio_tl_iface_open(drv, &params, &tx[i]) != UNIO_OK ||
+		    unio_tl_ep_create(tx[i], &ep_params, &ep[i]) != UNIO_OK) {
+			TEST_LOG("sender %u: cannot connect", i);
+			r = TEST_FAIL;
+		}
+		/* a receiver keeps progressing while peers connect */
+		for (unsigned int k = 0; k < 16 && r == TEST_OK; k++) {
+			unio_tl_iface_progress(p.rx);
+			unio_tl_iface_progress(tx[i]);
+		}
+	}
+	for (unsigned int n = 0; n < MANY_MSGS && r == TEST_OK; n++)
+		r = many_send_round(p.rx, tx, ep, n);
+	for (time_t end = time(NULL) + 10; r == TEST_OK;) {
+		total = 0;
+		for (unsigned int i = 0; i < MANY_SENDERS; i++)
+			total += m.rx[i].count;
+		if (total == (uint64_t)MANY_SENDERS * MANY_MSGS || time(NULL) > end)
+			break;
+		unio_tl_iface_progress(p.rx);
+		for (unsigned int i = 0; i < MANY_SENDERS; i++)
+			unio_tl_iface_progress(tx[i]);
+	}
+	for (unsigned int i = 0; i < MANY_SENDERS && r == TEST_OK; i++) {
+		if (m.rx[i].count != MANY_MSGS || m.rx[i].bad != 0) {
+			TEST_LOG("sender %u: %" PRIu64 " arrived, %" PRIu64 " bad", i,
+				 m.rx[i].count, m.rx[i].bad);
+			r = TEST_FAIL;
+		}
+	}
+	for (unsigned int i = 0; i < MANY_SENDERS; i++) {
+		unio_tl_ep_destroy(ep[i]);
+		unio_tl_iface_close(tx[i]);
+		ep[i] = NULL;
+		tx[i] = NULL;
+	}
+out:
+	tl_pair_close(&p);
+	return r;
+}
+
+UNIO_TEST(tl_many_senders, fast)
+{
+	/* 65 ifaces: keep their segments off the hugepages other processes need */
+	setenv("UNIO_HUGEPAGES", "no", 1);
+	return tl_for_each_driver(case_many_senders);
 }
