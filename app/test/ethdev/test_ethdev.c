@@ -180,16 +180,17 @@ static unio_status_t
 send_one(struct peer *p)
 {
 	size_t len = msg_size(p, p->sent);
+	uint8_t am = p->am != 0 ? p->am : AM_DATA;
 	uint64_t hdr;
 
 	msg_make(p->buf, len, p->sent, p->role);
 	if (len <= p->max_short + 8) {
 		memcpy(&hdr, p->buf, 8);
-		return unio_tl_ep_am_short(p->ep, p->am ? p->am : AM_DATA, hdr, p->buf + 8, len - 8);
+		return unio_tl_ep_am_short(p->ep, am, hdr, p->buf + 8, len - 8);
 	}
 	if (p->sent % 2 == 0) {
 		struct pack_arg a = { p->buf, len };
-		ssize_t r = unio_tl_ep_am_bcopy(p->ep, p->am ? p->am : AM_DATA, pack_cb, &a, 0);
+		ssize_t r = unio_tl_ep_am_bcopy(p->ep, am, pack_cb, &a, 0);
 
 		return r < 0 ? (unio_status_t)r : UNIO_OK;
 	}
@@ -197,7 +198,7 @@ send_one(struct peer *p)
 		{ .iov_base = p->buf + 16, .iov_len = (len - 16) / 2 },
 		{ .iov_base = p->buf + 16 + (len - 16) / 2, .iov_len = len - 16 - (len - 16) / 2 },
 	};
-	unio_status_t st = unio_tl_ep_am_zcopy(p->ep, p->am ? p->am : AM_DATA, p->buf, 16, iov, 2, 0, NULL);
+	unio_status_t st = unio_tl_ep_am_zcopy(p->ep, am, p->buf, 16, iov, 2, 0, NULL);
 
 	return st == UNIO_INPROGRESS ? UNIO_OK : st;
 }
@@ -447,12 +448,15 @@ static void
 stats_log(const struct peer *p, const struct unio_tl_ethdev_stats *s, double secs)
 {
 	TEST_LOG("role %c: %.2f s, msgs %" PRIu64 ", tx data %" PRIu64 " (%" PRIu64 " B) retx %"
-		 PRIu64 " (%" PRIu64 " B, fast %" PRIu64 ", probes %" PRIu64 ", timeouts %" PRIu64 ") acks %" PRIu64
+		 PRIu64 " (%" PRIu64 " B, fast %" PRIu64 ", probes %" PRIu64 ", timeouts %" PRIu64
+		 ") acks %" PRIu64
 		 ", rx dup %" PRIu64 " ooo %" PRIu64 ", drops: trunc %" PRIu64 " other %"
 		 PRIu64 " notours %" PRIu64 " csum %" PRIu64 " len %" PRIu64 " hdr %" PRIu64
-		 " conn %" PRIu64 " seq %" PRIu64 " msg %" PRIu64 " nombuf %" PRIu64, 'a' + p->role, secs,
+		 " conn %" PRIu64 " seq %" PRIu64 " msg %" PRIu64 " nombuf %" PRIu64,
+		 'a' + p->role, secs,
 		 s->msgs_delivered, s->tx_data, s->tx_data_bytes, s->tx_retx, s->tx_retx_bytes,
-		 s->fast_retx, s->probes, s->timeouts, s->tx_acks, s->rx_dup, s->rx_ooo, s->drop_truncated,
+		 s->fast_retx, s->probes, s->timeouts, s->tx_acks, s->rx_dup, s->rx_ooo,
+		 s->drop_truncated,
 		 s->drop_other_proto, s->drop_not_ours, s->drop_bad_csum, s->drop_bad_len,
 		 s->drop_bad_hdr, s->drop_unknown_conn, s->drop_bad_seq, s->drop_bad_msg,
 		 s->tx_no_mbuf);
@@ -542,7 +546,8 @@ mode_pingpong(struct peer *p, uint64_t n, double deadline)
 	TEST_ASSERT_EQ(p->pings, n);
 	if (p->role == 0) {
 		qsort(rtt, n, sizeof(rtt[0]), cmp_u64);
-		printf("ethdev 8B am round trip (%s): p50 %" PRIu64 " ns p99 %" PRIu64 " ns (%" PRIu64
+		printf("ethdev 8B am round trip (%s): p50 %" PRIu64 " ns p99 %" PRIu64
+		       " ns (%" PRIu64
 		       " samples)\n", p->vdev, rtt[n / 2], rtt[n * 99 / 100], n);
 	}
 	/* BYE exchange so that neither side leaves the other's last frames unacked */

@@ -289,7 +289,8 @@ send_msg(struct eth_ep *ep, uint8_t id, const struct iovec *iov, size_t iovcnt, 
 		w->magic = ETH_MAGIC;
 		w->version = ETH_VERSION;
 		w->type = ETH_FT_DATA;
-		w->flags = (uint8_t)((f == 0 ? ETH_FF_FIRST : 0) | (f == nfr - 1 ? ETH_FF_LAST : 0));
+		w->flags = (uint8_t)((f == 0 ? ETH_FF_FIRST : 0) |
+				     (f == nfr - 1 ? ETH_FF_LAST : 0));
 		w->am_id = id;
 		w->len = len;
 		w->dst_conn = ep->peer.conn;
@@ -522,7 +523,8 @@ deliver(struct eth_ep *ep, struct rte_mbuf *m)
 	if (w->flags & ETH_FF_FIRST) {
 		if (ep->reasm_active)
 			reasm_abort(ep);
-		if (w->msg_len > ETH_MAX_MSG || ((w->flags & ETH_FF_LAST) && w->msg_len != w->len)) {
+		if (w->msg_len > ETH_MAX_MSG ||
+		    ((w->flags & ETH_FF_LAST) && w->msg_len != w->len)) {
 			ep->ei->st.drop_bad_msg++;
 		} else if (w->flags & ETH_FF_LAST) {
 			invoke(ep, w->am_id, pl, w->len);
@@ -742,7 +744,8 @@ resend_head(struct eth_ep *ep, uint32_t max, uint64_t now)
 
 /*
  * Per ep: a probe (the oldest unSACKed frames sent again, no back-off) once the oldest frame
- * waited max(2 srtt, srtt + 4 rttvar) without news, which recovers lost tails and lost retransmissions quickly;
+ * waited max(2 srtt, srtt + 4 rttvar) without news, which recovers lost tails and lost
+ * retransmissions quickly;
  * a timeout (back-off, cwnd halved, counted toward failure) once it waited rto_cur.
  */
 static void
@@ -928,9 +931,10 @@ eth_iface_open(const struct unio_tl_iface_params *params, struct unio_tl_iface *
 	ei->rto_min = ei->tsc_hz / 100;             /* 10 ms */
 	ei->rto_max = ei->tsc_hz / 4;               /* 250 ms */
 	ei->retries = (unsigned int)params->config->ethdev_retries;
-	ei->target_delay = params->config->ethdev_target_delay_ns == UNIO_TIME_INF ? UINT64_MAX / 4 :
-			   (uint64_t)((double)params->config->ethdev_target_delay_ns * 1e-9 *
-				      (double)ei->tsc_hz);
+	ei->target_delay = UINT64_MAX / 4;
+	if (params->config->ethdev_target_delay_ns != UNIO_TIME_INF)
+		ei->target_delay = (uint64_t)((double)params->config->ethdev_target_delay_ns *
+					      1e-9 * (double)ei->tsc_hz);
 	ei->super.ops = (struct unio_tl_ops){
 		.ep_am_short = eth_am_short,
 		.ep_am_bcopy = eth_am_bcopy,

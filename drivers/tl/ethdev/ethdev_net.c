@@ -192,7 +192,8 @@ port_address(struct eth_iface *ei, const struct unio_config *cfg, const char *na
 	}
 	if (rte_eth_dev_get_mtu(ei->port_id, &mtu) != 0 || mtu < 576)
 		mtu = RTE_ETHER_MTU;
-	ei->mtu = RTE_MIN(mtu, (uint16_t)(RTE_MBUF_DEFAULT_DATAROOM - sizeof(struct rte_ether_hdr)));
+	ei->mtu = RTE_MIN(mtu, (uint16_t)(RTE_MBUF_DEFAULT_DATAROOM -
+					  sizeof(struct rte_ether_hdr)));
 	ei->frag = (uint16_t)(ei->mtu - sizeof(struct rte_ipv4_hdr) - sizeof(struct rte_udp_hdr) -
 			      sizeof(struct eth_wire));
 	ei->frag &= (uint16_t)~7u;
@@ -604,7 +605,8 @@ arp_static(struct eth_iface *ei, const struct unio_config *cfg)
 
 		if (strcmp(item, "none") == 0)
 			continue;
-		if (slash == NULL || (size_t)(slash - item) >= sizeof(ip) || strlen(slash + 1) != 12 ||
+		if (slash == NULL || (size_t)(slash - item) >= sizeof(ip) ||
+		    strlen(slash + 1) != 12 ||
 		    sscanf(slash + 1, "%2x%2x%2x%2x%2x%2x", &b[0], &b[1], &b[2], &b[3], &b[4],
 			   &b[5]) != 6)
 			goto bad;
