@@ -627,6 +627,72 @@ mode_mq(struct peer *p, const char *prefix, const char *vdev, const char *ip, do
 	return TEST_OK;
 }
 
+/*
+ * Two flows through one 100 Mbit/s bottleneck: role 0 streams from two ifaces (two queues of
+ * one port), role 1 receives both (AM ids AM_DATA and AM_LOCAL), checks both streams and
+ * reports each flow's share when the first one completes.
+ */
+static int
+mode_fair(struct peer *p, const char *vdev, const char *ip, double deadline)
+{
+	static struct peer p1, q;
+	struct unio_tl_ep_params epp = { 0 };
+	double linger = 0, share = -1;
+
+	if (p->role == 1) {
+		q = *p;
+		q.rcvd = 0;
+		unio_tl_iface_set_am_handler(p->iface, AM_LOCAL, data_cb, &q);
+		while (now_s() < deadline && (linger == 0 || now_s() < linger)) {
+			if (unio_tl_iface_progress(p->iface) == 0)
+				sched_yield();
+			if (share < 0 && (p->rcvd == p->n_rx || q.rcvd == q.n_rx))
+				share = (double)RTE_MIN(p->rx_bytes, q.rx_bytes) /
+					(double)RTE_MAX(p->rx_bytes, q.rx_bytes);
+			if (linger == 0 && p->rcvd == p->n_rx && q.rcvd == q.n_rx)
+				linger = now_s() + 0.3;
+		}
+		printf("ethdev two flows: when the first completed the other had %.0f %% of its "
+		       "bytes\n", share * 100);
+		TEST_ASSERT(p->bad == 0 && q.bad == 0, "bad messages");
+		TEST_ASSERT_EQ(q.rcvd, q.n_rx);
+		TEST_ASSERT_EQ(p->rcvd, p->n_rx);
+		TEST_ASSERT(share > 0.25, "one flow starved the other (%.2f)", share);
+		return TEST_OK;
+	}
+	if (peer_open(&p1, vdev, ip, 0) != TEST_OK)
+		return TEST_FAIL;
+	p1.n_tx = p->n_tx;
+	p1.sizes = p->sizes;
+	p1.n_sizes = p->n_sizes;
+	p1.am = AM_LOCAL;
+	p1.other = p->other;
+	epp.iface_addr = &p1.other;
+	epp.iface_addr_len = sizeof(p1.other);
+	TEST_ASSERT_STATUS(unio_tl_ep_create(p1.iface, &epp, &p1.ep), UNIO_OK);
+	while (now_s() < deadline && (p->sent < p->n_tx || p1.sent < p1.n_tx ||
+	       unio_tl_ep_flush(p->ep, NULL) != UNIO_OK ||
+	       unio_tl_ep_flush(p1.ep, NULL) != UNIO_OK)) {
+		unsigned int ev = unio_tl_iface_progress(p->iface) +
+				  unio_tl_iface_progress(p1.iface);
+
+		if (p->sent < p->n_tx && send_one(p) == UNIO_OK)
+			p->sent++;
+		else if (p1.sent < p1.n_tx && send_one(&p1) == UNIO_OK)
+			p1.sent++;
+		else if (ev == 0)
+			sched_yield();
+	}
+	TEST_ASSERT(now_s() < deadline, "sent %" PRIu64 " + %" PRIu64, p->sent, p1.sent);
+	for (linger = now_s() + 0.3; now_s() < linger; ) {
+		unio_tl_iface_progress(p->iface);
+		unio_tl_iface_progress(p1.iface);
+	}
+	unio_tl_ep_destroy(p1.ep);
+	unio_tl_iface_close(p1.iface);
+	return TEST_OK;
+}
+
 /* argv: netns vdev ip role(0|1) file-prefix n sizes(full|small|8k) fuzz-per-kind mode */
 UNIO_TEST_CHILD(ethdev_peer)
 {
@@ -695,6 +761,14 @@ UNIO_TEST_CHILD(ethdev_peer)
 			TEST_ASSERT(p.bad == 0, "bad messages");
 			TEST_ASSERT_EQ(p.rcvd, p.n_rx);
 		}
+		unio_tl_ep_destroy(p.ep);
+		unio_tl_iface_close(p.iface);
+		return rc;
+	}
+	if (strcmp(mode, "fair") == 0) {
+		p.n_tx = role == 0 ? p.n_tx : 0;
+		p.n_rx = role == 1 ? p.n_rx : 0;
+		rc = mode_fair(&p, argv[1], argv[2], deadline);
 		unio_tl_ep_destroy(p.ep);
 		unio_tl_iface_close(p.iface);
 		return rc;
@@ -820,7 +894,7 @@ netns_pair(const struct pair_run *r)
 	snprintf(na, sizeof(na), "%s-a", name);
 	snprintf(nb, sizeof(nb), "%s-b", name);
 	snprintf(va, sizeof(va), "%s0,iface=va%s", r->pmd,
-		 strcmp(r->mode, "mq") == 0 ? ",qpairs=2" : "");
+		 strcmp(r->mode, "mq") == 0 || strcmp(r->mode, "fair") == 0 ? ",qpairs=2" : "");
 	snprintf(vb, sizeof(vb), "%s0,iface=vb", r->pmd);
 	if (topo("up", r->kind, name, r->extra) != 0) {
 		topo("down", r->kind, name, "");
@@ -894,6 +968,13 @@ UNIO_TEST(ethdev_two_queues, mp)
 {
 	return netns_pair(&(struct pair_run){ "veth", "net_af_packet", "", "2000", "small", "0",
 					      "mq" });
+}
+
+/* Two flows share a 100 Mbit/s bottleneck: both complete, neither starves. */
+UNIO_TEST(ethdev_tbf_two_flows, mp)
+{
+	return netns_pair(&(struct pair_run){ "bridge", "net_af_packet", "--rate 100mbit",
+					      "1000", "8k", "0", "fair" });
 }
 
 /* Peers known by IPv4 only: ARP (with an unanswered one failing) and a static entry. */
