@@ -74,6 +74,8 @@ perf_hist_percentile(const struct perf_hist *h, double p)
 	rank = (uint64_t)(p * (double)h->count + 0.999999);
 	if (rank == 0)
 		rank = 1;
+	if (rank >= h->count)
+		return h->max;
 	for (unsigned int i = 0; i < PERF_HIST_BUCKETS; i++) {
 		seen += h->b[i];
 		if (seen >= rank) {
