@@ -28,7 +28,8 @@ opts_of(struct perf_opts *o, const char *const *args)
 UNIO_TEST(perf_sizes_parse, fast)
 {
 	static const char *const bad[] = {
-		"0", "64:8", "", "abc", "4x", ",", "8:", ":8", "-8", "1g:4g", "99999999999999999999",
+		"0", "64:8", "", "abc", "4x", ",", "8:", ":8", "-8", "1g:4g",
+		"99999999999999999999",
 	};
 	struct perf_opts o = { 0 };
 
