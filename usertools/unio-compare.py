@@ -100,7 +100,8 @@ def run_unio(args, test, sizes, tmp):
     for size in sizes:
         n = iterations(args.tls, test, size, args.iters)
         w = str(min(1000, max(10, n // 10)))
-        common = ["-t", test, "-s", str(size), "-n", str(n), "-w", w, "-p", port, "-f"]
+        common = ["-t", test, "-s", str(size), "-n", str(n), "-w", w, "-p", port, "-f",
+                  "-O", str(args.window)]
         srv = subprocess.Popen(["taskset", "-c", args.cpus[0], exe, "-l", args.cpus[0], "--"]
                                + common, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
@@ -138,7 +139,9 @@ def run_ucx(args, test, sizes):
             time.sleep(0.5)  # ucx_perftest prints nothing when it listens
             cli = subprocess.run(["taskset", "-c", args.cpus[1], "ucx_perftest", "127.0.0.1",
                                   "-c", args.cpus[1], "-p", port, "-t", test, "-s", str(size),
-                                  "-n", str(n), "-w", w, "-f"], env=env,
+                                  "-n", str(n), "-w", w, "-f"]
+                                 + (["-O", str(args.window)] if test == "tag_bw" else []),
+                                 env=env,
                                  capture_output=True, text=True, timeout=300)
             srv.wait(timeout=30)
         finally:
@@ -255,6 +258,8 @@ def main():
                     help="comma-separated: tag_lat, tag_bw (default both)")
     ap.add_argument("--sizes", type=parse_sizes, default=parse_sizes("8,64,512,4k,32k,256k,1m"))
     ap.add_argument("--iters", type=int, default=100000, help="most iterations per size")
+    ap.add_argument("--window", type=int, default=16,
+                    help="outstanding sends for tag_bw, both tools (-O, default 16)")
     ap.add_argument("--runs", type=int, default=3, help="interleaved pairs (default 3)")
     ap.add_argument("--cpus", default="0,1", help="server CPU,client CPU (default 0,1)")
     ap.add_argument("--png", help="write the plot here")

@@ -13,10 +13,14 @@ ninja -C "$build" >/dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 commit=$(git rev-parse --short HEAD)
+# measure a private copy, so that a rebuild during the run cannot swap the library
+mkdir -p "$tmp/snap/app/perf"
+cp -a "$build"/libunio.so* "$tmp/snap/"
+cp "$build/app/perf/unio-perf" "$tmp/snap/app/perf/"
 
-usertools/unio-compare.py --build "$build" --tls shm --runs 5 --iters 20000 \
+usertools/unio-compare.py --build "$tmp/snap" --tls shm --runs 5 --iters 20000 \
 	--png doc/img/perf-shm.png --markdown "$tmp/shm.md" | tee "$tmp/shm.txt"
-usertools/unio-compare.py --build "$build" --tls tcp --runs 3 --iters 20000 \
+usertools/unio-compare.py --build "$tmp/snap" --tls tcp --runs 3 --iters 20000 \
 	--sizes 8,512,4k,64k,1m --png doc/img/perf-tcp.png --markdown "$tmp/tcp.md" | tee "$tmp/tcp.txt"
 
 {
