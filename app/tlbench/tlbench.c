@@ -11,10 +11,14 @@
  * taken under the same conditions; the median of the per-run ratios is reported.
  *
  *   unio-tlbench [-r runs] [-n round trips] [-c cpu0,cpu1]
+ *   unio-tlbench -i N     one process, N 8-byte am_shorts between two shm ifaces, each
+ *                         received at once: run it under valgrind --tool=callgrind to count
+ *                         the instructions of shm_am_short and shm_progress per message
  */
 
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -61,6 +65,7 @@ struct ctl {
 };
 
 struct opts {
+	unsigned int instr;   /**< -i: messages of the instruction-count mode */
 	unsigned int runs;
 	unsigned int iters;
 	int cpu[2];
@@ -594,8 +599,11 @@ parse(int argc, char **argv, struct opts *o)
 	int opt;
 
 	*o = (struct opts){ .runs = 5, .iters = 100000, .cpu = { 0, 1 } };
-	while ((opt = getopt(argc, argv, "r:n:c:h")) != -1) {
+	while ((opt = getopt(argc, argv, "i:r:n:c:h")) != -1) {
 		switch (opt) {
+		case 'i':
+			o->instr = (unsigned int)atoi(optarg);
+			break;
 		case 'r':
 			o->runs = (unsigned int)atoi(optarg);
 			break;
@@ -610,7 +618,41 @@ parse(int argc, char **argv, struct opts *o)
 			return -1;
 		}
 	}
-	return o->runs >= 1 && o->runs <= MAX_RUNS && o->iters >= 100 ? 0 : -1;
+	return o->instr > 0 || (o->runs >= 1 && o->runs <= MAX_RUNS && o->iters >= 100) ? 0 : -1;
+}
+
+static unio_status_t
+count_cb(void *arg, const void *data, size_t length, unsigned int flags)
+{
+	RTE_SET_USED(data), RTE_SET_USED(length), RTE_SET_USED(flags);
+	(*(uint64_t *)arg)++;
+	return UNIO_OK;
+}
+
+/* the instruction-count mode: a steady stream of 8-byte am_shorts, one in flight */
+static int
+instr_mode(unsigned int n)
+{
+	struct side tx = { 0 }, rx = { 0 };
+	uint8_t addr[UNIO_TL_ADDR_MAX];
+	uint64_t got = 0;
+
+	if (open_shm(&tx) != 0 || open_shm(&rx) != 0)
+		return 1;
+	unio_tl_iface_set_am_handler(rx.iface, AM_PING, count_cb, &got);
+	unio_tl_iface_get_address(rx.iface, addr);
+	if (connect_peer(&tx, addr) != 0)
+		return 1;
+	for (unsigned int i = 0; i < n; i++) {
+		if (unio_tl_ep_am_short(tx.ep, AM_PING, i, NULL, 0) != UNIO_OK)
+			return 1;
+		unio_tl_iface_progress(rx.iface);
+	}
+	printf("%u sent, %" PRIu64 " received\n", n, got);
+	unio_tl_ep_destroy(tx.ep);
+	unio_tl_iface_close(tx.iface);
+	unio_tl_iface_close(rx.iface);
+	return got == n ? 0 : 1;
 }
 
 int
@@ -624,9 +666,11 @@ main(int argc, char **argv)
 
 	if (parse(argc, argv, &o) != 0) {
 		fprintf(stderr, "usage: unio-tlbench [-r runs (1-%d)] [-n round trips (>= 100)] "
-			"[-c cpu0,cpu1]\n", MAX_RUNS);
+			"[-c cpu0,cpu1] | -i messages\n", MAX_RUNS);
 		return 2;
 	}
+	if (o.instr != 0)
+		return instr_mode(o.instr);
 	s.ctl = map_ctl(&clen);
 	if (s.ctl == NULL) {
 		fprintf(stderr, "unio-tlbench: cannot set up the shared control block\n");

@@ -10,7 +10,7 @@
 
 #include "tl_common.h"
 
-#define ORDER_COUNT 2000u
+#define ORDER_COUNT 4000u
 
 /* sizes 0, 1, limit-1, limit and a few in between, capped at @p limit */
 static size_t
@@ -221,9 +221,18 @@ case_order_flush(const struct unio_tl_driver *drv, const char *dev)
 	unio_tl_iface_set_am_handler(p.rx, TL_AM_ID, tl_check_cb, &rx);
 	while (sent < ORDER_COUNT) {
 		size_t len = RTE_MIN((size_t)(sent % 48), p.rx->attr.max_short);
+		/* every other message a multi-line bcopy: the ring wraps several times */
+		struct pack_arg a = { 24 + (sent * 37) % 1000, sent };
 
-		tl_make_msg(buf, len + 8, sent);
-		st = unio_tl_ep_am_short(p.ep, TL_AM_ID, sent, buf + 8, len);
+		if ((sent & 1) && (p.ep->cap & UNIO_TL_CAP_AM_BCOPY) &&
+		    a.len <= p.rx->attr.max_bcopy) {
+			ssize_t n = unio_tl_ep_am_bcopy(p.ep, TL_AM_ID, pack_msg, &a, 0);
+
+			st = n < 0 ? (unio_status_t)n : UNIO_OK;
+		} else {
+			tl_make_msg(buf, len + 8, sent);
+			st = unio_tl_ep_am_short(p.ep, TL_AM_ID, sent, buf + 8, len);
+		}
 		if (st == UNIO_ERR_NO_RESOURCE) {
 			unio_tl_iface_progress(p.rx);
 			continue;

@@ -177,34 +177,46 @@ ring_consumed(struct shm_rx_ring *r, uint64_t pos, uint64_t lines, uint64_t half
 	}
 }
 
-static unsigned int
+/* not a plain message: a PAD to skip (true), or a malformed header (false, ring dropped) */
+static __rte_noinline bool
+ring_skip(struct shm_iface *si, struct shm_rx_ring *r, uint64_t w)
+{
+	uint64_t pos = r->tail & si->mask;
+
+	if (w >> 40 != ((SHM_HDR_MAGIC << 8) | SHM_TYPE_PAD) || (uint32_t)w != si->n_lines - pos) {
+		ring_broken(si, r, w);
+		return false;
+	}
+	ring_consumed(r, pos, 1, si->n_lines / 2);
+	r->tail += (uint32_t)w - 1;
+	return true;
+}
+
+static __rte_always_inline unsigned int
 ring_poll(struct shm_iface *si, struct shm_rx_ring *r)
 {
+	const uint64_t msg_tag = (SHM_HDR_MAGIC << 8) | SHM_TYPE_MSG;
 	unsigned int n = 0;
 
 	while (n < SHM_RX_BURST) {
 		uint64_t pos = r->tail & si->mask;
 		uint64_t w = __atomic_load_n(line_word(r->ring, pos), __ATOMIC_ACQUIRE);
 		uint32_t len = (uint32_t)w;
-		unsigned int type = (unsigned int)(w >> 40) & 0xff;
 		uint8_t id = (uint8_t)(w >> 32);
-		uint64_t lines;
+		uint64_t lines = msg_lines(len);
 
 		if (w == 0)
 			break;
-		if (unlikely(w >> 48 != SHM_HDR_MAGIC))
-			goto bad;
-		if (type == SHM_TYPE_PAD) {
-			if (len != si->n_lines - pos)
-				goto bad;
-			ring_consumed(r, pos, 1, si->n_lines / 2);
-			r->tail += len - 1;
+		if (unlikely(w >> 40 != msg_tag)) {
+			if (!ring_skip(si, r, w))
+				return n;
 			continue;
 		}
-		lines = msg_lines(len);
-		if (unlikely(type != SHM_TYPE_MSG || id >= UNIO_TL_AM_ID_MAX ||
-			     len > si->max_data || pos + lines > si->n_lines))
-			goto bad;
+		if (unlikely(id >= UNIO_TL_AM_ID_MAX || len > si->max_data ||
+			     pos + lines > si->n_lines)) {
+			ring_broken(si, r, w);
+			return n;
+		}
 		unio_tl_iface_invoke_am(&si->super, id, line_word(r->ring, pos) + 1, len, 0);
 		ring_consumed(r, pos, lines, si->n_lines / 2);
 		n++;
@@ -213,10 +225,6 @@ ring_poll(struct shm_iface *si, struct shm_rx_ring *r)
 		__atomic_store_n(&r->ctl->tail, r->tail, __ATOMIC_RELEASE);
 		r->published = r->tail;
 	}
-	return n;
-bad:
-	ring_broken(si, r, __atomic_load_n(line_word(r->ring, r->tail & si->mask),
-					   __ATOMIC_RELAXED));
 	return n;
 }
 
