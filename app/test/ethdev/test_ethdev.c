@@ -632,30 +632,33 @@ mode_mq(struct peer *p, const char *prefix, const char *vdev, const char *ip, do
  * one port), role 1 receives both (AM ids AM_DATA and AM_LOCAL), checks both streams and
  * reports each flow's share when the first one completes.
  */
+static struct peer fair_q;    /* role 1: the second flow (registered before any frame) */
+
 static int
 mode_fair(struct peer *p, const char *vdev, const char *ip, double deadline)
 {
-	static struct peer p1, q;
+	static struct peer p1;
+	struct peer *qp = &fair_q;
 	struct unio_tl_ep_params epp = { 0 };
 	double linger = 0, share = -1;
+	int turn = 0;
 
 	if (p->role == 1) {
-		q = *p;
-		q.rcvd = 0;
-		unio_tl_iface_set_am_handler(p->iface, AM_LOCAL, data_cb, &q);
+		struct peer *q = qp;
+
 		while (now_s() < deadline && (linger == 0 || now_s() < linger)) {
 			if (unio_tl_iface_progress(p->iface) == 0)
 				sched_yield();
-			if (share < 0 && (p->rcvd == p->n_rx || q.rcvd == q.n_rx))
-				share = (double)RTE_MIN(p->rx_bytes, q.rx_bytes) /
-					(double)RTE_MAX(p->rx_bytes, q.rx_bytes);
-			if (linger == 0 && p->rcvd == p->n_rx && q.rcvd == q.n_rx)
+			if (share < 0 && (p->rcvd == p->n_rx || q->rcvd == q->n_rx))
+				share = (double)RTE_MIN(p->rx_bytes, q->rx_bytes) /
+					(double)RTE_MAX(p->rx_bytes, q->rx_bytes);
+			if (linger == 0 && p->rcvd == p->n_rx && q->rcvd == q->n_rx)
 				linger = now_s() + 0.3;
 		}
 		printf("ethdev two flows: when the first completed the other had %.0f %% of its "
 		       "bytes\n", share * 100);
-		TEST_ASSERT(p->bad == 0 && q.bad == 0, "bad messages");
-		TEST_ASSERT_EQ(q.rcvd, q.n_rx);
+		TEST_ASSERT(p->bad == 0 && q->bad == 0, "bad messages");
+		TEST_ASSERT_EQ(q->rcvd, q->n_rx);
 		TEST_ASSERT_EQ(p->rcvd, p->n_rx);
 		TEST_ASSERT(share > 0.25, "one flow starved the other (%.2f)", share);
 		return TEST_OK;
@@ -676,11 +679,17 @@ mode_fair(struct peer *p, const char *vdev, const char *ip, double deadline)
 		unsigned int ev = unio_tl_iface_progress(p->iface) +
 				  unio_tl_iface_progress(p1.iface);
 
-		if (p->sent < p->n_tx && send_one(p) == UNIO_OK)
-			p->sent++;
-		else if (p1.sent < p1.n_tx && send_one(&p1) == UNIO_OK)
-			p1.sent++;
-		else if (ev == 0)
+		/* alternate who tries first, so that the loop itself favours neither flow */
+		struct peer *f[2] = { turn ? &p1 : p, turn ? p : &p1 };
+		int sent = 0;
+
+		turn = !turn;
+		for (int k = 0; k < 2 && !sent; k++)
+			if (f[k]->sent < f[k]->n_tx && send_one(f[k]) == UNIO_OK) {
+				f[k]->sent++;
+				sent = 1;
+			}
+		if (!sent && ev == 0)
 			sched_yield();
 	}
 	TEST_ASSERT(now_s() < deadline, "sent %" PRIu64 " + %" PRIu64, p->sent, p1.sent);
@@ -728,6 +737,13 @@ UNIO_TEST_CHILD(ethdev_peer)
 	p.pong = strcmp(mode, "pingpong") == 0 && role == 1;  /* pings may come before the ep */
 	if (peer_open(&p, argv[1], argv[2], role) != TEST_OK)
 		return TEST_FAIL;
+	if (strcmp(mode, "fair") == 0 && role == 1) {
+		fair_q.sizes = p.sizes;
+		fair_q.n_sizes = p.n_sizes;
+		fair_q.max_short = p.max_short;
+		fair_q.n_rx = p.n_rx;
+		unio_tl_iface_set_am_handler(p.iface, AM_LOCAL, data_cb, &fair_q);
+	}
 	TEST_ASSERT(addr_write(argv[4], role, &p.self) == 0, "address file");
 	if (strcmp(mode, "serve") == 0) {
 		rc = mode_serve(&p, argv[4], deadline);
@@ -768,6 +784,7 @@ UNIO_TEST_CHILD(ethdev_peer)
 	if (strcmp(mode, "fair") == 0) {
 		p.n_tx = role == 0 ? p.n_tx : 0;
 		p.n_rx = role == 1 ? p.n_rx : 0;
+		fair_q.n_rx = p.n_rx;
 		rc = mode_fair(&p, argv[1], argv[2], deadline);
 		unio_tl_ep_destroy(p.ep);
 		unio_tl_iface_close(p.iface);
