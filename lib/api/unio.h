@@ -336,4 +336,7 @@ unio_status_t unio_tag_msg_recv(unio_worker_t *worker, void *buf, size_t len,
 }
 #endif
 
+#include "unio_am.h"
+#include "unio_rma.h"
+
 #endif /* UNIO_H */

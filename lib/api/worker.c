@@ -13,6 +13,7 @@
 
 #include <rte_cycles.h>
 
+#include "proto_am_rma.h"
 #include "unio_api_priv.h"
 
 RTE_LOG_REGISTER(unio_logtype_api, unio.api, WARNING);
@@ -196,6 +197,8 @@ unio_worker_create(unio_context_t *ctx, const struct unio_worker_params *params,
 		st = proto_worker_init(w);
 	if (st == UNIO_OK)
 		st = wireup_set_handlers(w);
+	if (st == UNIO_OK)
+		st = proto_am_init(w);
 	if (st != UNIO_OK)
 		goto close_ifaces;
 	TAILQ_INSERT_TAIL(&ctx->workers, w, link);
@@ -203,6 +206,7 @@ unio_worker_create(unio_context_t *ctx, const struct unio_worker_params *params,
 		*status = UNIO_OK;
 	return w;
 close_ifaces:
+	proto_am_fini(w);
 	proto_worker_fini(w);
 	worker_close_ifaces(w);
 	free(w);
@@ -218,6 +222,8 @@ unio_worker_destroy(unio_worker_t *w)
 	if (w == NULL)
 		return;
 	wireup_worker_fini(w);
+	proto_am_fini(w);
+	proto_rma_fini(w);
 	worker_close_ifaces(w);
 	proto_worker_fini(w);
 	if (w->efd >= 0)
@@ -242,6 +248,8 @@ unio_worker_progress(unio_worker_t *w)
 		n += unio_tl_iface_progress(w->ifaces[i]);
 	if (unlikely(w->n_pending != 0))
 		n += proto_progress_pending(w);
+	if (unlikely(w->n_am_pending != 0))
+		n += proto_am_progress(w);
 	if (unlikely(rte_rdtsc() >= w->ctl_next_tsc)) {
 		w->ctl_next_tsc = rte_rdtsc() + w->ctl_period_tsc;
 		n += wireup_progress(w);

@@ -226,6 +226,7 @@ struct unio_ep {
 	uint8_t state;
 	bool err_reported;
 	bool remote_closed;
+	bool pending_counted;       /**< counted in worker->n_pending */
 	struct proto_lane lane;
 	struct proto_rx_frag rx;
 	struct req_list pending;    /**< sends waiting for resources, in order */

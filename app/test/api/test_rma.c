@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Memory mapping and put / get inside one process: over the self lane (a worker to itself)
+ * and over the host lane (a second worker), into allocated (directly mapped) and registered
+ * (CMA) memory, every size class at several offsets, checked byte for byte on the remote
+ * side together with guard bytes around the range.  Also: query, flush, fence, bad input.
+ */
+
+#include <rte_log.h>
+
+#include "api_common.h"
+#include "unio_proto.h"
+
+#define MIB (1024 * 1024)
+#define GUARD 4096
+
+static const size_t sizes[] = { 0, 1, 7, 8, 9, 63, 64, 65, 255, 4095, 4096, 4097,
+				65535, 65536, 65537, 1 * MIB, 4 * MIB };
+
+struct pair {
+	unio_context_t *ctx;
+	unio_worker_t *a, *b;     /* a accesses b's memory */
+	unio_ep_t *ep;            /* a -> b */
+};
+
+static int
+pair_open(struct pair *p, bool self)
+{
+	unio_status_t st;
+
+	memset(p, 0, sizeof(*p));
+	p->ctx = api_ctx(NULL);
+	TEST_ASSERT(p->ctx != NULL, "context");
+	p->a = unio_worker_create(p->ctx, NULL, &st);
+	TEST_ASSERT(p->a != NULL, "worker: %s", unio_status_string(st));
+	p->b = self ? p->a : unio_worker_create(p->ctx, NULL, &st);
+	TEST_ASSERT(p->b != NULL, "worker: %s", unio_status_string(st));
+	p->ep = api_ep_to_worker(p->a, p->b, &st);
+	TEST_ASSERT(p->ep != NULL, "ep: %s", unio_status_string(st));
+	for (int i = 0; i < 100000 && p->ep->state != EP_CONNECTED; i++) {
+		unio_worker_progress(p->a);
+		if (!self)
+			unio_worker_progress(p->b);
+	}
+	TEST_ASSERT(p->ep->state == EP_CONNECTED, "ep never connected");
+	return TEST_OK;
+}
+
+static void
+pair_close(struct pair *p)
+{
+	if (p->ep != NULL)
+		unio_ep_close(p->ep, UNIO_EP_CLOSE_FORCE, NULL);
+	if (p->b != p->a)
+		unio_worker_destroy(p->b);
+	unio_worker_destroy(p->a);
+	unio_context_destroy(p->ctx);
+}
+
+/* Wait for an operation that returned @p st. */
+static unio_status_t
+op_wait(struct pair *p, unio_status_t st, unio_request_t *req)
+{
+	unio_status_t r;
+
+	if (st != UNIO_INPROGRESS)
+		return st;
+	while ((r = unio_request_test(req, NULL)) == UNIO_INPROGRESS) {
+		unio_worker_progress(p->a);
+		if (p->b != p->a)
+			unio_worker_progress(p->b);
+	}
+	unio_request_free(req);
+	return r;
+}
+
+static unio_status_t
+put(struct pair *p, const void *buf, size_t len, uint64_t raddr, unio_rkey_t *rk)
+{
+	unio_request_t *req = NULL;
+
+	return op_wait(p, unio_put(p->ep, buf, len, raddr, rk, NULL, &req), req);
+}
+
+static unio_status_t
+get(struct pair *p, void *buf, size_t len, uint64_t raddr, unio_rkey_t *rk)
+{
+	unio_request_t *req = NULL;
+
+	return op_wait(p, unio_get(p->ep, buf, len, raddr, rk, NULL, &req), req);
+}
+
+/* A region of b: allocated, or registered in the middle of a guarded heap buffer. */
+struct region {
+	unio_mem_h memh;
+	uint8_t *base;
+	size_t len;
+	uint8_t *raw;             /* registered: the whole buffer with guards */
+	void *key;
+	size_t key_len;
+	unio_rkey_t *rk;
+};
+
+static int
+region_map(struct pair *p, struct region *r, size_t len, bool alloc)
+{
+	struct unio_mem_map_params mp = { .field_mask = UNIO_MEM_MAP_PARAM_LENGTH |
+							UNIO_MEM_MAP_PARAM_FLAGS |
+							UNIO_MEM_MAP_PARAM_ADDRESS,
+					  .length = len };
+	struct unio_mem_attr attr;
+
+	memset(r, 0, sizeof(*r));
+	if (alloc) {
+		mp.flags = UNIO_MEM_MAP_FLAG_ALLOCATE;
+	} else {
+		r->raw = malloc(len + 2 * GUARD);
+		TEST_ASSERT(r->raw != NULL, "malloc");
+		memset(r->raw, 0x5a, len + 2 * GUARD);
+		mp.address = r->raw + GUARD;
+	}
+	TEST_ASSERT_STATUS(unio_mem_map(p->b, &mp, &r->memh), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_mem_query(r->memh, &attr), UNIO_OK);
+	TEST_ASSERT(attr.length == len && attr.memory_type == UNIO_MEMORY_TYPE_HOST &&
+		    (alloc || attr.address == mp.address), "query: %p %zu", attr.address,
+		    attr.length);
+	r->base = attr.address;
+	r->len = len;
+	TEST_ASSERT_STATUS(unio_rkey_pack(r->memh, &r->key, &r->key_len), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_ep_rkey_unpack(p->ep, r->key, r->key_len, &r->rk), UNIO_OK);
+	return TEST_OK;
+}
+
+static void
+region_unmap(struct pair *p, struct region *r)
+{
+	unio_rkey_destroy(r->rk);
+	unio_rkey_buffer_release(r->key);
+	if (r->memh != NULL)
+		unio_mem_unmap(p->b, r->memh);
+	free(r->raw);
+}
+
+static int
+guards_intact(const struct region *r)
+{
+	if (r->raw == NULL)
+		return 1;
+	for (size_t i = 0; i < GUARD; i++)
+		if (r->raw[i] != 0x5a || r->raw[GUARD + r->len + i] != 0x5a)
+			return 0;
+	return 1;
+}
+
+/* Put then get every size at the start, the end and an odd offset of the region. */
+static int
+sizes_on(struct pair *p, struct region *r, uint8_t *src, uint8_t *dst)
+{
+	for (unsigned int i = 0; i < RTE_DIM(sizes); i++) {
+		size_t n = sizes[i];
+		size_t offs[] = { 0, r->len - n, (r->len - n) / 3 | 1 };
+
+		for (unsigned int o = 0; o < RTE_DIM(offs); o++) {
+			uint64_t raddr = (uintptr_t)r->base + RTE_MIN(offs[o], r->len - n);
+			uint64_t seed = n * 31 + o;
+
+			test_fill(src, n, seed);
+			TEST_ASSERT_STATUS(put(p, src, n, raddr, r->rk), UNIO_OK);
+			TEST_ASSERT(test_checksum((void *)(uintptr_t)raddr, n) ==
+				    test_checksum(src, n), "put of %zu bytes at +%" PRIu64
+				    ": remote bytes differ", n, raddr - (uintptr_t)r->base);
+			for (size_t k = 0; k < n; k += 4093)
+				TEST_ASSERT(((uint8_t *)(uintptr_t)raddr)[k] == src[k],
+					    "byte %zu", k);
+			test_fill((void *)(uintptr_t)raddr, n, seed ^ 0xabcdef);
+			memset(dst, 0xee, n + 1);
+			TEST_ASSERT_STATUS(get(p, dst, n, raddr, r->rk), UNIO_OK);
+			TEST_ASSERT(test_checksum(dst, n) ==
+				    test_checksum((void *)(uintptr_t)raddr, n),
+				    "get of %zu bytes: local bytes differ", n);
+			TEST_ASSERT(dst[n] == 0xee, "get wrote past %zu bytes", n);
+		}
+	}
+	TEST_ASSERT(guards_intact(r), "bytes outside the mapped range changed");
+	return TEST_OK;
+}
+
+static int
+rma_sizes(bool self)
+{
+	size_t len = 8 * MIB;
+	uint8_t *src = malloc(len + 1), *dst = malloc(len + 1);
+	struct region r[2];
+	struct pair p;
+	int rc = TEST_FAIL;
+
+	TEST_ASSERT(src != NULL && dst != NULL, "malloc");
+	if (pair_open(&p, self) != TEST_OK)
+		goto out;
+	for (int alloc = 0; alloc < 2; alloc++) {
+		if (region_map(&p, &r[alloc], len, alloc) != TEST_OK ||
+		    sizes_on(&p, &r[alloc], src, dst) != TEST_OK)
+			goto close;
+	}
+	TEST_ASSERT_STATUS(unio_worker_fence(p.a), UNIO_OK);
+	rc = TEST_OK;
+	region_unmap(&p, &r[1]);
+close:
+	region_unmap(&p, &r[0]);
+	pair_close(&p);
+out:
+	free(src);
+	free(dst);
+	return rc;
+}
+
+UNIO_TEST(rma_self_sizes, fast)
+{
+	return rma_sizes(true);
+}
+
+UNIO_TEST(rma_host_sizes, fast)
+{
+	return rma_sizes(false);
+}
+
+/* Requests: NO_IMM_COMPLETION always hands out a request that completes with the data. */
+UNIO_TEST(rma_requests, fast)
+{
+	struct unio_request_param rp = { .field_mask = UNIO_REQ_PARAM_FLAGS,
+					 .flags = UNIO_REQ_FLAG_NO_IMM_COMPLETION };
+	uint8_t src[256], dst[256];
+	unio_request_t *req = NULL;
+	struct region r;
+	struct pair p;
+	unio_status_t st;
+
+	TEST_ASSERT_EQ(pair_open(&p, false), TEST_OK);
+	TEST_ASSERT_EQ(region_map(&p, &r, 4096, true), TEST_OK);
+	test_fill(src, sizeof(src), 77);
+	st = unio_put(p.ep, src, sizeof(src), (uintptr_t)r.base + 100, r.rk, &rp, &req);
+	TEST_ASSERT(st == UNIO_INPROGRESS && req != NULL, "put: %s", unio_status_string(st));
+	TEST_ASSERT_STATUS(op_wait(&p, st, req), UNIO_OK);
+	TEST_ASSERT(memcmp(r.base + 100, src, sizeof(src)) == 0, "put data");
+	req = NULL;
+	st = unio_get(p.ep, dst, sizeof(dst), (uintptr_t)r.base + 100, r.rk, &rp, &req);
+	TEST_ASSERT(st == UNIO_INPROGRESS && req != NULL, "get: %s", unio_status_string(st));
+	TEST_ASSERT_STATUS(op_wait(&p, st, req), UNIO_OK);
+	TEST_ASSERT(memcmp(dst, src, sizeof(src)) == 0, "get data");
+	region_unmap(&p, &r);
+	pair_close(&p);
+	return TEST_OK;
+}
+
+UNIO_TEST(rma_bad_input, fast)
+{
+	struct unio_mem_map_params mp = { .field_mask = UNIO_MEM_MAP_PARAM_LENGTH,
+					  .length = 4096 };
+	uint8_t buf[64];
+	unio_rkey_t *rk;
+	unio_mem_h memh;
+	void *key;
+	size_t klen;
+	struct pair p;
+
+	TEST_ASSERT_EQ(pair_open(&p, true), TEST_OK);
+	TEST_ASSERT_STATUS(unio_mem_map(NULL, &mp, &memh), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_mem_map(p.a, &mp, &memh), UNIO_ERR_INVALID_PARAM); /* no addr */
+	mp.field_mask |= UNIO_MEM_MAP_PARAM_FLAGS;
+	mp.flags = 0x80;
+	TEST_ASSERT_STATUS(unio_mem_map(p.a, &mp, &memh), UNIO_ERR_INVALID_PARAM);
+	mp.flags = UNIO_MEM_MAP_FLAG_ALLOCATE;
+	mp.length = 0;
+	TEST_ASSERT_STATUS(unio_mem_map(p.a, &mp, &memh), UNIO_ERR_INVALID_PARAM);
+	mp.length = 4096;
+	mp.field_mask |= UNIO_MEM_MAP_PARAM_MEMORY_TYPE;
+	mp.memory_type = UNIO_MEMORY_TYPE_CUDA;
+	TEST_ASSERT_STATUS(unio_mem_map(p.a, &mp, &memh), UNIO_ERR_UNSUPPORTED);
+	mp.memory_type = UNIO_MEMORY_TYPE_HOST;
+	TEST_ASSERT_STATUS(unio_mem_map(p.a, &mp, &memh), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_rkey_pack(memh, NULL, &klen), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_rkey_pack(memh, &key, &klen), UNIO_OK);
+	TEST_ASSERT(unio_ep_rkey_unpack(p.ep, key, klen - 1, &rk) != UNIO_OK,
+		    "truncated key accepted");
+	TEST_ASSERT_STATUS(unio_ep_rkey_unpack(p.ep, key, klen, &rk), UNIO_OK);
+	unio_rkey_destroy(rk);
+	TEST_ASSERT_STATUS(unio_put(p.ep, buf, 8, 0, NULL, NULL, NULL), UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_mem_unmap(p.a, memh), UNIO_OK);
+	unio_rkey_buffer_release(key);
+	TEST_ASSERT_STATUS(unio_worker_fence(NULL), UNIO_ERR_INVALID_PARAM);
+	pair_close(&p);
+	return TEST_OK;
+}
