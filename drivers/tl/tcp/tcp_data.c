@@ -27,16 +27,6 @@ tcp_conn_tx_idle(const struct tcp_conn *c)
 	return c->tx_head == c->tx_tail && c->zq_head == c->zq_tail;
 }
 
-/* Complete the waiting flushes once nothing is outstanding (or with @p st on failure). */
-static void
-flush_check(struct tcp_conn *c, unio_status_t st)
-{
-	if (c->n_flush == 0 || (st == UNIO_OK && !(c->zq_head == c->zq_tail && c->n_gets == 0)))
-		return;
-	while (c->n_flush > 0)
-		unio_tl_completion_done(c->flush[--c->n_flush], st);
-}
-
 static size_t
 zc_iov(const struct tcp_zc *z, struct iovec *v)
 {
@@ -69,7 +59,6 @@ zc_pop(struct tcp_conn *c, unio_status_t st)
 	c->zq_head++;
 	if (z->comp != NULL)
 		unio_tl_completion_done(z->comp, st);
-	flush_check(c, st);
 }
 
 /* Account @p r sent bytes: copied frames up to @p end first, then the head zcopy. */
@@ -139,6 +128,7 @@ tx_reserve(struct tcp_conn *c, size_t need)
 {
 	size_t used = c->tx_tail - c->tx_head;
 
+	c->dirty = true;
 	if (c->tx_tail + need <= TCP_TXBUF_SIZE)
 		return c->txbuf + c->tx_tail;
 	if (used + need > TCP_TXBUF_SIZE)
@@ -157,7 +147,11 @@ tx_kick(struct tcp_conn *c)
 {
 	int r;
 
-	if (c->state != TCP_CONN_ESTABLISHED || c->tx_blocked)
+	if (unlikely(c->state == TCP_CONN_CONNECTING)) {
+		tcp_conn_check_connect(c);  /* sends what is queued once connected */
+		return c->state == TCP_CONN_FAILED ? c->err : UNIO_OK;
+	}
+	if (c->tx_blocked)
 		return UNIO_OK;
 	r = tcp_conn_tx(c);
 	if (r < 0) {
@@ -167,11 +161,7 @@ tx_kick(struct tcp_conn *c)
 	return UNIO_OK;
 }
 
-static inline unio_status_t
-conn_usable(const struct tcp_conn *c)
-{
-	return c->state == TCP_CONN_FAILED ? c->err : UNIO_OK;
-}
+
 
 unio_status_t
 tcp_ep_am_short(struct unio_tl_ep *ep, uint8_t id, uint64_t hdr, const void *payload,
@@ -239,6 +229,7 @@ zc_send(struct tcp_conn *c, const void *hdr, size_t hdr_len, const struct iovec 
 	z->total = total;
 	z->comp = NULL;
 	c->zq_tail++;
+	c->dirty = true;
 	if (tx_kick(c) != UNIO_OK)
 		return c->err;
 	/* it was the last entry: the queue is empty when the kernel took all of it */
@@ -362,20 +353,53 @@ tcp_ep_get_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size_t iovcnt,
 	return UNIO_INPROGRESS;
 }
 
-/* Flush completes when every zcopy, put and get issued before it has completed. */
+/*
+ * Flush is a round trip: a FLUSH frame behind everything sent so far, answered by the peer
+ * once it has handled every frame before it (frames are handled in order), so that
+ * completion means delivered, not only handed to the kernel.  Puts and gets issued before
+ * are answered before it.
+ */
+static unio_status_t
+send_flush(struct tcp_conn *c, struct unio_tl_completion *comp)
+{
+	uint8_t h[HDR_LEN + RMA_LEN];
+	struct tcp_rma_hdr *r = (struct tcp_rma_hdr *)(h + HDR_LEN);
+	struct tcp_get *g = &c->gets[c->get_seq % TCP_GETS_MAX];
+	unio_status_t st;
+
+	if (g->used)
+		return UNIO_ERR_NO_RESOURCE;
+	tcp_hdr_set((struct tcp_hdr *)h, RMA_LEN, TCP_F_FLUSH, 0);
+	*r = (struct tcp_rma_hdr){ .req_id = c->get_seq };
+	st = send_small(c, h, sizeof(h));
+	if (st != UNIO_OK)
+		return st;
+	*g = (struct tcp_get){ .used = true, .put = true, .req_id = c->get_seq, .comp = comp };
+	c->get_seq++;
+	c->n_gets++;
+	c->dirty = false;
+	return UNIO_INPROGRESS;
+}
+
 unio_status_t
 tcp_ep_flush(struct unio_tl_ep *ep, struct unio_tl_completion *comp)
 {
 	struct tcp_conn *c = tcp_conn_of(ep);
+	unio_status_t st;
 
 	if (c->state == TCP_CONN_FAILED)
 		return c->err;
-	if (c->zq_head == c->zq_tail && c->n_gets == 0)
+	if (!c->dirty && c->n_gets == 0)
 		return UNIO_OK;
-	if (comp == NULL || c->n_flush == TCP_FLUSH_MAX)
-		return UNIO_ERR_NO_RESOURCE;
-	c->flush[c->n_flush++] = comp;
-	return UNIO_INPROGRESS;
+	if (comp != NULL)
+		return send_flush(c, comp);
+	/* no completion to call: start one round trip and let the caller poll */
+	if (c->dirty) {
+		st = send_flush(c, NULL);
+		if (UNIO_IS_ERR(st) && st != UNIO_ERR_NO_RESOURCE)
+			return st;
+	}
+	return UNIO_ERR_NO_RESOURCE;
 }
 
 /* Complete every queued zcopy and outstanding get with @p st (the connection is gone). */
@@ -384,7 +408,6 @@ tcp_conn_cancel_ops(struct tcp_conn *c, unio_status_t st)
 {
 	while (c->zq_head != c->zq_tail)
 		zc_pop(c, st);
-	flush_check(c, st);
 	for (unsigned int i = 0; i < TCP_GETS_MAX && c->n_gets > 0; i++) {
 		struct tcp_get *g = &c->gets[i];
 
@@ -392,7 +415,8 @@ tcp_conn_cancel_ops(struct tcp_conn *c, unio_status_t st)
 			continue;
 		g->used = false;
 		c->n_gets--;
-		unio_tl_completion_done(g->comp, st);
+		if (g->comp != NULL)
+			unio_tl_completion_done(g->comp, st);
 	}
 	c->tx_head = c->tx_tail = 0;
 }
@@ -407,23 +431,28 @@ region_check(const struct tcp_iface *ti, const struct tcp_rma_hdr *r)
 
 	if (r->key_idx >= TCP_REGS_MAX)
 		return NULL;
-	reg = &ti->regs[r->key_idx];
+	RTE_SET_USED(ti);
+	reg = &tcp_regs[r->key_idx];
 	if (!reg->used || reg->gen != r->key_gen || r->addr < reg->base ||
 	    r->length > reg->len || r->addr - reg->base > reg->len - r->length)
 		return NULL;
 	return reg;
 }
 
-/* Apply a put and ack it; 1 when the ack cannot be queued now (retry the frame later). */
+/*
+ * Apply a put (or nothing: a flush) and ack it; 1 when the ack cannot be queued now (retry
+ * the frame later).
+ */
 static int
-rx_put(struct tcp_conn *c, const uint8_t *p, size_t len)
+rx_put(struct tcp_conn *c, uint8_t type, const uint8_t *p, size_t len)
 {
 	uint8_t h[HDR_LEN + RMA_LEN];
 	struct tcp_rma_hdr *r = (struct tcp_rma_hdr *)(h + HDR_LEN);
 	bool ok;
 
 	memcpy(r, p, RMA_LEN);
-	ok = r->length == len - RMA_LEN && region_check(c->iface, r) != NULL;
+	ok = type == TCP_F_FLUSH ? (r->length = 0, true) :
+	     r->length == len - RMA_LEN && region_check(c->iface, r) != NULL;
 	if (tx_reserve(c, sizeof(h)) == NULL)
 		return 1;
 	if (ok)
@@ -482,8 +511,8 @@ rx_answer(struct tcp_conn *c, uint8_t type, const uint8_t *p, size_t len)
 		scatter(g->iov, g->iovcnt, p + RMA_LEN);
 	g->used = false;
 	c->n_gets--;
-	unio_tl_completion_done(g->comp, st);
-	flush_check(c, UNIO_OK);
+	if (g->comp != NULL)
+		unio_tl_completion_done(g->comp, st);
 	return 0;
 }
 
@@ -500,12 +529,10 @@ hdr_valid(const struct tcp_hdr *h, size_t len)
 		return len >= RMA_LEN && len <= RMA_LEN + TCP_MAX_RMA;
 	case TCP_F_GET_REQ:
 	case TCP_F_PUT_ACK:
+	case TCP_F_FLUSH:
 		return len == RMA_LEN;
 	case TCP_F_GET_RESP:
 		return len >= RMA_LEN && len <= RMA_LEN + TCP_MAX_RMA;
-	case TCP_F_ACK:
-	case TCP_F_NAK:
-		return len == 0;
 	default:
 		return false;
 	}
@@ -516,26 +543,21 @@ static int
 rx_frame(struct tcp_conn *c, const struct tcp_hdr *h, const uint8_t *p, size_t len)
 {
 	struct unio_tl_iface *iface = &c->iface->super;
-	bool control = h->type == TCP_F_ACK || h->type == TCP_F_NAK;
 
-	if (control != (c->state == TCP_CONN_HELLO_SENT)) {
-		tcp_conn_malformed(c, control ? "unexpected ACK/NAK" : "data before ACK");
-		return -1;
-	}
 	switch (h->type) {
 	case TCP_F_AM:
 		unio_tl_iface_invoke_am(iface, h->id, p, len, 0);
 		return 0;
 	case TCP_F_PUT:
-		return rx_put(c, p, len);
+	case TCP_F_FLUSH:
+		return rx_put(c, h->type, p, len);
 	case TCP_F_GET_REQ:
 		return rx_get_req(c, p);
 	case TCP_F_GET_RESP:
 	case TCP_F_PUT_ACK:
 		return rx_answer(c, h->type, p, len);
-	default:
-		tcp_conn_got_ack(c, h->type == TCP_F_ACK);
-		return c->state == TCP_CONN_ESTABLISHED ? 0 : -1;
+	default:  /* hdr_valid() let no other type through */
+		return -1;
 	}
 }
 
@@ -583,7 +605,7 @@ tcp_conn_rx(struct tcp_conn *c)
 	unsigned int n = 0;
 	ssize_t r;
 
-	if (c->state != TCP_CONN_ESTABLISHED && c->state != TCP_CONN_HELLO_SENT)
+	if (c->state != TCP_CONN_ESTABLISHED)
 		return 0;
 	if (c->rx_stalled) {  /* a get waiting for tx room: retry it first */
 		c->rx_stalled = false;

@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <poll.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -262,7 +264,7 @@ sock_tune(const struct tcp_iface *ti, int fd)
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
 	}
 	if (cfg->tcp_rcvbuf != UNIO_SIZE_AUTO && cfg->tcp_rcvbuf <= INT32_MAX) {
-		/* below ~16 KiB the kernel's window can stay under the loopback MSS: stalls */
+		/* below ~64 KiB the kernel's window can stay under the loopback MSS: stalls */
 		int v = (int)RTE_MAX(cfg->tcp_rcvbuf, (size_t)TCP_MIN_RCVBUF);
 
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
@@ -319,11 +321,29 @@ conn_new(struct tcp_iface *ti, const struct tcp_addr *peer)
 	return c;
 }
 
+/*
+ * Close gracefully: a socket closed with unread bytes sends a reset, which can make the
+ * peer drop what it has not read yet of ours; read and discard what is pending first.
+ */
+static void
+conn_drain(struct tcp_conn *c)
+{
+	uint8_t *sink = c->rxbuf;
+
+	if (c->item.fd < 0 || c->state != TCP_CONN_ESTABLISHED)
+		return;
+	shutdown(c->item.fd, SHUT_WR);
+	for (int i = 0; i < 16; i++)
+		if (recv(c->item.fd, sink, TCP_RXBUF_SIZE, MSG_DONTWAIT) <= 0)
+			break;
+}
+
 static void
 conn_free(struct tcp_conn *c)
 {
 	struct tcp_iface *ti = c->iface;
 
+	conn_drain(c);
 	item_close(ti, &c->item);
 	if (c->state != TCP_CONN_FAILED)
 		ti->stats.open_conns--;
@@ -421,34 +441,16 @@ tcp_conn_malformed(struct tcp_conn *c, const char *what)
 	tcp_conn_fail(c, UNIO_ERR_PROTO);
 }
 
-static int
-send_ctl(int fd, uint8_t type, const void *payload, uint32_t len)
+/* Put HELLO (this iface's address) first in the copy buffer: it leaves before any frame. */
+static void
+queue_hello(struct tcp_conn *c)
 {
-	uint8_t buf[sizeof(struct tcp_hdr) + sizeof(struct tcp_addr)];
+	struct tcp_hdr *h = (struct tcp_hdr *)c->txbuf;
 
-	tcp_hdr_set((struct tcp_hdr *)buf, len, type, 0);
-	memcpy(buf + sizeof(struct tcp_hdr), payload, len);
-	/* the first bytes on a fresh socket: the kernel always takes them whole */
-	return send(fd, buf, sizeof(struct tcp_hdr) + len, MSG_NOSIGNAL | MSG_DONTWAIT) ==
-	       (ssize_t)(sizeof(struct tcp_hdr) + len) ? 0 : -1;
-}
-
-void
-tcp_conn_got_ack(struct tcp_conn *c, bool ack)
-{
-	struct tcp_iface *ti = c->iface;
-
-	if (!ack) {  /* the peer keeps its own connection: wait for its HELLO */
-		item_close(ti, &c->item);
-		c->rx_len = 0;
-		conn_set_state(c, TCP_CONN_WAIT_PEER);
-		c->deadline_ns = deadline(ti);
-		return;
-	}
-	conn_set_state(c, TCP_CONN_ESTABLISHED);
-	ti->stats.conns_connected++;
-	if (tcp_conn_tx(c) < 0)
-		tcp_conn_fail(c, UNIO_ERR_CONNECTION_RESET);
+	tcp_hdr_set(h, sizeof(c->iface->addr), TCP_F_HELLO, 0);
+	memcpy(c->txbuf + sizeof(*h), &c->iface->addr, sizeof(c->iface->addr));
+	c->tx_head = 0;
+	c->tx_tail = sizeof(*h) + sizeof(c->iface->addr);
 }
 
 static unio_status_t
@@ -471,47 +473,48 @@ conn_connect(struct tcp_conn *c)
 	}
 	c->item.fd = fd;
 	c->deadline_ns = deadline(ti);
-	conn_set_state(c, TCP_CONN_CONNECTING);
+	queue_hello(c);
 	epoll_set(ti, &c->item, EPOLL_CTL_ADD, EPOLLIN | EPOLLOUT);
 	c->out_armed = true;
 	return UNIO_OK;
 }
 
-/* connect() finished: send HELLO, wait for ACK. */
-static void
-conn_connected(struct tcp_conn *c)
+/*
+ * Has connect() finished?  Called from progress on EPOLLOUT and from the send paths while
+ * connecting (one poll() per send until then).  On success the HELLO and every frame
+ * queued behind it go out at once: there is no answer to wait for.
+ */
+void
+tcp_conn_check_connect(struct tcp_conn *c)
 {
+	struct pollfd pfd = { .fd = c->item.fd, .events = POLLOUT };
 	int err = 0;
 	socklen_t l = sizeof(err);
 
+	if (poll(&pfd, 1, 0) <= 0)
+		return;
 	getsockopt(c->item.fd, SOL_SOCKET, SO_ERROR, &err, &l);
-	if (err == 0 && send_ctl(c->item.fd, TCP_F_HELLO, &c->iface->addr,
-				 sizeof(c->iface->addr)) != 0)
-		err = errno != 0 ? errno : EIO;
 	if (err != 0) {
 		tcp_conn_fail(c, tcp_status_from_errno(err));
 		return;
 	}
-	conn_set_state(c, TCP_CONN_HELLO_SENT);
-	tcp_conn_set_out(c, false);
+	conn_set_state(c, TCP_CONN_ESTABLISHED);
+	c->iface->stats.conns_connected++;
+	err = tcp_conn_tx(c);
+	if (err < 0)
+		tcp_conn_fail(c, (unio_status_t)err);
 }
 
-/* Attach accepted socket @p fd (its HELLO done) to connection @p c and ACK it. */
+/* Attach accepted socket @p fd (its HELLO read) to the new connection @p c. */
 static void
 conn_adopt(struct tcp_conn *c, int fd)
 {
 	struct tcp_iface *ti = c->iface;
 
-	item_close(ti, &c->item);
 	c->item.fd = fd;
-	c->rx_len = 0;
-	c->out_armed = false;
-	c->tx_blocked = false;
 	epoll_set(ti, &c->item, EPOLL_CTL_ADD, EPOLLIN);
 	conn_set_state(c, TCP_CONN_ESTABLISHED);
 	ti->stats.conns_accepted++;
-	if (send_ctl(fd, TCP_F_ACK, NULL, 0) != 0 || tcp_conn_tx(c) < 0)
-		tcp_conn_fail(c, UNIO_ERR_CONNECTION_RESET);
 }
 
 /* ---- accepting ---- */
@@ -551,29 +554,27 @@ do_accept(struct tcp_iface *ti)
 	}
 }
 
-/* A complete, valid HELLO from @p peer on pending socket @p fd: attach or refuse it. */
+/*
+ * A complete, valid HELLO from @p peer on accepted socket @p fd.  With no connection to
+ * that peer yet it becomes the connection every ep to the peer shares.  When this iface
+ * has its own connection to the peer already (both sides connected at the same moment, or
+ * an iface connected to itself), the incoming one is kept as a second, receive-side
+ * connection: each side sends on the connection it opened, so every direction keeps its
+ * order, and nothing either side queued has to move.
+ */
 static void
 hello_attach(struct tcp_iface *ti, int fd, const struct tcp_addr *peer)
 {
 	bool self = memcmp(peer, &ti->addr, sizeof(*peer)) == 0;
-	struct tcp_conn *c = self ? NULL : conn_find(ti, peer);
+	bool dual = self || conn_find(ti, peer) != NULL;
+	struct tcp_conn *c = conn_new(ti, peer);
 
-	if (c != NULL && (c->state == TCP_CONN_ESTABLISHED ||
-			  memcmp(&ti->addr, peer, sizeof(*peer)) < 0)) {
-		/* established already, or our own outgoing connection wins */
-		send_ctl(fd, TCP_F_NAK, NULL, 0);
+	if (c == NULL) {
 		close(fd);
-		ti->stats.conns_rejected++;
 		return;
 	}
-	if (c == NULL) {
-		c = conn_new(ti, peer);
-		if (c == NULL) {
-			close(fd);
-			return;
-		}
-		c->anon = self;
-	}
+	c->anon = dual;
+	ti->stats.conns_dual += dual && !self;
 	conn_adopt(c, fd);
 }
 
@@ -630,8 +631,9 @@ conn_event(struct tcp_conn *c, uint32_t events, unsigned int *n)
 {
 	if (c->state == TCP_CONN_CONNECTING) {
 		if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
-			conn_connected(c);
-		return;
+			tcp_conn_check_connect(c);
+		if (c->state != TCP_CONN_ESTABLISHED)
+			return;
 	}
 	if ((events & EPOLLOUT) && c->state == TCP_CONN_ESTABLISHED) {
 		int r = tcp_conn_tx(c);
@@ -935,24 +937,33 @@ tcp_ep_destroy(struct unio_tl_ep *uep)
 
 /* ---- memory ---- */
 
+struct tcp_region tcp_regs[TCP_REGS_MAX];
+static pthread_mutex_t tcp_regs_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static unio_status_t
 tcp_mem_reg(struct unio_tl_iface *iface, void *addr, size_t len, struct unio_tl_memh *memh)
 {
-	struct tcp_iface *ti = tcp_iface_of(iface);
+	unio_status_t st = UNIO_ERR_NO_RESOURCE;
 
+	RTE_SET_USED(iface);
+	pthread_mutex_lock(&tcp_regs_lock);
 	for (unsigned int i = 0; i < TCP_REGS_MAX; i++) {
-		struct tcp_region *r = &ti->regs[i];
+		struct tcp_region *r = &tcp_regs[i];
 
 		if (r->used)
 			continue;
-		r->used = true;
-		r->gen++;
 		r->base = (uintptr_t)addr;
 		r->len = len;
+		r->gen++;
+		r->used = true;
 		*memh = (struct unio_tl_memh){ .addr = addr, .len = len, .priv = r };
-		return UNIO_OK;
+		st = UNIO_OK;
+		break;
 	}
-	return UNIO_ERR_NO_RESOURCE;
+	pthread_mutex_unlock(&tcp_regs_lock);
+	if (st != UNIO_OK)
+		TCP_LOG(ERR, "all %u registration slots are taken", TCP_REGS_MAX);
+	return st;
 }
 
 static void
@@ -961,8 +972,10 @@ tcp_mem_dereg(struct unio_tl_iface *iface, struct unio_tl_memh *memh)
 	struct tcp_region *r = memh->priv;
 
 	RTE_SET_USED(iface);
+	pthread_mutex_lock(&tcp_regs_lock);
 	r->used = false;
 	r->gen++;
+	pthread_mutex_unlock(&tcp_regs_lock);
 }
 
 static unio_status_t
@@ -970,8 +983,9 @@ tcp_rkey_pack(struct unio_tl_iface *iface, const struct unio_tl_memh *memh, void
 {
 	const struct tcp_region *r = memh->priv;
 	struct tcp_rkey k = { .base = r->base, .len = r->len, .key_gen = r->gen,
-			      .key_idx = (uint32_t)(r - tcp_iface_of(iface)->regs) };
+			      .key_idx = (uint32_t)(r - tcp_regs) };
 
+	RTE_SET_USED(iface);
 	memcpy(buf, &k, sizeof(k));
 	return UNIO_OK;
 }

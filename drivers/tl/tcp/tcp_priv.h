@@ -7,9 +7,8 @@
  * memory) and tcp_data.c (framing, send and receive paths, put/get).
  *
  * Wire format: every frame is an 8-byte header [len u32 LE, type u8, am id u8, magic u16 LE]
- * followed by len bytes.  A connection starts with HELLO (the connecting iface's address)
- * and carries nothing else until the acceptor answers ACK (or NAK when it keeps another
- * connection to the same peer: simultaneous connect, the lower address's connection wins).
+ * followed by len bytes.  A connection starts with HELLO (the connecting iface's address);
+ * the frames queued behind it follow at once, without waiting for an answer.
  */
 
 #include <stdbool.h>
@@ -37,11 +36,10 @@ extern int unio_logtype_tcp;
 #define TCP_TXBUF_SIZE     (256 * 1024)        /* per connection: short + bcopy frames */
 #define TCP_RXBUF_SIZE     (512 * 1024)        /* per connection: >= the largest frame */
 #define TCP_ZQ_SIZE        64                  /* queued zero-copy sends per connection */
-#define TCP_GETS_MAX       64                  /* outstanding gets + puts per connection */
-#define TCP_FLUSH_MAX      8                   /* flushes waiting per connection */
-#define TCP_REGS_MAX       64                  /* registered regions per iface */
+#define TCP_GETS_MAX       1024                /* outstanding gets + puts per connection */
+#define TCP_REGS_MAX       1024                /* registered regions per process */
 #define TCP_PENDING_MAX    64                  /* accepted sockets awaiting HELLO */
-#define TCP_MIN_RCVBUF     (16 * 1024)         /* floor of UNIO_TCP_RCVBUF */
+#define TCP_MIN_RCVBUF     (64 * 1024)         /* floor of UNIO_TCP_RCVBUF */
 #define TCP_BUSY_EPOLL_EVERY 16                /* busy mode: epoll every N progress calls */
 
 enum tcp_frame_type {
@@ -50,9 +48,8 @@ enum tcp_frame_type {
 	TCP_F_GET_REQ,
 	TCP_F_GET_RESP,
 	TCP_F_HELLO,
-	TCP_F_ACK,
-	TCP_F_NAK,
 	TCP_F_PUT_ACK,
+	TCP_F_FLUSH,
 	TCP_F_LAST,
 };
 
@@ -69,7 +66,7 @@ struct tcp_rma_hdr {
 	uint64_t length;   /* bytes asked (GET_REQ) or carried (GET_RESP) */
 	uint32_t key_idx;  /* registration slot on the target */
 	uint32_t key_gen;  /* its generation: a stale key is refused */
-	uint32_t req_id;   /* PUT, PUT_ACK, GET_REQ, GET_RESP */
+	uint32_t req_id;   /* PUT, PUT_ACK, GET_REQ, GET_RESP, FLUSH */
 	int32_t status;    /* GET_RESP: UNIO_OK or the refusal */
 };
 
@@ -101,9 +98,7 @@ struct tcp_item {
 };
 
 enum tcp_conn_state {
-	TCP_CONN_CONNECTING,  /* outgoing: connect() in progress */
-	TCP_CONN_HELLO_SENT,  /* outgoing: waiting for ACK / NAK */
-	TCP_CONN_WAIT_PEER,   /* lost a simultaneous connect: waiting for the peer's HELLO */
+	TCP_CONN_CONNECTING,  /* outgoing: connect() in progress; frames queue behind HELLO */
 	TCP_CONN_ESTABLISHED,
 	TCP_CONN_FAILED,
 };
@@ -120,7 +115,7 @@ struct tcp_zc {
 	struct iovec iov[UNIO_TL_MAX_IOV];
 };
 
-/* An outstanding get, or a put waiting for the target's PUT_ACK. */
+/* An outstanding get, or a put or flush waiting for the target's PUT_ACK. */
 struct tcp_get {
 	bool used;
 	bool put;
@@ -139,13 +134,14 @@ struct tcp_conn {
 	struct tcp_iface *iface;
 	enum tcp_conn_state state;
 	unio_status_t err;            /* the failure, once FAILED */
-	bool anon;                    /* incoming loop to this very iface: never looked up */
+	bool anon;                    /* second connection to a peer (or self): never looked up */
 	bool dead;                    /* to be freed by the next progress */
 	bool notify;                  /* failed: err_cb owed to its eps */
 	bool eof;                     /* the peer closed cleanly (logged at info level) */
 	bool out_armed;               /* EPOLLOUT requested */
 	bool tx_blocked;              /* the kernel refused bytes last time */
 	bool rx_stalled;              /* a received get waits for room in the tx queue */
+	bool dirty;                   /* frames sent since the last flush */
 	uint64_t deadline_ns;         /* connect / wait-peer timeout */
 	struct tcp_addr peer;
 	struct tcp_ep *eps;           /* eps using this connection */
@@ -161,8 +157,6 @@ struct tcp_conn {
 	uint32_t get_seq;
 	unsigned int n_gets;
 	struct tcp_get *gets;
-	unsigned int n_flush;
-	struct unio_tl_completion *flush[TCP_FLUSH_MAX];
 	TAILQ_ENTRY(tcp_conn) next;
 };
 TAILQ_HEAD(tcp_conn_list, tcp_conn);
@@ -200,9 +194,15 @@ struct tcp_iface {
 	const struct unio_config *config;
 	struct tcp_conn_list conns;
 	struct tcp_pending *pending[TCP_PENDING_MAX];
-	struct tcp_region regs[TCP_REGS_MAX];
 	struct unio_tl_tcp_stats stats;
 };
+
+/*
+ * Registered regions of the process, shared by every tcp iface: a key packed by one iface
+ * is honoured by all of them (the protocol layer may unpack a key on another lane's iface).
+ * Written under a lock (control path); read on the rx path, validated by generation.
+ */
+extern struct tcp_region tcp_regs[TCP_REGS_MAX];
 
 /* tcp_data.c */
 unio_status_t tcp_ep_am_short(struct unio_tl_ep *ep, uint8_t id, uint64_t hdr,
@@ -228,7 +228,7 @@ bool tcp_conn_tx_idle(const struct tcp_conn *c);
 void tcp_conn_fail(struct tcp_conn *c, unio_status_t st);
 void tcp_conn_malformed(struct tcp_conn *c, const char *what);
 void tcp_conn_set_out(struct tcp_conn *c, bool want);
-void tcp_conn_got_ack(struct tcp_conn *c, bool ack);
+void tcp_conn_check_connect(struct tcp_conn *c);
 unio_status_t tcp_status_from_errno(int err);
 
 static inline struct tcp_iface *
