@@ -188,14 +188,30 @@ choose_proto(struct unio_request *req)
 		req->proto = SEND_FRAGS;
 }
 
+/* Count @p ep among the worker's eps with pending sends (once). */
+static void
+pending_mark(struct unio_ep *ep)
+{
+	if (!ep->pending_counted) {
+		ep->pending_counted = true;
+		ep->worker->n_pending++;
+	}
+}
+
+static void
+pending_unmark(struct unio_ep *ep)
+{
+	if (ep->pending_counted && TAILQ_EMPTY(&ep->pending)) {
+		ep->pending_counted = false;
+		ep->worker->n_pending--;
+	}
+}
+
 static void
 pending_add(struct unio_request *req)
 {
-	struct unio_ep *ep = req->ep;
-
-	if (TAILQ_EMPTY(&ep->pending))
-		ep->worker->n_pending++;
-	TAILQ_INSERT_TAIL(&ep->pending, req, link);
+	TAILQ_INSERT_TAIL(&req->ep->pending, req, link);
+	pending_mark(req->ep);
 }
 
 /* Run @p req's first step, queue it when out of resources, complete it when done. */
@@ -276,8 +292,7 @@ proto_progress_pending(struct unio_worker *w)
 			if (st != UNIO_INPROGRESS)
 				proto_req_complete(req, st);
 		}
-		if (TAILQ_EMPTY(&ep->pending))
-			w->n_pending--;
+		pending_unmark(ep);
 	}
 	return n;
 }
@@ -337,13 +352,11 @@ proto_ep_fail_requests(struct unio_ep *ep, unio_status_t st)
 	struct unio_worker *w = ep->worker;
 	struct unio_request *req;
 
-	if (!TAILQ_EMPTY(&ep->pending)) {
-		w->n_pending--;
-		while ((req = TAILQ_FIRST(&ep->pending)) != NULL) {
-			TAILQ_REMOVE(&ep->pending, req, link);
-			proto_req_complete(req, st);
-		}
+	while ((req = TAILQ_FIRST(&ep->pending)) != NULL) {
+		TAILQ_REMOVE(&ep->pending, req, link);
+		proto_req_complete(req, st);
 	}
+	pending_unmark(ep);
 	while ((req = TAILQ_FIRST(&ep->outstanding)) != NULL) {
 		TAILQ_REMOVE(&ep->outstanding, req, ep_link);
 		req->on_ep = false;
