@@ -11,9 +11,10 @@
  * taken under the same conditions; the median of the per-run ratios is reported.
  *
  *   unio-tlbench [-r runs] [-n round trips] [-c cpu0,cpu1]
- *   unio-tlbench -i N     one process, N 8-byte am_shorts between two shm ifaces, each
- *                         received at once: run it under valgrind --tool=callgrind to count
- *                         the instructions of shm_am_short and shm_progress per message
+ *   unio-tlbench -i N [-p K]  one process, N 8-byte am_shorts between two shm ifaces, each
+ *                         received at once, with K more idle senders connected to the
+ *                         receiver: run it under valgrind --tool=callgrind to count the
+ *                         instructions of shm_am_short and shm_progress per message
  */
 
 #include <errno.h>
@@ -66,6 +67,7 @@ struct ctl {
 
 struct opts {
 	unsigned int instr;   /**< -i: messages of the instruction-count mode */
+	unsigned int idle;    /**< -p: idle senders connected in that mode */
 	unsigned int runs;
 	unsigned int iters;
 	int cpu[2];
@@ -599,8 +601,11 @@ parse(int argc, char **argv, struct opts *o)
 	int opt;
 
 	*o = (struct opts){ .runs = 5, .iters = 100000, .cpu = { 0, 1 } };
-	while ((opt = getopt(argc, argv, "i:r:n:c:h")) != -1) {
+	while ((opt = getopt(argc, argv, "i:p:r:n:c:h")) != -1) {
 		switch (opt) {
+		case 'p':
+			o->idle = (unsigned int)atoi(optarg);
+			break;
 		case 'i':
 			o->instr = (unsigned int)atoi(optarg);
 			break;
@@ -631,24 +636,33 @@ count_cb(void *arg, const void *data, size_t length, unsigned int flags)
 
 /* the instruction-count mode: a steady stream of 8-byte am_shorts, one in flight */
 static int
-instr_mode(unsigned int n)
+instr_mode(unsigned int n, unsigned int idle)
 {
-	struct side tx = { 0 }, rx = { 0 };
+	struct side tx = { 0 }, rx = { 0 }, *quiet = calloc(idle + 1, sizeof(*quiet));
 	uint8_t addr[UNIO_TL_ADDR_MAX];
 	uint64_t got = 0;
 
-	if (open_shm(&tx) != 0 || open_shm(&rx) != 0)
+	if (quiet == NULL || open_shm(&tx) != 0 || open_shm(&rx) != 0)
 		return 1;
 	unio_tl_iface_set_am_handler(rx.iface, AM_PING, count_cb, &got);
 	unio_tl_iface_get_address(rx.iface, addr);
 	if (connect_peer(&tx, addr) != 0)
 		return 1;
+	for (unsigned int i = 0; i < idle; i++)
+		if (open_shm(&quiet[i]) != 0 || connect_peer(&quiet[i], addr) != 0)
+			return 1;
+	unio_tl_iface_progress(rx.iface);   /* the receiver takes the new rings in */
 	for (unsigned int i = 0; i < n; i++) {
 		if (unio_tl_ep_am_short(tx.ep, AM_PING, i, NULL, 0) != UNIO_OK)
 			return 1;
 		unio_tl_iface_progress(rx.iface);
 	}
-	printf("%u sent, %" PRIu64 " received\n", n, got);
+	printf("%u sent, %" PRIu64 " received, %u idle senders\n", n, got, idle);
+	for (unsigned int i = 0; i < idle; i++) {
+		unio_tl_ep_destroy(quiet[i].ep);
+		unio_tl_iface_close(quiet[i].iface);
+	}
+	free(quiet);
 	unio_tl_ep_destroy(tx.ep);
 	unio_tl_iface_close(tx.iface);
 	unio_tl_iface_close(rx.iface);
@@ -670,7 +684,7 @@ main(int argc, char **argv)
 		return 2;
 	}
 	if (o.instr != 0)
-		return instr_mode(o.instr);
+		return instr_mode(o.instr, o.idle);
 	s.ctl = map_ctl(&clen);
 	if (s.ctl == NULL) {
 		fprintf(stderr, "unio-tlbench: cannot set up the shared control block\n");

@@ -115,6 +115,7 @@ struct shm_rkey_packed {
 
 /** A receive ring in use, as its consumer sees it (local memory). */
 struct shm_rx_ring {
+	uint64_t *next;                   /**< header word at the tail: polled first */
 	uint8_t *ring;
 	uint64_t tail;
 	uint64_t published;
