@@ -190,8 +190,8 @@ worker(unio_worker_t *w, const char *host, const char *port, int rank, int n, si
 			for (int r = 0; r < n; r++)
 				want += grad(r, it, k);
 			if (sum[k] != want) {
-				fprintf(stderr, "rank %d iter %d: sum[%zu] = %g, want %g\n", rank, it,
-					k, sum[k], want);
+				fprintf(stderr, "rank %d iter %d: sum[%zu] = %g, want %g\n",
+					rank, it, k, sum[k], want);
 				return 1;
 			}
 		}

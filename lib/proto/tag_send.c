@@ -98,8 +98,9 @@ send_frags(struct unio_request *req, uint8_t first_id, uint8_t mid_id)
 	unio_status_t st;
 
 	do {
-		st = send_bcopy(req, req->offset == 0 && req->proto == SEND_FRAGS ? first_id : mid_id,
-			   pack_frag);
+		uint8_t id = req->offset == 0 && req->proto == SEND_FRAGS ? first_id : mid_id;
+
+		st = send_bcopy(req, id, pack_frag);
 		if (st != UNIO_OK)
 			return st;
 		req->offset += RTE_MIN(req->slen - req->offset, req->ep->lane.frag);

@@ -236,8 +236,8 @@ struct unio_ep {
 	void *user_data;
 	int ctl_fd;                 /**< TCP control connection, -1 when none */
 	uint64_t peer_uuid;
-	uint64_t connect_deadline;
-	uint64_t close_deadline;      /**< the peer closed: fail what still waits after this */    /**< CONNECTING: fail after this (ns, monotonic) */
+	uint64_t connect_deadline;    /**< CONNECTING: fail after this (ns, monotonic) */
+	uint64_t close_deadline;      /**< the peer closed: fail what still waits after this */
 	struct unio_ep *closed_next;  /**< closed eps, freed with the worker */
 };
 

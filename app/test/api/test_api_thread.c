@@ -61,8 +61,8 @@ UNIO_TEST(api_thread_multi, mp)
 	for (uint32_t i = 0; i < N_MSG; i++) {
 		memset(payload, 0, sizeof(payload));
 		st = api_recv(s.w, payload, sizeof(payload), 0x100, ~(uint64_t)0xf, &info);
-		if (st != UNIO_OK || info.tag != 0x100 + (i % 7) || info.length != (i % 3 + 1) * 8 ||
-		    payload[0] != (uint64_t)i * 4) {
+		if (st != UNIO_OK || info.tag != 0x100 + (i % 7) ||
+		    info.length != (i % 3 + 1) * 8 || payload[0] != (uint64_t)i * 4) {
 			TEST_LOG("message %u: %s, tag %#" PRIx64 ", %zu bytes, payload %" PRIu64, i,
 				 unio_status_string(st), info.tag, info.length, payload[0]);
 			s.failed = 1;
