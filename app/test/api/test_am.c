@@ -1,0 +1,542 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Active messages: every size class, eager and rendezvous (default, forced eager, forced
+ * rendezvous), with user headers of several lengths; the receiver checks each payload's
+ * checksum and answers on the reply ep.  Rendezvous data received inside the handler and
+ * later outside it; a handler that keeps eager data and releases it later; a handler that
+ * rejects (the rendezvous sender sees UNIO_ERR_REJECTED).  Inside one process (self lane,
+ * and a second worker) and between two processes.
+ */
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "api_common.h"
+#include "unio_proto.h"
+
+#define MIB (1024 * 1024)
+#define ID_DATA    5
+#define ID_KEEP    6     /* PERSISTENT_DATA handler: keeps, released later */
+#define ID_RESULT  7
+#define ID_END     8
+#define MAX_MSGS   512
+#define MAX_SIZE   (4 * MIB)
+
+enum mode { MODE_NOW, MODE_LATER, MODE_REJECT };
+
+struct msg_hdr {
+	uint64_t seq;
+	uint64_t size;
+	uint64_t sum;
+	uint32_t mode;
+	uint32_t extra;          /* bytes of pattern after this header */
+};
+
+struct result {
+	uint64_t seq;
+	int64_t status;
+};
+
+struct held {
+	void *ptr;
+	size_t len;
+	struct msg_hdr h;
+	unio_ep_t *reply;
+	bool rndv;
+};
+
+/* Receiver state. */
+struct rx {
+	unio_worker_t *w;
+	uint8_t *buf;
+	unsigned int done, bad, rejected;
+	unsigned int n_held;
+	struct held held[MAX_MSGS];
+	int end;
+};
+
+/* Sender state. */
+struct tx {
+	unsigned int results;
+	unsigned int ok;
+	uint8_t seen[MAX_MSGS];
+};
+
+static const size_t sizes[] = { 0, 1, 8, 9, 63, 64, 200, 1000, 2040, 2047, 2048, 4096, 8000,
+				8160, 8192, 8193, 65536, 1 * MIB, MAX_SIZE };
+static const size_t extras[] = { 0, 3, 100 };
+
+static void
+reply(unio_ep_t *ep, uint64_t seq, unio_status_t st)
+{
+	struct result r = { seq, st };
+
+	if (ep == NULL || unio_am_send(ep, ID_RESULT, &r, sizeof(r), NULL, 0, NULL, 0, NULL) < 0)
+		TEST_LOG("result %" PRIu64 " not sent", seq);
+}
+
+static unio_status_t
+check(const struct msg_hdr *h, const void *data, size_t len)
+{
+	return len == h->size && test_checksum(data, len) == h->sum ? UNIO_OK : UNIO_ERR_PROTO;
+}
+
+static int
+header_ok(const void *header, size_t hlen, struct msg_hdr *h)
+{
+	const uint8_t *x = (const uint8_t *)header + sizeof(*h);
+
+	if (hlen < sizeof(*h))
+		return 0;
+	memcpy(h, header, sizeof(*h));
+	if (hlen != sizeof(*h) + h->extra)
+		return 0;
+	for (uint32_t i = 0; i < h->extra; i++)
+		if (x[i] != (uint8_t)(h->seq + i))
+			return 0;
+	return 1;
+}
+
+static unio_status_t
+on_data(void *arg, const void *header, size_t hlen, void *data, size_t len,
+	const struct unio_am_recv_param *p)
+{
+	struct rx *rx = arg;
+	struct msg_hdr h;
+	unio_status_t st;
+
+	if (!header_ok(header, hlen, &h) || p->reply_ep == NULL) {
+		rx->bad++;
+		return UNIO_OK;
+	}
+	if (h.mode == MODE_REJECT) {
+		rx->rejected++;
+		return UNIO_ERR_REJECTED;
+	}
+	if (!(p->recv_attr & UNIO_AM_RECV_ATTR_FLAG_RNDV)) {
+		reply(p->reply_ep, h.seq, check(&h, data, len));
+		rx->done++;
+		return UNIO_OK;
+	}
+	if (h.mode == MODE_LATER && rx->n_held < MAX_MSGS) {
+		rx->held[rx->n_held++] = (struct held){ data, len, h, p->reply_ep, true };
+		return UNIO_INPROGRESS;
+	}
+	st = unio_am_recv_data(rx->w, data, rx->buf, MAX_SIZE, NULL, NULL);
+	reply(p->reply_ep, h.seq, st == UNIO_OK ? check(&h, rx->buf, len) : st);
+	rx->done++;
+	return UNIO_OK;
+}
+
+static unio_status_t
+on_keep(void *arg, const void *header, size_t hlen, void *data, size_t len,
+	const struct unio_am_recv_param *p)
+{
+	struct rx *rx = arg;
+	struct msg_hdr h;
+
+	if (!header_ok(header, hlen, &h) || p->reply_ep == NULL ||
+	    !(p->recv_attr & UNIO_AM_RECV_ATTR_FLAG_DATA) || rx->n_held == MAX_MSGS) {
+		rx->bad++;
+		return UNIO_OK;
+	}
+	rx->held[rx->n_held++] = (struct held){ data, len, h, p->reply_ep, false };
+	return UNIO_INPROGRESS;
+}
+
+static unio_status_t
+on_end(void *arg, const void *header, size_t hlen, void *data, size_t len,
+       const struct unio_am_recv_param *p)
+{
+	struct rx *rx = arg;
+
+	RTE_SET_USED(header), RTE_SET_USED(hlen), RTE_SET_USED(data), RTE_SET_USED(len);
+	RTE_SET_USED(p);
+	rx->end = 1;
+	return UNIO_OK;
+}
+
+/* Receive what handlers kept, outside the callbacks. */
+static void
+rx_poll(struct rx *rx)
+{
+	while (rx->n_held > 0) {
+		struct held *hd = &rx->held[--rx->n_held];
+		unio_status_t st;
+
+		if (hd->rndv) {
+			memset(rx->buf, 0, RTE_MIN(hd->len + 1, (size_t)MAX_SIZE));
+			st = unio_am_recv_data(rx->w, hd->ptr, rx->buf, MAX_SIZE, NULL, NULL);
+			reply(hd->reply, hd->h.seq, st == UNIO_OK ? check(&hd->h, rx->buf, hd->len) :
+			      st);
+		} else {
+			reply(hd->reply, hd->h.seq, check(&hd->h, hd->ptr, hd->len));
+			unio_am_data_release(rx->w, hd->ptr);
+		}
+		rx->done++;
+	}
+}
+
+static unio_status_t
+on_result(void *arg, const void *header, size_t hlen, void *data, size_t len,
+	  const struct unio_am_recv_param *p)
+{
+	struct tx *tx = arg;
+	struct result r;
+
+	RTE_SET_USED(data), RTE_SET_USED(p);
+	if (hlen != sizeof(r) || len != 0)
+		return UNIO_OK;
+	memcpy(&r, header, sizeof(r));
+	if (r.seq < MAX_MSGS && !tx->seen[r.seq]) {
+		tx->seen[r.seq] = 1;
+		tx->results++;
+		if (r.status == UNIO_OK)
+			tx->ok++;
+		else
+			TEST_LOG("message %" PRIu64 ": receiver says %s", r.seq,
+				 unio_status_string((unio_status_t)r.status));
+	}
+	return UNIO_OK;
+}
+
+static int
+rx_setup(struct rx *rx, unio_worker_t *w)
+{
+	memset(rx, 0, sizeof(*rx));
+	rx->w = w;
+	rx->buf = malloc(MAX_SIZE + 1);
+	TEST_ASSERT(rx->buf != NULL, "malloc");
+	TEST_ASSERT_STATUS(unio_worker_set_am_handler(w, ID_DATA, on_data, rx, 0), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_worker_set_am_handler(w, ID_KEEP, on_keep, rx,
+			   UNIO_AM_HANDLER_FLAG_PERSISTENT_DATA), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_worker_set_am_handler(w, ID_END, on_end, rx, 0), UNIO_OK);
+	return TEST_OK;
+}
+
+/* ---- the sending side: every size, flag, header length and mode ---- */
+
+struct out {
+	unio_request_t *req;
+	unio_status_t st;
+	uint8_t *buf;
+	uint8_t *hdr;
+	uint32_t mode;
+	unsigned int flags;
+	size_t len;
+	size_t ex;
+	bool rndv;
+};
+
+static void
+progress(unio_worker_t *a, unio_worker_t *b, struct rx *rx)
+{
+	unio_worker_progress(a);
+	if (b != NULL && b != a)
+		unio_worker_progress(b);
+	if (rx != NULL)
+		rx_poll(rx);
+}
+
+static unsigned int
+plan(unio_ep_t *ep, struct out *o, unsigned int max)
+{
+	static const unsigned int flagsets[] = { 0, UNIO_AM_SEND_FLAG_EAGER, UNIO_AM_SEND_FLAG_RNDV };
+	size_t bcopy = ep->lane.iface->attr.max_bcopy;
+	unsigned int n = 0;
+	bool fits;
+
+	for (unsigned int s = 0; s < RTE_DIM(sizes); s++)
+		for (unsigned int f = 0; f < RTE_DIM(flagsets) && n < max; f++) {
+			size_t ex = extras[(s + f) % RTE_DIM(extras)];
+
+			fits = 8 + sizeof(struct msg_hdr) + ex + sizes[s] <= bcopy;
+			if (flagsets[f] == UNIO_AM_SEND_FLAG_EAGER && !fits)
+				continue;
+			o[n].flags = flagsets[f];
+			o[n].mode = (s + f) % 3;
+			o[n].len = sizes[s];
+			o[n].ex = ex;
+			o[n].rndv = flagsets[f] == UNIO_AM_SEND_FLAG_RNDV ||
+				    (flagsets[f] == 0 && (!fits || sizes[s] >= ep->lane.rndv_thresh));
+			n++;
+		}
+	return n;
+}
+
+static int
+send_one(unio_ep_t *ep, struct out *o, uint64_t seq)
+{
+	size_t len = o->len, ex = o->ex;
+	unsigned int id = o->mode == MODE_LATER && !o->rndv ?
+			  ID_KEEP : ID_DATA;
+	struct msg_hdr h = { .seq = seq, .size = len, .mode = o->mode, .extra = (uint32_t)ex };
+
+	o->buf = malloc(len + 1);
+	o->hdr = malloc(sizeof(h) + ex);
+	TEST_ASSERT(o->buf != NULL && o->hdr != NULL, "malloc");
+	test_fill(o->buf, len, seq * 7919 + len);
+	h.sum = test_checksum(o->buf, len);
+	memcpy(o->hdr, &h, sizeof(h));
+	for (size_t i = 0; i < ex; i++)
+		o->hdr[sizeof(h) + i] = (uint8_t)(seq + i);
+	o->req = NULL;
+	o->st = unio_am_send(ep, id, o->hdr, sizeof(h) + ex, o->buf, len, NULL,
+			     o->flags | UNIO_AM_SEND_FLAG_REPLY, &o->req);
+	TEST_ASSERT(o->st == UNIO_OK || o->st == UNIO_INPROGRESS, "am_send %zu bytes, flags %#x: %s",
+		    len, o->flags, unio_status_string(o->st));
+	return TEST_OK;
+}
+
+/* A rendezvous message rejected by the handler; every other one answered with UNIO_OK. */
+static int
+expect(const struct out *o, unio_status_t st, const struct tx *tx, uint64_t seq, bool rndv)
+{
+	bool rejected = o->mode == MODE_REJECT;
+
+	if (rejected && rndv)
+		TEST_ASSERT_STATUS(st, UNIO_ERR_REJECTED);
+	else
+		TEST_ASSERT_STATUS(st, UNIO_OK);
+	TEST_ASSERT(rejected ? !tx->seen[seq] : tx->seen[seq] == 1, "message %" PRIu64
+		    " (mode %u): result %s", seq, o->mode, tx->seen[seq] ? "seen" : "missing");
+	return TEST_OK;
+}
+
+static int
+run_sender(unio_worker_t *w, unio_ep_t *ep, unio_worker_t *peer, struct rx *rx)
+{
+	static struct out o[MAX_MSGS];
+	unsigned int n = plan(ep, o, MAX_MSGS), want = 0;
+	struct tx tx;
+	unio_status_t st;
+
+	memset(&tx, 0, sizeof(tx));
+	TEST_ASSERT_STATUS(unio_worker_set_am_handler(w, ID_RESULT, on_result, &tx, 0), UNIO_OK);
+	for (unsigned int i = 0; i < n; i++) {
+		TEST_ASSERT_EQ(send_one(ep, &o[i], i), TEST_OK);
+		want += o[i].mode != MODE_REJECT;
+		if (i % 8 == 7)
+			progress(w, peer, rx);
+	}
+	for (int spin = 0; tx.results < want && spin < 50000000; spin++)
+		progress(w, peer, rx);
+	for (unsigned int i = 0; i < n; i++) {
+		st = o[i].st;
+		if (st == UNIO_INPROGRESS) {
+			while ((st = unio_request_test(o[i].req, NULL)) == UNIO_INPROGRESS)
+				progress(w, peer, rx);
+			unio_request_free(o[i].req);
+		}
+		TEST_ASSERT_EQ(expect(&o[i], st, &tx, i, o[i].rndv), TEST_OK);
+		free(o[i].buf);
+		free(o[i].hdr);
+	}
+	TEST_LOG("%s lane: %u messages, %u answered, %u ok", ep->lane.iface->driver->name, n,
+		 tx.results, tx.ok);
+	TEST_ASSERT(tx.results == want && tx.ok == want, "%u of %u answers ok", tx.ok, want);
+	unio_worker_set_am_handler(w, ID_RESULT, NULL, NULL, 0);
+	return TEST_OK;
+}
+
+/* ---- inside one process ---- */
+
+static int
+am_local(bool self)
+{
+	unio_context_t *ctx = api_ctx(NULL);
+	unio_worker_t *a, *b;
+	unio_status_t st;
+	unio_ep_t *ep;
+	struct rx *rx = calloc(1, sizeof(*rx));
+	int rc;
+
+	TEST_ASSERT(ctx != NULL && rx != NULL, "setup");
+	a = unio_worker_create(ctx, NULL, &st);
+	b = self ? a : unio_worker_create(ctx, NULL, &st);
+	TEST_ASSERT(a != NULL && b != NULL, "workers");
+	ep = api_ep_to_worker(a, b, &st);
+	TEST_ASSERT(ep != NULL, "ep: %s", unio_status_string(st));
+	for (int i = 0; i < 100000 && ep->state != EP_CONNECTED; i++)
+		progress(a, b, NULL);
+	TEST_ASSERT_EQ(rx_setup(rx, b), TEST_OK);
+	rc = run_sender(a, ep, b, rx);
+	TEST_ASSERT(rx->bad == 0, "%u malformed messages at the receiver", rx->bad);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	if (b != a)
+		unio_worker_destroy(b);
+	unio_worker_destroy(a);
+	unio_context_destroy(ctx);
+	free(rx->buf);
+	free(rx);
+	return rc;
+}
+
+UNIO_TEST(am_self_sizes, fast)
+{
+	return am_local(true);
+}
+
+UNIO_TEST(am_host_sizes, fast)
+{
+	return am_local(false);
+}
+
+static unio_status_t
+count_cb(void *arg, const void *header, size_t hlen, void *data, size_t len,
+	 const struct unio_am_recv_param *p)
+{
+	RTE_SET_USED(header), RTE_SET_USED(hlen), RTE_SET_USED(data), RTE_SET_USED(len);
+	RTE_SET_USED(p);
+	(*(int *)arg)++;
+	return UNIO_OK;
+}
+
+UNIO_TEST(am_bad_input, fast)
+{
+	unio_context_t *ctx = api_ctx(NULL);
+	unio_worker_t *w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	unio_status_t st;
+	unio_ep_t *ep;
+	uint8_t b[16];
+	int n = 0;
+
+	TEST_ASSERT(w != NULL, "worker");
+	ep = api_ep_to_worker(w, w, &st);
+	TEST_ASSERT(ep != NULL, "ep");
+	for (int i = 0; i < 1000 && ep->state != EP_CONNECTED; i++)
+		unio_worker_progress(w);
+	TEST_ASSERT_STATUS(unio_worker_set_am_handler(w, UNIO_AM_ID_MAX, count_cb, &n, 0),
+			   UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_worker_set_am_handler(w, 1, count_cb, &n, 0x100),
+			   UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_am_send(ep, UNIO_AM_ID_MAX, NULL, 0, b, 1, NULL, 0, NULL),
+			   UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_am_send(ep, 1, NULL, 4, b, 1, NULL, 0, NULL),
+			   UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT_STATUS(unio_am_send(ep, 1, NULL, 0, b, 1, NULL, UNIO_AM_SEND_FLAG_EAGER |
+					UNIO_AM_SEND_FLAG_RNDV, NULL), UNIO_ERR_INVALID_PARAM);
+	/* no handler: dropped, then a handler: counted; removed: dropped again */
+	TEST_ASSERT_STATUS(unio_am_send(ep, 1, NULL, 0, b, 1, NULL, 0, NULL), UNIO_OK);
+	for (int i = 0; i < 100; i++)
+		unio_worker_progress(w);
+	TEST_ASSERT_STATUS(unio_worker_set_am_handler(w, 1, count_cb, &n, 0), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_am_send(ep, 1, b, 3, b, 1, NULL, 0, NULL), UNIO_OK);
+	for (int i = 0; i < 100; i++)
+		unio_worker_progress(w);
+	TEST_ASSERT_EQ(n, 1);
+	TEST_ASSERT_STATUS(unio_worker_set_am_handler(w, 1, NULL, NULL, 0), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_am_send(ep, 1, NULL, 0, b, 1, NULL, 0, NULL), UNIO_OK);
+	for (int i = 0; i < 100; i++)
+		unio_worker_progress(w);
+	TEST_ASSERT_EQ(n, 1);
+	TEST_ASSERT_STATUS(unio_am_recv_data(w, b, b, 1, NULL, NULL), UNIO_ERR_INVALID_PARAM);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return TEST_OK;
+}
+
+/* ---- between two processes ---- */
+
+static int
+child_exit(unio_context_t *ctx, unio_worker_t *w, int rc)
+{
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return rc;
+}
+
+UNIO_TEST_CHILD(am_mp_receiver)
+{
+	unio_context_t *ctx = api_ctx(NULL);
+	struct rx *rx = calloc(1, sizeof(*rx));
+	unio_worker_t *w;
+	unio_status_t st;
+	unio_ep_t *ep;
+	int rc;
+
+	if (argc < 1 || ctx == NULL || rx == NULL)
+		return 2;
+	w = unio_worker_create(ctx, NULL, &st);
+	if (w == NULL || rx_setup(rx, w) != TEST_OK)
+		return child_exit(ctx, w, 3);
+	ep = api_connect(w, atoi(argv[0]), NULL, NULL, &st);
+	if (ep == NULL)
+		return child_exit(ctx, w, st == UNIO_ERR_UNREACHABLE ? 77 : 4);
+	while (!rx->end && ep->state == EP_CONNECTED) {
+		unio_worker_progress(w);
+		rx_poll(rx);
+	}
+	rc = rx->end && rx->bad == 0 ? 0 : 5;
+	if (rc != 0)
+		TEST_LOG("child: end %d, %u malformed, %u done", rx->end, rx->bad, rx->done);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FLUSH, NULL);
+	free(rx->buf);
+	free(rx);
+	return child_exit(ctx, w, rc);
+}
+
+static int
+wait_child(unio_worker_t *w, pid_t pid, int ms)
+{
+	struct timespec t0, t;
+	int status;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+		unio_worker_progress(w);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > ms) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			return -1;
+		}
+	}
+}
+
+UNIO_TEST(am_mp_sizes, mp)
+{
+	unio_context_t *ctx = api_ctx(NULL);
+	int port = test_free_port(), rc, crc;
+	volatile int *got;
+	unio_listener_t *l;
+	unio_ep_t *ep = NULL;
+	unio_worker_t *w;
+	char port_s[16];
+	const char *args[] = { port_s, NULL };
+	pid_t pid;
+
+	TEST_ASSERT(ctx != NULL, "context");
+	w = unio_worker_create(ctx, NULL, NULL);
+	TEST_ASSERT(w != NULL, "worker");
+	l = api_listen(w, port, &ep, NULL, NULL);
+	TEST_ASSERT(l != NULL, "listener");
+	got = (volatile int *)&ep;
+	snprintf(port_s, sizeof(port_s), "%d", port);
+	pid = test_spawn("am_mp_receiver", args);
+	while (ep == NULL && waitpid(pid, NULL, WNOHANG) == 0)
+		api_progress_until(w, got, 100);
+	if (ep == NULL) {
+		crc = wait_child(w, pid, 1000);
+		unio_listener_destroy(l);
+		unio_worker_destroy(w);
+		unio_context_destroy(ctx);
+		if (crc == 77)
+			TEST_SKIP_BECAUSE("no built driver reaches another process of this host");
+		TEST_ASSERT(0, "the child never connected (exit %d)", crc);
+	}
+	rc = run_sender(w, ep, NULL, NULL);
+	unio_am_send(ep, ID_END, NULL, 0, NULL, 0, NULL, 0, NULL);
+	crc = wait_child(w, pid, 30000);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_listener_destroy(l);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	TEST_ASSERT_EQ(rc, TEST_OK);
+	TEST_ASSERT_EQ(crc, 0);
+	return TEST_OK;
+}
