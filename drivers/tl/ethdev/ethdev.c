@@ -687,6 +687,11 @@ rx_one(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now)
 	if (w == NULL)
 		return;
 	ep = peer_find(ei, ip->src_addr, udp->src_port);
+	if (ep != NULL && !ep->user_owned && ep->peer.conn != w->src_conn &&
+	    w->type == ETH_FT_DATA && w->seq == 0) {
+		ep_free(ep);        /* the peer restarted: forget its old passive connection */
+		ep = NULL;
+	}
 	if (ep == NULL && w->type == ETH_FT_DATA && w->seq == 0) {
 		struct eth_addr a = {
 			.udp_port = udp->src_port, .ip = ip->src_addr, .conn = w->src_conn,
