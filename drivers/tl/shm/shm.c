@@ -70,18 +70,20 @@ ring_reserve(struct shm_ep *ep, uint64_t lines, unio_status_t *st)
 	return ep->ring + pos * SHM_LINE;
 }
 
+/* lines of a message of @p len data bytes: the 8-byte header word, then the data */
+static inline uint64_t
+msg_lines(size_t len)
+{
+	return (sizeof(uint64_t) + len + SHM_LINE - 1) / SHM_LINE;
+}
+
+/* the header word last, with release: the receiver sees the data once it sees the header */
 static inline void
 ring_publish(struct shm_ep *ep, uint8_t *line, uint8_t id, size_t len)
 {
 	__atomic_store_n((uint64_t *)(void *)line, shm_hdr_word(SHM_TYPE_MSG, id, (uint32_t)len),
 			 __ATOMIC_RELEASE);
-	ep->head += (sizeof(uint64_t) + len + SHM_LINE - 1) / SHM_LINE;
-}
-
-static inline uint64_t
-msg_lines(size_t len)
-{
-	return (sizeof(uint64_t) + len + SHM_LINE - 1) / SHM_LINE;
+	ep->head += msg_lines(len);
 }
 
 static unio_status_t
@@ -95,7 +97,8 @@ shm_am_short(struct unio_tl_ep *tl_ep, uint8_t id, uint64_t hdr, const void *pay
 	if (unlikely(line == NULL))
 		return st;
 	memcpy(line + 8, &hdr, sizeof(hdr));
-	memcpy(line + 16, payload, len);
+	if (len != 0)
+		memcpy(line + 16, payload, len);
 	ring_publish(ep, line, id, sizeof(hdr) + len);
 	return UNIO_OK;
 }
@@ -139,7 +142,8 @@ shm_am_zcopy(struct unio_tl_ep *tl_ep, uint8_t id, const void *hdr, size_t hdr_l
 	line = ring_reserve(ep, msg_lines(len), &st);
 	if (unlikely(line == NULL))
 		return st;
-	memcpy(line + 8, hdr, hdr_len);
+	if (hdr_len != 0)
+		memcpy(line + 8, hdr, hdr_len);
 	off = 8 + hdr_len;
 	for (size_t i = 0; i < iovcnt; off += iov[i].iov_len, i++)
 		memcpy(line + off, iov[i].iov_base, iov[i].iov_len);
@@ -263,9 +267,9 @@ slot_ctl(struct shm_seg_hdr *h, uint32_t slot)
 }
 
 static uint8_t *
-slot_ring(struct shm_seg_hdr *h, uint32_t slot)
+slot_ring(struct shm_seg_hdr *h, const struct shm_geom *g, uint32_t slot)
 {
-	return (uint8_t *)h + h->ring_off + (size_t)slot * h->fifo_size;
+	return (uint8_t *)h + g->ring_off + (size_t)slot * g->fifo_size;
 }
 
 /* give a ring back: clear every line's first word (a dead sender may have left a message
@@ -301,7 +305,7 @@ slot_activate(struct shm_iface *si, uint32_t slot, uint64_t state)
 	struct shm_rx_ring *r = &si->active[si->n_active++];
 
 	*r = (struct shm_rx_ring){
-		.ring = slot_ring(si->hdr, slot), .ctl = slot_ctl(si->hdr, slot), .slot = slot,
+		.ring = slot_ring(si->hdr, &si->geom, slot), .ctl = slot_ctl(si->hdr, slot), .slot = slot,
 		.pid = (pid_t)(state >> 8),
 	};
 	r->next = line_word(r->ring, 0);
@@ -370,6 +374,31 @@ shm_check_peers(struct shm_iface *si)
 
 /* ---- ep ---- */
 
+/*
+ * Everything in the peer's header is read once into local memory and checked there: the
+ * peer can rewrite its header at any time, so nothing is used from it afterwards.
+ */
+static unio_status_t
+check_peer_hdr(struct shm_ep *ep, struct shm_seg_hdr *h, const struct shm_iface_addr *a)
+{
+	struct shm_seg_hdr c;
+	struct shm_geom *g = &ep->peer_geom;
+
+	c.magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
+	memcpy(&c, h, offsetof(struct shm_seg_hdr, closed));
+	*g = (struct shm_geom){ c.max_peers, c.fifo_size, c.ring_off };
+	if (c.magic != SHM_SEG_MAGIC || c.version != SHM_VERSION || c.iface_id != a->iface_id ||
+	    c.seg_size != a->seg_size || g->max_peers == 0 || g->max_peers > 1024 ||
+	    g->fifo_size < 4096 || !rte_is_power_of_2(g->fifo_size) ||
+	    g->fifo_size > (64u << 20) ||
+	    g->ring_off < sizeof(*h) + g->max_peers * sizeof(struct shm_slot_ctl) ||
+	    g->ring_off + (uint64_t)g->max_peers * g->fifo_size > a->seg_size) {
+		SHM_LOG(ERR, "the segment of pid %u is not a valid shm segment", a->pid);
+		return UNIO_ERR_INVALID_ADDR;
+	}
+	return UNIO_OK;
+}
+
 static unio_status_t
 map_peer_seg(struct shm_ep *ep, const struct shm_iface_addr *a)
 {
@@ -396,27 +425,25 @@ map_peer_seg(struct shm_ep *ep, const struct shm_iface_addr *a)
 	}
 	ep->peer_seg_size = a->seg_size;
 	h = ep->peer_hdr = ep->peer_seg;
-	/* everything in the peer's header is checked before it is used */
-	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != SHM_SEG_MAGIC ||
-	    h->version != SHM_VERSION || h->iface_id != a->iface_id ||
-	    h->seg_size != a->seg_size || h->max_peers == 0 || h->max_peers > 1024 ||
-	    h->fifo_size < 4096 || !rte_is_power_of_2(h->fifo_size) ||
-	    h->fifo_size > (64u << 20) || h->ring_off < sizeof(*h) + h->max_peers *
-	    sizeof(struct shm_slot_ctl) ||
-	    h->ring_off + (uint64_t)h->max_peers * h->fifo_size > a->seg_size) {
-		SHM_LOG(ERR, "the segment of pid %u is not a valid shm segment", a->pid);
-		return UNIO_ERR_INVALID_ADDR;
-	}
-	return UNIO_OK;
+	return check_peer_hdr(ep, h, a);
 }
 
 static unio_status_t
 claim_slot(struct shm_iface *si, struct shm_ep *ep)
 {
 	struct shm_seg_hdr *h = ep->peer_hdr;
+	const struct shm_geom *g = &ep->peer_geom;
 	uint64_t mine = ((uint64_t)getpid() << 8) | SHM_SLOT_CLAIMED;
 
-	for (uint32_t s = 0; s < h->max_peers; s++) {
+	/* our largest message must fit a quarter of the peer's ring (UNIO_SHM_FIFO_SIZE may
+	 * differ between the two processes) */
+	if (msg_lines(si->max_data) > g->fifo_size / SHM_LINE / 4) {
+		SHM_LOG(ERR, "the peer's FIFO (%" PRIu64 " B) is too small for %zu-byte messages: "
+			"set the same UNIO_SHM_FIFO_SIZE on both sides", g->fifo_size,
+			si->max_data);
+		return UNIO_ERR_UNREACHABLE;
+	}
+	for (uint32_t s = 0; s < g->max_peers; s++) {
 		struct shm_slot_ctl *c = slot_ctl(h, s);
 		uint64_t free_st = SHM_SLOT_FREE;
 
@@ -426,15 +453,15 @@ claim_slot(struct shm_iface *si, struct shm_ep *ep)
 		c->sender_iface_id = si->iface_id;
 		ep->slot = c;
 		ep->tail = &c->tail;
-		ep->ring = slot_ring(h, s);
-		ep->n_lines = h->fifo_size / SHM_LINE;
+		ep->ring = slot_ring(h, g, s);
+		ep->n_lines = g->fifo_size / SHM_LINE;
 		ep->mask = ep->n_lines - 1;
 		ep->credit_lines = ep->n_lines;
 		ep->head = ep->cached_tail = __atomic_load_n(&c->tail, __ATOMIC_ACQUIRE);
 		__atomic_fetch_add(&h->gen, 1, __ATOMIC_RELEASE);
 		return UNIO_OK;
 	}
-	SHM_LOG(ERR, "all %u rings of pid %" PRIu64 " are taken", h->max_peers, h->owner_pid);
+	SHM_LOG(ERR, "all %u rings of pid %d are taken", g->max_peers, (int)ep->peer_pid);
 	return UNIO_ERR_NO_RESOURCE;
 }
 

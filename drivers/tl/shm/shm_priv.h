@@ -113,6 +113,13 @@ struct shm_rkey_packed {
 	uint64_t map_len;                 /**< size of the memfd (ALLOC) */
 };
 
+/** Segment geometry, kept in local memory: never re-read from the shared header. */
+struct shm_geom {
+	uint32_t max_peers;
+	uint64_t fifo_size;
+	uint64_t ring_off;
+};
+
 /** A receive ring in use, as its consumer sees it (local memory). */
 struct shm_rx_ring {
 	uint64_t *next;                   /**< header word at the tail: polled first */
@@ -164,6 +171,7 @@ struct shm_iface {
 	uint64_t iface_id;
 	uint32_t max_peers;
 	size_t fifo_size;
+	struct shm_geom geom;
 	bool cma;
 	int hugepages;
 	/* send side */
@@ -189,6 +197,7 @@ struct shm_ep {
 	uint64_t *tail;
 	/* control */
 	struct shm_seg_hdr *peer_hdr;
+	struct shm_geom peer_geom;        /**< validated copy of the peer's geometry */
 	struct shm_slot_ctl *slot;
 	void *peer_seg;
 	size_t peer_seg_size;

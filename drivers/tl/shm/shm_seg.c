@@ -413,6 +413,7 @@ seg_init(struct shm_iface *si)
 	h->ring_off = RTE_ALIGN_CEIL(sizeof(*h) + si->max_peers * sizeof(struct shm_slot_ctl),
 				     4096);
 	h->seg_size = si->seg_size;
+	si->geom = (struct shm_geom){ si->max_peers, si->fifo_size, h->ring_off };
 	__atomic_store_n(&h->magic, SHM_SEG_MAGIC, __ATOMIC_RELEASE);
 }
 
