@@ -622,3 +622,63 @@ UNIO_TEST(tl_many_senders, fast)
 	setenv("UNIO_HUGEPAGES", "no", 1);
 	return tl_for_each_driver(case_many_senders);
 }
+
+struct echo_state {
+	struct unio_tl_ep *ep;
+	unsigned int depth;       /* handlers running now */
+	unsigned int max_depth;
+	uint64_t count;
+	uint64_t bad;
+};
+
+/* each message sends the next one from inside the handler, until 100 */
+static unio_status_t
+echo_cb(void *arg, const void *data, size_t length, unsigned int flags)
+{
+	struct echo_state *e = arg;
+	uint64_t seq;
+
+	RTE_SET_USED(flags);
+	e->depth++;
+	e->max_depth = RTE_MAX(e->max_depth, e->depth);
+	memcpy(&seq, data, sizeof(seq));
+	if (length != 8 || seq != e->count)
+		e->bad++;
+	e->count++;
+	if (seq + 1 < 100 && unio_tl_ep_am_short(e->ep, TL_AM_ID, seq + 1, NULL, 0) != UNIO_OK)
+		e->bad++;
+	e->depth--;
+	return UNIO_OK;
+}
+
+/* a handler may send, and the driver never re-enters it to deliver that message */
+static int
+case_send_from_handler(const struct unio_tl_driver *drv, const char *dev)
+{
+	struct echo_state e = { 0 };
+	struct tl_pair p;
+
+	if (tl_pair_open(&p, drv, dev) != TEST_OK)
+		return TEST_FAIL;
+	if (!(p.ep->cap & UNIO_TL_CAP_AM_SHORT))
+		goto out;
+	e.ep = p.ep;
+	unio_tl_iface_set_am_handler(p.rx, TL_AM_ID, echo_cb, &e);
+	TEST_ASSERT_STATUS(unio_tl_ep_am_short(p.ep, TL_AM_ID, 0, NULL, 0), UNIO_OK);
+	for (time_t end = time(NULL) + 5; e.count < 100 && time(NULL) <= end;) {
+		unio_tl_iface_progress(p.rx);
+		if (p.tx != p.rx)
+			unio_tl_iface_progress(p.tx);
+	}
+	TEST_ASSERT_EQ(e.count, 100);
+	TEST_ASSERT_EQ(e.bad, 0);
+	TEST_ASSERT_EQ(e.max_depth, 1);
+out:
+	tl_pair_close(&p);
+	return TEST_OK;
+}
+
+UNIO_TEST(tl_send_from_handler, fast)
+{
+	return tl_for_each_driver(case_send_from_handler);
+}
