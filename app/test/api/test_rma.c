@@ -6,6 +6,9 @@
  * side together with guard bytes around the range.  Also: query, flush, fence, bad input.
  */
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <rte_log.h>
 
 #include "api_common.h"
@@ -289,5 +292,206 @@ UNIO_TEST(rma_bad_input, fast)
 	unio_rkey_buffer_release(key);
 	TEST_ASSERT_STATUS(unio_worker_fence(NULL), UNIO_ERR_INVALID_PARAM);
 	pair_close(&p);
+	return TEST_OK;
+}
+
+/* ---- between two processes: the owner checks every put byte for byte ---- */
+
+#define TAG_KEYS  0x6b657973ull
+#define TAG_CHECK 0x636865636bull
+#define TAG_ANSWER 0x616e73ull
+
+struct mp_keys {
+	uint64_t addr[2];
+	uint64_t klen[2];
+	uint8_t key[2][1024];
+};
+
+struct mp_check {
+	uint64_t region;        /* 2: the end */
+	uint64_t offset;
+	uint64_t len;
+	uint64_t sum;           /* checksum of what was put */
+	uint64_t seed;          /* then the owner fills the range with this */
+};
+
+struct mp_answer {
+	int64_t status;         /* UNIO_OK: the bytes matched */
+	uint64_t sum;           /* checksum after the owner's fill */
+};
+
+static int
+child_done(unio_context_t *ctx, unio_worker_t *w, int rc)
+{
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return rc;
+}
+
+static int
+owner_serve(unio_worker_t *w, unio_ep_t *ep, uint8_t *base[2])
+{
+	struct mp_check c;
+	struct mp_answer a;
+	struct unio_recv_info info;
+
+	for (;;) {
+		if (api_recv(w, &c, sizeof(c), TAG_CHECK, UINT64_MAX, &info) != UNIO_OK ||
+		    info.length != sizeof(c))
+			return 5;
+		if (c.region >= 2)
+			return 0;
+		a.status = test_checksum(base[c.region] + c.offset, c.len) == c.sum ? UNIO_OK :
+			   UNIO_ERR_PROTO;
+		test_fill(base[c.region] + c.offset, c.len, c.seed);
+		a.sum = test_checksum(base[c.region] + c.offset, c.len);
+		if (api_send(w, ep, &a, sizeof(a), TAG_ANSWER, 0) != UNIO_OK)
+			return 6;
+	}
+}
+
+UNIO_TEST_CHILD(rma_mp_owner)
+{
+	struct unio_mem_map_params mp = { .field_mask = UNIO_MEM_MAP_PARAM_LENGTH |
+							UNIO_MEM_MAP_PARAM_FLAGS |
+							UNIO_MEM_MAP_PARAM_ADDRESS, .length = 8 * MIB };
+	unio_context_t *ctx = api_ctx(NULL);
+	static struct mp_keys k;
+	struct unio_mem_attr attr;
+	uint8_t *base[2], *heap = malloc(8 * MIB);
+	unio_mem_h memh[2];
+	unio_worker_t *w;
+	unio_status_t st;
+	unio_ep_t *ep;
+	int rc;
+
+	if (argc < 1 || ctx == NULL || heap == NULL)
+		return 2;
+	w = unio_worker_create(ctx, NULL, &st);
+	ep = w != NULL ? api_connect(w, atoi(argv[0]), NULL, NULL, &st) : NULL;
+	if (ep == NULL)
+		return child_done(ctx, w, st == UNIO_ERR_UNREACHABLE ? 77 : 3);
+	for (int r = 0; r < 2; r++) {
+		void *key;
+		size_t klen;
+
+		mp.flags = r == 0 ? UNIO_MEM_MAP_FLAG_ALLOCATE : 0;
+		mp.address = heap;
+		if (unio_mem_map(w, &mp, &memh[r]) != UNIO_OK ||
+		    unio_mem_query(memh[r], &attr) != UNIO_OK ||
+		    unio_rkey_pack(memh[r], &key, &klen) != UNIO_OK || klen > sizeof(k.key[r]))
+			return child_done(ctx, w, 4);
+		base[r] = attr.address;
+		k.addr[r] = (uintptr_t)attr.address;
+		k.klen[r] = klen;
+		memcpy(k.key[r], key, klen);
+		unio_rkey_buffer_release(key);
+	}
+	rc = api_send(w, ep, &k, sizeof(k), TAG_KEYS, 0) == UNIO_OK ? owner_serve(w, ep, base) : 7;
+	unio_mem_unmap(w, memh[0]);
+	unio_mem_unmap(w, memh[1]);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	free(heap);
+	return child_done(ctx, w, rc);
+}
+
+static int
+mp_one(unio_worker_t *w, unio_ep_t *ep, unio_rkey_t *rk, uint64_t raddr, unsigned int r,
+       size_t off, size_t n, uint8_t *src, uint8_t *dst)
+{
+	struct mp_check c = { r, off, n, 0, n * 977 + off };
+	struct mp_answer a;
+	struct unio_recv_info info;
+	unio_request_t *req = NULL;
+	unio_status_t st;
+
+	test_fill(src, n, n + off + r);
+	c.sum = test_checksum(src, n);
+	st = unio_put(ep, src, n, raddr + off, rk, NULL, &req);
+	if (st == UNIO_INPROGRESS)
+		st = unio_request_wait(w, req, NULL);
+	TEST_ASSERT_STATUS(st, UNIO_OK);
+	TEST_ASSERT_STATUS(api_send(w, ep, &c, sizeof(c), TAG_CHECK, 0), UNIO_OK);
+	TEST_ASSERT_STATUS(api_recv(w, &a, sizeof(a), TAG_ANSWER, UINT64_MAX, &info), UNIO_OK);
+	TEST_ASSERT(a.status == UNIO_OK, "region %u: the owner found other bytes after a put of "
+		    "%zu at +%zu", r, n, off);
+	req = NULL;
+	st = unio_get(ep, dst, n, raddr + off, rk, NULL, &req);
+	if (st == UNIO_INPROGRESS)
+		st = unio_request_wait(w, req, NULL);
+	TEST_ASSERT_STATUS(st, UNIO_OK);
+	TEST_ASSERT(test_checksum(dst, n) == a.sum, "region %u: get of %zu at +%zu differs", r, n,
+		    off);
+	return TEST_OK;
+}
+
+static int
+mp_accessor(unio_worker_t *w, unio_ep_t *ep)
+{
+	static struct mp_keys k;
+	struct mp_check end = { .region = 2 };
+	struct unio_recv_info info;
+	uint8_t *src = malloc(4 * MIB), *dst = malloc(4 * MIB);
+	unio_rkey_t *rk[2];
+
+	TEST_ASSERT(src != NULL && dst != NULL, "malloc");
+	TEST_ASSERT_STATUS(api_recv(w, &k, sizeof(k), TAG_KEYS, UINT64_MAX, &info), UNIO_OK);
+	for (unsigned int r = 0; r < 2; r++)
+		TEST_ASSERT_STATUS(unio_ep_rkey_unpack(ep, k.key[r], k.klen[r], &rk[r]), UNIO_OK);
+	for (unsigned int r = 0; r < 2; r++)
+		for (unsigned int i = 0; i < RTE_DIM(sizes); i++) {
+			size_t n = sizes[i], offs[] = { 0, 8 * MIB - n, (8 * MIB - n) / 3 | 1 };
+
+			for (unsigned int o = 0; o < RTE_DIM(offs); o++)
+				TEST_ASSERT_EQ(mp_one(w, ep, rk[r], k.addr[r], r,
+						      RTE_MIN(offs[o], 8 * MIB - n), n, src, dst),
+					       TEST_OK);
+		}
+	TEST_ASSERT_STATUS(unio_put(ep, src, 1, k.addr[0] + 8 * MIB, rk[0], NULL, NULL),
+			   UNIO_ERR_OUT_OF_RANGE);
+	TEST_ASSERT_STATUS(api_send(w, ep, &end, sizeof(end), TAG_CHECK, 0), UNIO_OK);
+	unio_rkey_destroy(rk[0]);
+	unio_rkey_destroy(rk[1]);
+	free(src);
+	free(dst);
+	return TEST_OK;
+}
+
+UNIO_TEST(rma_mp_sizes, mp)
+{
+	unio_context_t *ctx = api_ctx(NULL);
+	int port = test_free_port(), rc, status = 0;
+	unio_listener_t *l;
+	unio_ep_t *ep = NULL;
+	unio_worker_t *w;
+	char port_s[16];
+	const char *args[] = { port_s, NULL };
+	pid_t pid;
+
+	TEST_ASSERT(ctx != NULL, "context");
+	w = unio_worker_create(ctx, NULL, NULL);
+	TEST_ASSERT(w != NULL, "worker");
+	l = api_listen(w, port, &ep, NULL, NULL);
+	TEST_ASSERT(l != NULL, "listener");
+	snprintf(port_s, sizeof(port_s), "%d", port);
+	pid = test_spawn("rma_mp_owner", args);
+	while (ep == NULL && waitpid(pid, NULL, WNOHANG) == 0)
+		api_progress_until(w, (volatile int *)&ep, 100);
+	rc = ep != NULL ? mp_accessor(w, ep) : TEST_FAIL;
+	for (int i = 0; i < 3000 && waitpid(pid, &status, WNOHANG) == 0; i++)
+		api_progress_until(w, (volatile int *)&ep, 10);
+	if (waitpid(pid, &status, WNOHANG) == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+	}
+	if (ep != NULL)
+		unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_listener_destroy(l);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+		TEST_SKIP_BECAUSE("no built driver reaches another process of this host");
+	TEST_ASSERT_EQ(rc, TEST_OK);
+	TEST_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "owner exit status %#x", status);
 	return TEST_OK;
 }
