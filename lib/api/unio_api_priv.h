@@ -52,9 +52,16 @@ struct wire_ctl {
 
 #define WIRE_ADDR_MAX 8192
 
+/** Accepted connections whose HELLO has not arrived yet, per listener. */
+#define LISTENER_PEND_MAX 16
+
 struct unio_listener {
 	struct unio_worker *worker;
 	int fd;
+	bool busy;                          /**< inside its progress (no re-entry) */
+	int pend_fd[LISTENER_PEND_MAX];     /**< -1: free slot */
+	uint64_t pend_deadline[LISTENER_PEND_MAX];
+	struct sockaddr_storage pend_peer[LISTENER_PEND_MAX];
 	unio_conn_handler_t handler;
 	void *arg;
 	struct sockaddr_storage addr;

@@ -287,25 +287,46 @@ wireup_ep_fail(struct unio_ep *ep, unio_status_t st, bool report)
 
 /* ---- control progress: listeners and control connections ---- */
 
+/* Accept every queued connection into a pending slot; its HELLO is read when it arrives. */
 static void
-listener_accept(struct unio_listener *l)
+listener_take(struct unio_listener *l)
+{
+	for (;;) {
+		struct sockaddr_storage peer;
+		socklen_t sl = sizeof(peer);
+		int fd = accept4(l->fd, (struct sockaddr *)&peer, &sl,
+				 SOCK_CLOEXEC | SOCK_NONBLOCK);
+		unsigned int i;
+
+		if (fd < 0)
+			return;
+		for (i = 0; i < LISTENER_PEND_MAX && l->pend_fd[i] >= 0; i++)
+			;
+		if (i == LISTENER_PEND_MAX) {
+			API_LOG(WARNING, "listener: %u connections wait for a HELLO: one dropped",
+				LISTENER_PEND_MAX);
+			close(fd);
+			continue;
+		}
+		l->pend_fd[i] = fd;
+		l->pend_peer[i] = peer;
+		l->pend_deadline[i] = deadline_of(l->worker);
+	}
+}
+
+/* The HELLO of pending connection @p i arrived (or it closed): refuse, or ask the handler. */
+static void
+listener_hello(struct unio_listener *l, unsigned int i)
 {
 	struct unio_worker *w = l->worker;
 	struct unio_conn_request *cr;
+	int fd = l->pend_fd[i];
 	struct wire_ctl h;
-	socklen_t sl = sizeof(cr->peer);
 	unio_status_t st;
-	int fd;
 
+	l->pend_fd[i] = -1;
 	cr = calloc(1, sizeof(*cr));
-	if (cr == NULL)
-		return;
-	fd = accept4(l->fd, (struct sockaddr *)&cr->peer, &sl, SOCK_CLOEXEC);
-	if (fd < 0) {
-		free(cr);
-		return;
-	}
-	st = recv_ctl(w, fd, &h, &cr->addr, deadline_of(w));
+	st = cr == NULL ? UNIO_ERR_NO_MEMORY : recv_ctl(w, fd, &h, &cr->addr, deadline_of(w));
 	if (st == UNIO_OK && h.type != WIRE_HELLO)
 		st = UNIO_ERR_PROTO;
 	if (st != UNIO_OK) {
@@ -320,9 +341,39 @@ listener_accept(struct unio_listener *l)
 	}
 	cr->listener = l;
 	cr->fd = fd;
+	cr->peer = l->pend_peer[i];
 	cr->remote_ep_id = h.ep_id;
 	cr->addr_len = h.addr_len;
 	l->handler(cr, l->arg);
+}
+
+/* One listener: accept, read the HELLOs that arrived, drop connections that stay silent. */
+static unsigned int
+listener_progress(struct unio_listener *l)
+{
+	struct pollfd p = { .fd = l->fd, .events = POLLIN };
+	unsigned int n = 0;
+
+	if (l->busy)
+		return 0;
+	l->busy = true;
+	if (poll(&p, 1, 0) == 1)
+		listener_take(l);
+	for (unsigned int i = 0; i < LISTENER_PEND_MAX; i++) {
+		if (l->pend_fd[i] < 0)
+			continue;
+		p = (struct pollfd){ .fd = l->pend_fd[i], .events = POLLIN };
+		if (poll(&p, 1, 0) == 1) {
+			listener_hello(l, i);
+			n++;
+		} else if (now_ns() > l->pend_deadline[i]) {
+			API_LOG(WARNING, "listener: a connection sent no HELLO in time: closed");
+			close(l->pend_fd[i]);
+			l->pend_fd[i] = -1;
+		}
+	}
+	l->busy = false;
+	return n;
 }
 
 static void
@@ -361,13 +412,8 @@ wireup_progress(struct unio_worker *w)
 	unsigned int n = 0;
 
 	for (l = TAILQ_FIRST(&w->listeners); l != NULL; l = next) {
-		struct pollfd p = { .fd = l->fd, .events = POLLIN };
-
 		next = TAILQ_NEXT(l, link);
-		if (poll(&p, 1, 0) == 1) {
-			listener_accept(l);
-			n++;
-		}
+		n += listener_progress(l);
 	}
 	for (uint32_t i = 0; i < w->n_eps; i++) {
 		struct unio_ep *ep = w->eps[i];
@@ -446,6 +492,8 @@ unio_listener_create(unio_worker_t *w, const struct unio_listener_params *params
 	sl = sizeof(l->addr);
 	getsockname(l->fd, (struct sockaddr *)&l->addr, &sl);
 	l->worker = w;
+	for (unsigned int i = 0; i < LISTENER_PEND_MAX; i++)
+		l->pend_fd[i] = -1;
 	l->handler = params->conn_handler;
 	l->arg = params->arg;
 	worker_lock(w);
@@ -507,6 +555,9 @@ unio_listener_destroy(unio_listener_t *l)
 	worker_lock(w);
 	TAILQ_REMOVE(&w->listeners, l, link);
 	worker_unlock(w);
+	for (unsigned int i = 0; i < LISTENER_PEND_MAX; i++)
+		if (l->pend_fd[i] >= 0)
+			close(l->pend_fd[i]);
 	close(l->fd);
 	free(l);
 }

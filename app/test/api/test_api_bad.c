@@ -5,6 +5,9 @@
  * nothing written), a connection refused.
  */
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "api_common.h"
 #include "unio_proto.h"
 
@@ -203,6 +206,44 @@ UNIO_TEST(api_bad_input, fast)
 	TEST_ASSERT_STATUS(unio_tag_send_sync(ep, b, 8, 1, NULL, NULL), UNIO_ERR_NOT_CONNECTED);
 	TEST_ASSERT_STATUS(unio_ep_flush(ep, NULL, NULL), UNIO_ERR_NOT_CONNECTED);
 	TEST_ASSERT_STATUS(unio_ep_close(ep, UNIO_EP_CLOSE_FLUSH, NULL), UNIO_ERR_NOT_CONNECTED);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return TEST_OK;
+}
+
+/* A connection that never sends its HELLO neither blocks the listener nor leaks. */
+UNIO_TEST(api_listener_silent_peer, fast)
+{
+	/* a listener that waited for the HELLO would hang here far beyond the test timeout */
+	static const char *const ovr[] = { "PEER_TIMEOUT", "1000s", NULL };
+	unio_context_t *ctx = api_ctx(ovr);
+	unio_worker_t *w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	int port = test_free_port(), raw;
+	struct sockaddr_in a = api_loopback(port);
+	unio_ep_t *accepted = NULL, *ep;
+	unio_listener_t *l;
+	unio_status_t st;
+	uint32_t v = 7, got = 0;
+	struct unio_recv_info info;
+
+	TEST_ASSERT(w != NULL, "worker");
+	l = api_listen(w, port, &accepted, NULL, NULL);
+	TEST_ASSERT(l != NULL, "listener");
+	raw = socket(AF_INET, SOCK_STREAM, 0);
+	TEST_ASSERT(raw >= 0 && connect(raw, (struct sockaddr *)&a, sizeof(a)) == 0,
+		    "raw connect");
+	for (int i = 0; i < 100; i++)
+		unio_worker_progress(w);   /* the silent connection is accepted, pending */
+	ep = api_connect(w, port, NULL, NULL, &st);
+	TEST_ASSERT(ep != NULL, "a real client behind a silent one: %s", unio_status_string(st));
+	TEST_ASSERT(accepted != NULL, "the listener did not accept the real client");
+	TEST_ASSERT_STATUS(api_send(w, ep, &v, sizeof(v), 9, 0), UNIO_OK);
+	TEST_ASSERT_STATUS(api_recv(w, &got, sizeof(got), 9, UINT64_MAX, &info), UNIO_OK);
+	TEST_ASSERT_EQ(got, 7);
+	close(raw);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FLUSH, NULL);
+	unio_ep_close(accepted, UNIO_EP_CLOSE_FLUSH, NULL);
+	unio_listener_destroy(l);
 	unio_worker_destroy(w);
 	unio_context_destroy(ctx);
 	return TEST_OK;
