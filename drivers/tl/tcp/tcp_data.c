@@ -561,11 +561,30 @@ rx_frame(struct tcp_conn *c, const struct tcp_hdr *h, const uint8_t *p, size_t l
 	}
 }
 
+/*
+ * Unparsed bytes start at @p off.  Move them to the front only when the frame they begin
+ * (@p need bytes) would not fit behind them: one copy per buffer's worth, not per read.
+ */
+static void
+rx_compact(struct tcp_conn *c, size_t off, size_t need)
+{
+	if (off == c->rx_len) {
+		c->rx_off = c->rx_len = 0;
+		return;
+	}
+	c->rx_off = off;
+	if (off + need <= TCP_RXBUF_SIZE)
+		return;
+	memmove(c->rxbuf, c->rxbuf + off, c->rx_len - off);
+	c->rx_len -= off;
+	c->rx_off = 0;
+}
+
 /* Deliver every complete frame in the rx buffer; keep a partial one.  -1: closed. */
 static int
 rx_parse(struct tcp_conn *c, unsigned int *n)
 {
-	size_t off = 0;
+	size_t off = c->rx_off, need = HDR_LEN;
 	int r = 0;
 
 	while (c->rx_len - off >= HDR_LEN) {
@@ -578,8 +597,10 @@ rx_parse(struct tcp_conn *c, unsigned int *n)
 			tcp_conn_malformed(c, "bad frame header");
 			return -1;
 		}
-		if (c->rx_len - off < HDR_LEN + len)
+		need = HDR_LEN + len;
+		if (c->rx_len - off < need)
 			break;
+		need = HDR_LEN;
 		r = rx_frame(c, &h, c->rxbuf + off + HDR_LEN, len);
 		if (r == 0 && c->state == TCP_CONN_FAILED)
 			r = -1;
@@ -591,10 +612,7 @@ rx_parse(struct tcp_conn *c, unsigned int *n)
 	if (r < 0)
 		return -1;
 	c->rx_stalled = r > 0;
-	if (off > 0) {
-		memmove(c->rxbuf, c->rxbuf + off, c->rx_len - off);
-		c->rx_len -= off;
-	}
+	rx_compact(c, off, need);
 	return r;
 }
 
@@ -612,6 +630,8 @@ tcp_conn_rx(struct tcp_conn *c)
 		if (rx_parse(c, &n) != 0)
 			return n;
 	}
+	if (unlikely(c->rx_len == TCP_RXBUF_SIZE))
+		return n;  /* only complete frames waiting (stalled): nothing to read into */
 	r = recv(c->item.fd, c->rxbuf + c->rx_len, TCP_RXBUF_SIZE - c->rx_len, MSG_DONTWAIT);
 	if (r > 0) {
 		c->rx_len += (size_t)r;

@@ -574,7 +574,13 @@ hello_attach(struct tcp_iface *ti, int fd, const struct tcp_addr *peer)
 		return;
 	}
 	c->anon = dual;
-	ti->stats.conns_dual += dual && !self;
+	if (dual && !self) {
+		struct tcp_conn *mine = conn_find(ti, peer);
+
+		/* ours carries only answers to us now: busy mode reads it only when one is due */
+		mine->dual = true;
+		ti->stats.conns_dual++;
+	}
 	conn_adopt(c, fd);
 }
 
@@ -712,6 +718,9 @@ tcp_iface_progress(struct unio_tl_iface *iface)
 	if (ti->poll_mode == UNIO_TCP_POLL_BUSY) {
 		TAILQ_FOREACH(c, &ti->conns, next) {
 			if (c->state != TCP_CONN_ESTABLISHED)
+				continue;
+			/* readable anyway (EOF, reset): epoll reports it within 16 calls */
+			if (c->dual && c->n_gets == 0 && !c->tx_blocked)
 				continue;
 			if (c->tx_blocked)
 				conn_event(c, EPOLLOUT, &n);

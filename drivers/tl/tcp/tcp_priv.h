@@ -142,6 +142,7 @@ struct tcp_conn {
 	bool tx_blocked;              /* the kernel refused bytes last time */
 	bool rx_stalled;              /* a received get waits for room in the tx queue */
 	bool dirty;                   /* frames sent since the last flush */
+	bool dual;                    /* the peer sends on its own connection (sim. connect) */
 	uint64_t deadline_ns;         /* connect / wait-peer timeout */
 	struct tcp_addr peer;
 	struct tcp_ep *eps;           /* eps using this connection */
@@ -152,7 +153,7 @@ struct tcp_conn {
 	struct tcp_zc *zq;
 	/* rx */
 	uint8_t *rxbuf;
-	size_t rx_len;
+	size_t rx_off, rx_len;        /* unparsed bytes: [rx_off, rx_len) */
 	/* gets */
 	uint32_t get_seq;
 	unsigned int n_gets;
