@@ -141,7 +141,7 @@ am_eager_first(void *arg, const void *data, size_t length, unsigned int flags)
 	memcpy(&h, data, sizeof(h));
 	n = length - sizeof(h);
 	ep = proto_ep_lookup(w, h.e.ep_id);
-	if (unlikely(ep == NULL || ep->rx.active || h.total > PROTO_MAX_MSG || n > h.total ||
+	if (unlikely(ep == NULL || ep->rx.active || h.total > PROTO_MAX_MSG || n >= h.total ||
 		     n == 0))
 		goto bad;
 	ep->rx = (struct proto_rx_frag){ .total = h.total, .offset = n, .active = true };
