@@ -5,26 +5,36 @@
  *   -c  every UNIO_* variable with its current value, default and doc
  *   -d  every transport driver, its devices, capabilities, limits and performance
  *       estimates; for a driver without devices, the reason
+ *   -e [CLASS]  the protocol selection table for a peer class (self, host, net; default all):
+ *       which protocol and lane serve each message-size range, like UCX_PROTO_INFO
  *   --config-reference  the configuration reference in Markdown (doc/guides/config.md)
+ *
+ * EAL arguments (for the ethdev driver's ports) go before "--": unio-info --vdev ... -- -d
  */
 
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include <unio.h>
 #include <unio_config.h>
 #include <unio_version.h>
 
 #include "unio_config_priv.h"
+#include "unio_proto.h"
 #include "unio_tl.h"
 
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: unio-info [-v] [-c] [-d] [--config-reference] [-h]\n"
+	fprintf(f, "usage: unio-info [EAL args --] [-v] [-c] [-d] [-e [CLASS]] [--config-reference]"
+		" [-h]\n"
 		"  -v                  version and build configuration\n"
 		"  -c                  configuration: every UNIO_* variable, value, default, doc\n"
 		"  -d                  transport drivers: devices, capabilities, limits, estimates\n"
+		"  -e [CLASS]          protocol selection for a peer class: self, host, net, all\n"
+		"                      (default all): which protocol and lane serve which sizes\n"
 		"  --config-reference  the configuration reference (Markdown)\n"
 		"  -h                  this help\n");
 }
@@ -114,6 +124,34 @@ print_drivers(FILE *f)
 	return UNIO_OK;
 }
 
+static int
+print_selection(const char *peer_class)
+{
+	static const char *const classes[] = { "self", "host", "net" };
+	unio_context_t *ctx;
+	unio_status_t st;
+	int found = 0;
+
+	ctx = unio_context_create(NULL, &st);
+	if (ctx == NULL) {
+		fprintf(stderr, "unio-info: cannot create a context: %s\n", unio_status_string(st));
+		return 1;
+	}
+	for (unsigned int i = 0; i < RTE_DIM(classes); i++) {
+		if (strcmp(peer_class, "all") != 0 && strcmp(peer_class, classes[i]) != 0)
+			continue;
+		found = 1;
+		unio_proto_print_selection(ctx, classes[i], stdout);
+	}
+	unio_context_destroy(ctx);
+	if (!found) {
+		fprintf(stderr, "unio-info: unknown peer class '%s' (self, host, net, all)\n",
+			peer_class);
+		return 2;
+	}
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -122,11 +160,26 @@ main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int show_version = 0, show_config = 0, show_ref = 0, show_drivers = 0, opt;
+	int show_version = 0, show_config = 0, show_ref = 0, show_drivers = 0, opt, n;
+	const char *sel_class = NULL;
 	struct unio_config *cfg = NULL;
 	unio_status_t st;
 
-	while ((opt = getopt_long(argc, argv, "vcdh", longopts, NULL)) != -1) {
+	/* EAL arguments before "--" (needed only for the ethdev driver's ports) */
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") != 0)
+			continue;
+		n = unio_env_init(argc, argv);
+		if (n < 0) {
+			fprintf(stderr, "unio-info: EAL initialisation failed: %s\n",
+				unio_status_string((unio_status_t)n));
+			return 1;
+		}
+		argc -= n;
+		argv += n;
+		break;
+	}
+	while ((opt = getopt_long(argc, argv, "vcde::h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'v':
 			show_version = 1;
@@ -136,6 +189,11 @@ main(int argc, char **argv)
 			break;
 		case 'd':
 			show_drivers = 1;
+			break;
+		case 'e':
+			/* optional argument: "-e host", "-ehost" */
+			sel_class = optarg != NULL ? optarg :
+				    optind < argc && argv[optind][0] != '-' ? argv[optind++] : "all";
 			break;
 		case 'R':
 			show_ref = 1;
@@ -153,7 +211,7 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!show_version && !show_config && !show_ref && !show_drivers) {
+	if (!show_version && !show_config && !show_ref && !show_drivers && sel_class == NULL) {
 		usage(stderr);
 		return 2;
 	}
@@ -172,7 +230,9 @@ main(int argc, char **argv)
 		unio_config_print(cfg, stdout, UNIO_CONFIG_PRINT_DOC | UNIO_CONFIG_PRINT_HEADER);
 		unio_config_release(cfg);
 	}
-	if (show_drivers)
-		return print_drivers(stdout) == UNIO_OK ? 0 : 1;
+	if (show_drivers && print_drivers(stdout) != UNIO_OK)
+		return 1;
+	if (sel_class != NULL)
+		return print_selection(sel_class);
 	return 0;
 }

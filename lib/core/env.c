@@ -206,7 +206,9 @@ eal_init_locked(int n_user, char **user)
 		argv[argc++] = arg_dup(strbuf, &used, sizeof(strbuf), "--file-prefix=unio-%ld",
 				       (long)getpid());
 	if (!has_opt(n_user, user, log_opts))
-		argv[argc++] = (char *)"--log-level=lib.*:warning";
+		argv[argc++] = arg_dup(strbuf, &used, sizeof(strbuf), "--log-level=lib.*:%ld",
+				       cfg->log_level > (int)RTE_LOG_WARNING ?
+				       (long)cfg->log_level : (long)RTE_LOG_ERR);
 	argv[argc] = NULL;
 	for (int i = 0; i < argc; i++) {
 		if (argv[i] == NULL)

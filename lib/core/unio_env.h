@@ -14,7 +14,7 @@
  * - `--in-memory` when at least 16 free 2 MiB hugepages are reserved, else `--no-huge -m 256`
  *   (UNIO_HUGEPAGES);
  * - `--file-prefix=unio-<pid>`, so any number of Unio processes run side by side;
- * - `--log-level=lib.*:warning` so that EAL is quiet unless asked.
+ * - `--log-level=lib.*:<level>`: errors only, unless UNIO_LOG_LEVEL asks for info or debug.
  *
  * An application that initialised EAL itself keeps it: Unio never calls rte_eal_init()
  * twice, and never cleans up an EAL it did not initialise.  When Unio initialised EAL, it

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* unio-info -e: the protocol selection table follows the drivers and the configuration. */
+
+#include "unio_tl.h"
+#include "unio_test.h"
+
+UNIO_TEST(info_selection_table, fast)
+{
+	static char out[16384];
+	int r;
+
+	if (unio_tl_driver_find("shm") == NULL)
+		TEST_SKIP_BECAUSE("the shm driver is not built");
+	r = test_capture(out, sizeof(out), "%s/app/info/unio-info -e host", test_build_dir());
+	TEST_ASSERT(r == 0, "%s", out);
+	TEST_ASSERT(strstr(out, "tag messages to a host peer:\n  0..") != NULL, "%s", out);
+	TEST_ASSERT(strstr(out, ": eager short (shm)") != NULL, "%s", out);
+	TEST_ASSERT(strstr(out, "..inf: rendezvous") != NULL, "%s", out);
+	TEST_ASSERT(strstr(out, "self peer") == NULL, "only the class asked for: %s", out);
+
+	/* the threshold variable moves the rendezvous boundary */
+	r = test_capture(out, sizeof(out), "UNIO_RNDV_THRESH=100k %s/app/info/unio-info -e host",
+			 test_build_dir());
+	TEST_ASSERT(r == 0 && strstr(out, "102400..inf: rendezvous") != NULL, "%s", out);
+	r = test_capture(out, sizeof(out), "UNIO_RNDV_THRESH=inf %s/app/info/unio-info -e host",
+			 test_build_dir());
+	TEST_ASSERT(r == 0 && strstr(out, "rendezvous") == NULL, "%s", out);
+
+	/* with only self allowed nothing reaches another process */
+	r = test_capture(out, sizeof(out), "UNIO_TLS=self %s/app/info/unio-info -e host",
+			 test_build_dir());
+	TEST_ASSERT(r == 0 && strstr(out, "no driver reaches a host peer") != NULL, "%s", out);
+
+	r = test_capture(out, sizeof(out), "%s/app/info/unio-info -e bogus", test_build_dir());
+	TEST_ASSERT(r == 2 && strstr(out, "unknown peer class 'bogus'") != NULL, "%s", out);
+	r = test_capture(out, sizeof(out), "%s/app/info/unio-info -e", test_build_dir());
+	TEST_ASSERT(r == 0 && strstr(out, "self peer") != NULL && strstr(out, "net peer") != NULL,
+		    "%s", out);
+	return TEST_OK;
+}
