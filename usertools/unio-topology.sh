@@ -4,28 +4,31 @@
 #
 #   unio-topology.sh veth up|down NAME
 #       NAME-a:va <-veth-> NAME-b:vb                     (direct pair)
-#   unio-topology.sh bridge up|down NAME [--loss PCT] [--rate RATE]
+#   unio-topology.sh veth up NAME [--mtu MTU]
+#   unio-topology.sh bridge up|down NAME [--loss PCT] [--rate RATE] [--mtu MTU]
 #       NAME-a:va <-> NAME-m:ma [br0] NAME-m:mb <-> NAME-b:vb
 #       --loss PCT: nft drops PCT % of the IPv4/UDP frames entering the bridge (both ways)
 #       --rate RATE: tc tbf limits the bridge's egress toward vb (e.g. 100mbit)
+#   --mtu MTU sets the MTU of every veth (jumbo frames), default 1500
 #
 # MACs: va 02:00:00:00:00:0a, vb 02:00:00:00:00:0b.  "down" is idempotent and removes the
 # namespaces, and with them the veths, the bridge, the nft table and the qdisc.
 set -e
 
 usage() {
-	echo "usage: $0 veth up|down NAME | bridge up|down NAME [--loss PCT] [--rate RATE]" >&2
+	echo "usage: $0 veth|bridge up|down NAME [--loss PCT] [--rate RATE] [--mtu MTU]" >&2
 	exit 2
 }
 
 [ $# -ge 3 ] || usage
 kind=$1 op=$2 name=$3
 shift 3
-loss=0 rate=
+loss=0 rate= mtu=1500
 while [ $# -gt 0 ]; do
 	case $1 in
 	--loss) loss=$2; shift 2 ;;
 	--rate) rate=$2; shift 2 ;;
+	--mtu) mtu=$2; shift 2 ;;
 	*) usage ;;
 	esac
 done
@@ -81,8 +84,12 @@ bridge_up() {
 }
 
 finish_up() {
-	ip -n "$name-a" link set va address 02:00:00:00:00:0a up
-	ip -n "$name-b" link set vb address 02:00:00:00:00:0b up
+	ip -n "$name-a" link set va address 02:00:00:00:00:0a mtu "$mtu" up
+	ip -n "$name-b" link set vb address 02:00:00:00:00:0b mtu "$mtu" up
+	if [ "$kind" = bridge ]; then
+		ip -n "$name-m" link set dev ma mtu "$mtu"
+		ip -n "$name-m" link set dev mb mtu "$mtu"
+	fi
 }
 
 case $kind/$op in

@@ -902,7 +902,8 @@ run_pair(const struct pair_run *r, const char *ns_a, const char *ns_b, const cha
 static int
 netns_pair(const struct pair_run *r)
 {
-	char name[32], na[40], nb[40], va[96], vb[96];
+	char name[32], na[40], nb[40], va[128], vb[128];
+	const char *jumbo;
 	int rc;
 
 	if (!can_netns())
@@ -910,9 +911,11 @@ netns_pair(const struct pair_run *r)
 	snprintf(name, sizeof(name), "unio-%d", getpid());
 	snprintf(na, sizeof(na), "%s-a", name);
 	snprintf(nb, sizeof(nb), "%s-b", name);
-	snprintf(va, sizeof(va), "%s0,iface=va%s", r->pmd,
-		 strcmp(r->mode, "mq") == 0 || strcmp(r->mode, "fair") == 0 ? ",qpairs=2" : "");
-	snprintf(vb, sizeof(vb), "%s0,iface=vb", r->pmd);
+	jumbo = strstr(r->extra, "--mtu 9000") != NULL ? ",framesz=9216,blocksz=36864" : "";
+	snprintf(va, sizeof(va), "%s0,iface=va%s%s", r->pmd,
+		 strcmp(r->mode, "mq") == 0 || strcmp(r->mode, "fair") == 0 ? ",qpairs=2" : "",
+		 jumbo);
+	snprintf(vb, sizeof(vb), "%s0,iface=vb%s", r->pmd, jumbo);
 	if (topo("up", r->kind, name, r->extra) != 0) {
 		topo("down", r->kind, name, "");
 		TEST_LOG("topology %s %s failed", r->kind, r->extra);
@@ -959,6 +962,13 @@ UNIO_TEST(ethdev_stream_af_xdp, mp)
 {
 	return netns_pair(&(struct pair_run){ "veth", "net_af_xdp", "", "1000", "64k", "0",
 					      "stream" });
+}
+
+/* The same with 9000-byte frames (veth MTU 9000, af_packet frames of 9 KiB). */
+UNIO_TEST(ethdev_stream_jumbo, mp)
+{
+	return netns_pair(&(struct pair_run){ "veth", "net_af_packet", "--mtu 9000", "1000",
+					      "64k", "0", "stream" });
 }
 
 UNIO_TEST(ethdev_stream_af_packet, mp)

@@ -50,6 +50,7 @@ static pthread_mutex_t eth_ports_lock = PTHREAD_MUTEX_INITIALIZER;  /* control p
 
 static unio_status_t arp_static(struct eth_iface *ei, const struct unio_config *cfg);
 static void drop(struct rte_mbuf *m, uint64_t *counter);
+static uint16_t kernel_mtu(uint16_t pid);
 
 /* ---- ports ---- */
 
@@ -86,9 +87,18 @@ port_setup(uint16_t pid, struct eth_port *p, unsigned int want_q)
 		return UNIO_ERR_IO;
 	}
 	if (p->mp == NULL) {
+		uint16_t mtu = kernel_mtu(pid);
+		uint32_t room = RTE_MBUF_DEFAULT_BUF_SIZE;
+		uint32_t need;
+
+		/* jumbo MTUs get mbufs that hold a whole frame */
+		if (mtu != 0 || (rte_eth_dev_get_mtu(pid, &mtu) == 0 && mtu <= ETH_JUMBO_MTU)) {
+			need = (uint32_t)mtu + RTE_ETHER_HDR_LEN + RTE_PKTMBUF_HEADROOM + 256u;
+			room = RTE_MAX(room, RTE_ALIGN_CEIL(need, 1024u));
+		}
 		snprintf(name, sizeof(name), "unio_eth%u", pid);
 		p->mp = rte_pktmbuf_pool_create(name, ETH_POOL_MBUFS, ETH_POOL_CACHE, 0,
-						RTE_MBUF_DEFAULT_BUF_SIZE,
+						(uint16_t)room,
 						sock < 0 ? (int)SOCKET_ID_ANY : sock);
 		if (p->mp == NULL) {
 			ETH_LOG(ERR, "port %u: no mbuf pool: %s", pid, rte_strerror(rte_errno));
@@ -104,6 +114,8 @@ port_setup(uint16_t pid, struct eth_port *p, unsigned int want_q)
 		ETH_LOG(ERR, "port %u: queue setup failed: %s", pid, rte_strerror(-rc));
 		return UNIO_ERR_IO;
 	}
+	if (kernel_mtu(pid) > RTE_ETHER_MTU)
+		rte_eth_dev_set_mtu(pid, kernel_mtu(pid));   /* the PMD may start at 1500 */
 	p->configured = true;
 	return UNIO_OK;
 }
@@ -150,6 +162,28 @@ kernel_ipv4(const char *ifname, rte_be32_t *ip)
 	return 0;
 }
 
+/* MTU of the kernel interface a vdev wraps, or 0. */
+static uint16_t
+kernel_mtu(uint16_t pid)
+{
+	char ifname[IFNAMSIZ + 8];
+	struct ifreq ifr;
+	int fd, rc;
+
+	port_kernel_ifname(pid, ifname, sizeof(ifname));
+	if (ifname[0] == '\0' || strlen(ifname) >= IFNAMSIZ)
+		return 0;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, ifname, strlen(ifname));
+	rc = ioctl(fd, SIOCGIFMTU, &ifr);
+	close(fd);
+	return rc == 0 && ifr.ifr_mtu > 0 && ifr.ifr_mtu <= (int)ETH_JUMBO_MTU ?
+	       (uint16_t)ifr.ifr_mtu : 0;
+}
+
 /* UNIO_ETHDEV_IP: "PORT:A.B.C.D" for this port wins over a plain "A.B.C.D". */
 static int
 config_ipv4(const struct unio_config *cfg, const char *port_name, rte_be32_t *ip)
@@ -192,12 +226,26 @@ port_address(struct eth_iface *ei, const struct unio_config *cfg, const char *na
 	}
 	if (rte_eth_dev_get_mtu(ei->port_id, &mtu) != 0 || mtu < 576)
 		mtu = RTE_ETHER_MTU;
-	ei->mtu = RTE_MIN(mtu, (uint16_t)(RTE_MBUF_DEFAULT_DATAROOM -
-					  sizeof(struct rte_ether_hdr)));
+	ei->mtu = RTE_MIN(mtu, (uint16_t)ETH_JUMBO_MTU);
+	return UNIO_OK;
+}
+
+/* Payload bytes per frame: the MTU, bounded by what one mbuf of the port's pool holds. */
+static void
+iface_frag(struct eth_iface *ei)
+{
+	uint32_t room = rte_pktmbuf_data_room_size(ei->mp) - RTE_PKTMBUF_HEADROOM -
+			RTE_ETHER_HDR_LEN;
+	uint16_t mtu = kernel_mtu(ei->port_id);   /* the kernel's, when the PMD wraps one */
+
+	if (mtu >= 576 || (rte_eth_dev_get_mtu(ei->port_id, &mtu) == 0 && mtu >= 576))
+		ei->mtu = RTE_MIN(mtu, (uint16_t)ETH_JUMBO_MTU);
+	ei->mtu = (uint16_t)RTE_MIN((uint32_t)ei->mtu, room);
 	ei->frag = (uint16_t)(ei->mtu - sizeof(struct rte_ipv4_hdr) - sizeof(struct rte_udp_hdr) -
 			      sizeof(struct eth_wire));
 	ei->frag &= (uint16_t)~7u;
-	return UNIO_OK;
+	ETH_LOG(INFO, "port %u queue %u: mtu %u, %u payload bytes per frame", ei->port_id,
+		ei->queue, ei->mtu, ei->frag);
 }
 
 /* The queue of a new iface on @p p: the first free one, or -1. */
@@ -258,6 +306,7 @@ port_open_locked(struct eth_iface *ei, const struct unio_config *cfg, const char
 		rte_eth_promiscuous_disable(ei->port_id);  /* not every PMD can; we filter */
 	}
 	ei->mp = p->mp;
+	iface_frag(ei);
 	ei->tx_csum = p->tx_csum;
 	p->owner[q] = ei;
 	p->n_open++;

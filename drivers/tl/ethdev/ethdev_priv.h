@@ -39,6 +39,7 @@ extern int ethdev_logtype;
 #define ETH_ZCOPY_HDR    128u
 #define ETH_ARP_MAX      32u
 #define ETH_MAX_QUEUES   16u
+#define ETH_JUMBO_MTU      9000u
 #define ETH_INBOX_LEN    1024u     /* frames other workers hand to an iface */
 #define ETH_ARP_TRIES    5u        /* ARP requests before a peer is unreachable */
 #define ETH_L2L3L4       (sizeof(struct rte_ether_hdr) + sizeof(struct rte_ipv4_hdr) + \
