@@ -257,3 +257,60 @@ UNIO_TEST(api_proto_selection, fast)
 	unio_context_destroy(ctx);
 	return TEST_OK;
 }
+
+/* ---- probe, probe-and-remove, then receive the removed message ---- */
+
+UNIO_TEST(api_tag_probe, fast)
+{
+	static const char *const ovr[] = { "TLS", "self", "RNDV_THRESH", "16k", NULL };
+	static const size_t lens[] = { 8, 20000, 100000 };
+	unio_context_t *ctx = api_ctx(ovr);
+	unio_worker_t *w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	static uint8_t sbuf[3][100000], rbuf[100000];
+	unio_request_t *sreq[3], *rreq;
+	struct unio_recv_info info;
+	struct unio_request_param rp = { .field_mask = UNIO_REQ_PARAM_RECV_INFO,
+					 .recv_info = &info };
+	unio_tag_msg_t *msg;
+	unio_status_t st;
+	unio_ep_t *ep;
+
+	TEST_ASSERT(w != NULL, "worker");
+	ep = api_ep_to_worker(w, w, &st);
+	TEST_ASSERT(ep != NULL, "ep");
+	for (unsigned int i = 0; i < 3; i++) {
+		test_fill(sbuf[i], lens[i], i + 1);
+		st = unio_tag_send(ep, sbuf[i], lens[i], 0x50 + i, NULL, &sreq[i]);
+		TEST_ASSERT(st == UNIO_OK || st == UNIO_INPROGRESS, "send %u", i);
+		if (st == UNIO_OK)
+			sreq[i] = NULL;
+	}
+	for (int i = 0; i < 100; i++)
+		unio_worker_progress(w);
+	TEST_ASSERT_STATUS(unio_tag_probe(w, 0x99, UINT64_MAX, 0, &info, NULL),
+			   UNIO_ERR_NOT_FOUND);
+	for (unsigned int i = 0; i < 3; i++) {
+		/* a probe leaves the message queued; probe-and-remove takes it out */
+		TEST_ASSERT_STATUS(unio_tag_probe(w, 0x50 + i, UINT64_MAX, 0, &info, NULL),
+				   UNIO_OK);
+		TEST_ASSERT(info.tag == 0x50 + i && info.length == lens[i], "probe %u", i);
+		TEST_ASSERT_STATUS(unio_tag_probe(w, 0x50, ~(uint64_t)0xf, 1, &info, &msg),
+				   UNIO_OK);
+		TEST_ASSERT(info.tag == 0x50 + i, "probe-remove took tag %#" PRIx64, info.tag);
+		TEST_ASSERT_STATUS(unio_tag_probe(w, 0x50 + i, UINT64_MAX, 0, &info, NULL),
+				   UNIO_ERR_NOT_FOUND);
+		memset(rbuf, 0, sizeof(rbuf));
+		st = unio_tag_msg_recv(w, rbuf, sizeof(rbuf), msg, &rp, &rreq);
+		if (st == UNIO_INPROGRESS)
+			st = unio_request_wait(w, rreq, &info);
+		TEST_ASSERT_STATUS(st, UNIO_OK);
+		TEST_ASSERT(info.length == lens[i], "length %zu", info.length);
+		TEST_ASSERT(test_checksum(rbuf, lens[i]) == test_checksum(sbuf[i], lens[i]),
+			    "payload %u", i);
+		if (sreq[i] != NULL)
+			TEST_ASSERT_STATUS(unio_request_wait(w, sreq[i], NULL), UNIO_OK);
+	}
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return TEST_OK;
+}
