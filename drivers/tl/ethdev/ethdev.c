@@ -86,22 +86,16 @@ stamp(struct eth_ep *ep, struct rte_mbuf *m, uint64_t now)
 	eth_frame_finish(ep->ei, m, (uint16_t)(sizeof(*w) + w->len));
 }
 
-static struct rte_mbuf *
-frame_new(struct eth_ep *ep, uint8_t type, uint16_t len)
+/* Lay out headers for @p len payload bytes in the empty mbuf @p m; NULL when too long. */
+static struct eth_wire *
+wire_init(struct eth_ep *ep, struct rte_mbuf *m, uint8_t type, uint16_t len)
 {
-	struct rte_mbuf *m = rte_pktmbuf_alloc(ep->ei->mp);
+	uint8_t *p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(ETH_L2L3L4 +
+						     sizeof(struct eth_wire) + len));
 	struct eth_wire *w;
-	uint8_t *p;
 
-	if (m == NULL) {
-		ep->ei->st.tx_no_mbuf++;
+	if (p == NULL)
 		return NULL;
-	}
-	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(ETH_L2L3L4 + sizeof(*w) + len));
-	if (p == NULL) {
-		rte_pktmbuf_free(m);
-		return NULL;
-	}
 	memcpy(p, ep->hdr_tmpl, ETH_L2L3L4);
 	w = (struct eth_wire *)(p + ETH_L2L3L4);
 	memset(w, 0, sizeof(*w));
@@ -112,6 +106,22 @@ frame_new(struct eth_ep *ep, uint8_t type, uint16_t len)
 	w->dst_conn = ep->peer.conn;
 	w->src_conn = ep->ei->addr.conn;
 	w->seq = ep->snd_nxt;
+	return w;
+}
+
+static struct rte_mbuf *
+frame_new(struct eth_ep *ep, uint8_t type, uint16_t len)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(ep->ei->mp);
+
+	if (m == NULL) {
+		ep->ei->st.tx_no_mbuf++;
+		return NULL;
+	}
+	if (wire_init(ep, m, type, len) == NULL) {
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
 	return m;
 }
 
@@ -254,14 +264,57 @@ can_send(const struct eth_ep *ep, uint32_t nfr)
 	       eth_txq_room(ep->ei) >= nfr + 1;
 }
 
+/* A position in an iovec array. */
+struct iov_cursor {
+	const struct iovec *iov;
+	size_t cnt, vi, off;
+};
+
+static void
+iov_copy(struct iov_cursor *c, uint8_t *d, size_t len)
+{
+	while (len != 0) {
+		size_t n = RTE_MIN(len, c->iov[c->vi].iov_len - c->off);
+
+		memcpy(d, (const uint8_t *)c->iov[c->vi].iov_base + c->off, n);
+		d += n;
+		len -= n;
+		c->off += n;
+		if (c->off == c->iov[c->vi].iov_len && c->vi + 1 < c->cnt) {
+			c->vi++;
+			c->off = 0;
+		}
+	}
+}
+
+/* Keep @p m in the send window (one extra reference) and queue it for the wire. */
+static void
+frame_commit(struct eth_ep *ep, struct rte_mbuf *m, uint16_t len, uint64_t now)
+{
+	struct eth_slot *s = &ep->snd[ep->snd_nxt % ETH_WIN];
+
+	stamp(ep, m, now);
+	rte_mbuf_refcnt_update(m, 1);
+	s->m = m;
+	s->tx_tsc = now;
+	s->len = len;
+	s->sacked = 0;
+	s->nretx = 0;
+	ep->snd_nxt++;
+	eth_txq_push(ep->ei, m);
+	ep->ei->st.tx_data++;
+	ep->ei->st.tx_data_bytes += len;
+}
+
 /* Copy @p iov (total bytes) into frames and send them as one message. */
 static unio_status_t
 send_msg(struct eth_ep *ep, uint8_t id, const struct iovec *iov, size_t iovcnt, size_t total)
 {
 	struct eth_iface *ei = ep->ei;
 	uint32_t nfr = total == 0 ? 1 : (uint32_t)((total + ei->frag - 1) / ei->frag);
+	struct iov_cursor cur = { .iov = iov, .cnt = iovcnt };
 	struct rte_mbuf *ms[ETH_MAX_FRAGS];
-	size_t vi = 0, voff = 0, left = total;
+	size_t left = total;
 	uint64_t now;
 
 	if (unlikely(ep->failed))
@@ -277,49 +330,16 @@ send_msg(struct eth_ep *ep, uint8_t id, const struct iovec *iov, size_t iovcnt, 
 	now = rte_rdtsc();
 	for (uint32_t f = 0; f < nfr; f++) {
 		uint16_t len = (uint16_t)RTE_MIN(left, (size_t)ei->frag);
-		struct rte_mbuf *m = ms[f];
-		uint8_t *p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(ETH_L2L3L4 +
-							     sizeof(struct eth_wire) + len));
-		struct eth_wire *w = (struct eth_wire *)(p + ETH_L2L3L4);
-		struct eth_slot *s = &ep->snd[ep->snd_nxt % ETH_WIN];
+		struct eth_wire *w = wire_init(ep, ms[f], ETH_FT_DATA, len);
 
-		RTE_VERIFY(p != NULL);     /* frag + headers fit the data room (port_address) */
-		memcpy(p, ep->hdr_tmpl, ETH_L2L3L4);
-		memset(w, 0, sizeof(*w));
-		w->magic = ETH_MAGIC;
-		w->version = ETH_VERSION;
-		w->type = ETH_FT_DATA;
+		RTE_VERIFY(w != NULL);     /* frag + headers fit the data room (iface_frag) */
 		w->flags = (uint8_t)((f == 0 ? ETH_FF_FIRST : 0) |
 				     (f == nfr - 1 ? ETH_FF_LAST : 0));
 		w->am_id = id;
-		w->len = len;
-		w->dst_conn = ep->peer.conn;
-		w->src_conn = ei->addr.conn;
-		w->seq = ep->snd_nxt;
 		w->msg_len = (uint32_t)total;
-		for (uint8_t *d = (uint8_t *)(w + 1), *e = d + len; d < e; ) {
-			size_t n = RTE_MIN((size_t)(e - d), iov[vi].iov_len - voff);
-
-			memcpy(d, (const uint8_t *)iov[vi].iov_base + voff, n);
-			d += n;
-			voff += n;
-			if (voff == iov[vi].iov_len && vi + 1 < iovcnt) {
-				vi++;
-				voff = 0;
-			}
-		}
+		iov_copy(&cur, (uint8_t *)(w + 1), len);
 		left -= len;
-		stamp(ep, m, now);
-		rte_mbuf_refcnt_update(m, 1);
-		s->m = m;
-		s->tx_tsc = now;
-		s->len = len;
-		s->sacked = 0;
-		s->nretx = 0;
-		ep->snd_nxt++;
-		eth_txq_push(ei, m);
-		ei->st.tx_data++;
-		ei->st.tx_data_bytes += len;
+		frame_commit(ep, ms[f], len, now);
 	}
 	eth_txq_flush(ei);
 	return UNIO_OK;
