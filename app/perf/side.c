@@ -54,6 +54,7 @@ struct perf_round {
 	uint64_t done;          /* timed iterations completed */
 	uint64_t received;      /* server: data messages received, warmup included */
 	uint64_t elapsed;       /* TSC cycles of the timed part */
+	uint64_t tsc_start;     /* client streaming: when the first timed message went */
 	uint64_t bad_iter;      /* first payload mismatch, UINT64_MAX when none */
 };
 
@@ -523,6 +524,7 @@ client_stream(struct perf_side *s, struct perf_round *r)
 			rc = fail(s, "send", st);
 	}
 	r->done = i;
+	r->tsc_start = t.start;
 	slots_free(s, sl, r->window, r->validate);
 	return rc;
 }
@@ -608,8 +610,8 @@ static int
 client_round(struct perf_side *s, struct perf_round *r, struct perf_ctrl *fin)
 {
 	struct perf_ctrl end = { 0 };
-	uint64_t t0 = rte_rdtsc(), sent;
 	int pingpong = perf_tests[r->test].pingpong;
+	uint64_t sent;
 
 	if ((pingpong ? client_pingpong(s, r) : client_stream(s, r)) != 0)
 		return -1;
@@ -620,9 +622,7 @@ client_round(struct perf_side *s, struct perf_round *r, struct perf_ctrl *fin)
 	if (!pingpong) {
 		/* streaming: the clock stops when the server has seen everything */
 		r->done = sent > r->warmup ? sent - r->warmup : 0;
-		r->elapsed = rte_rdtsc() - t0;
-		if (sent > 0)
-			r->elapsed = r->elapsed * r->done / sent;
+		r->elapsed = rte_rdtsc() - r->tsc_start;
 	}
 	return 0;
 }
