@@ -457,3 +457,33 @@ UNIO_TEST(perf_compare_script, slow)
 	TEST_ASSERT(u > 0 && x > 0 && r > 0, "row: unio %f ucx %f ratio %f", u, x, r);
 	return TEST_OK;
 }
+
+/* --csv and -f: the machine-readable outputs carry the right sizes and iteration counts. */
+UNIO_TEST(perf_csv_and_final_line, mp)
+{
+	static const char final[] = "Final: tag_lat size=16 iterations=300 lat_p50_us=";
+	static char out[OUT_MAX];
+	struct perf_env e = { 0 };
+	int rc;
+
+	ENV_OR_SKIP(&e);
+	env_cleanup(&e);
+	rc = test_capture(out, sizeof(out), "timeout 50 '%s' -l %s,%s -- --loopback -t tag_bw "
+			  "-s 8,2k -n 700 --csv 2>/dev/null", e.exe, e.cpu[0], e.cpu[1]);
+	if (rc != 0)
+		TEST_LOG("output:\n%s", out);
+	TEST_ASSERT_EQ(rc, 0);
+	TEST_ASSERT(strstr(out, "test,size,iterations,lat_p50_us,lat_p99_us,lat_p999_us,"
+			   "lat_avg_us,bw_MBps,msg_rate\n") != NULL, "no CSV header:\n%s", out);
+	TEST_ASSERT(strstr(out, "\ntag_bw,8,700,") != NULL, "no CSV row for 8:\n%s", out);
+	TEST_ASSERT(strstr(out, "\ntag_bw,2048,700,") != NULL, "no CSV row for 2k:\n%s", out);
+	TEST_ASSERT(strstr(out, "+----") == NULL, "a table in CSV mode:\n%s", out);
+	rc = test_capture(out, sizeof(out), "timeout 50 '%s' -l %s,%s -- --loopback -t tag_lat "
+			  "-s 16 -n 300 -f 2>/dev/null", e.exe, e.cpu[0], e.cpu[1]);
+	if (rc != 0)
+		TEST_LOG("output:\n%s", out);
+	TEST_ASSERT_EQ(rc, 0);
+	TEST_ASSERT(strncmp(out, final, strlen(final)) == 0, "not a final line only:\n%s", out);
+	TEST_ASSERT(strchr(out, '\n') == out + strlen(out) - 1, "more than one line:\n%s", out);
+	return TEST_OK;
+}
