@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <rte_cycles.h>
 #include <rte_log.h>
 
 #include "api_common.h"
@@ -478,11 +479,15 @@ UNIO_TEST(rma_mp_sizes, mp)
 	while (ep == NULL && waitpid(pid, NULL, WNOHANG) == 0)
 		api_progress_until(w, (volatile int *)&ep, 100);
 	rc = ep != NULL ? mp_accessor(w, ep) : TEST_FAIL;
-	for (int i = 0; i < 3000 && waitpid(pid, &status, WNOHANG) == 0; i++)
-		api_progress_until(w, (volatile int *)&ep, 10);
-	if (waitpid(pid, &status, WNOHANG) == 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
+	for (uint64_t t0 = rte_get_timer_cycles();; ) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			break;
+		unio_worker_progress(w);
+		if (rte_get_timer_cycles() - t0 > 30 * rte_get_timer_hz()) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			break;
+		}
 	}
 	if (ep != NULL)
 		unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
