@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1023,12 +1024,47 @@ UNIO_TEST(ethdev_tbf_100mbit, mp)
 					      "2000", "8k", "0", "stream" });
 }
 
+/* Ask process @p pid's DPDK telemetry socket @p cmd; the reply (JSON) goes to @p out. */
+static int
+telemetry_query(pid_t pid, const char *cmd, char *out, size_t len)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	ssize_t n = -1;
+
+	if (fd < 0)
+		return -1;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "/var/run/dpdk/unio-%d/dpdk_telemetry.v2",
+		 (int)pid);
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0 &&
+	    recv(fd, out, len - 1, 0) > 0 &&                   /* the greeting */
+	    send(fd, cmd, strlen(cmd), 0) > 0)
+		n = recv(fd, out, len - 1, 0);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	out[n] = '\0';
+	return 0;
+}
+
+/* The value of "key": N in a telemetry reply, or -1. */
+static long long
+json_u64(const char *json, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(json, pat);
+	return p == NULL ? -1 : strtoll(p + strlen(pat), NULL, 10);
+}
+
 /* Kernel ping and arping from the peer namespace reach the DPDK iface. */
 UNIO_TEST(ethdev_ping_arping, mp)
 {
-	char name[32], ns[40], prefix[64], path[128];
+	char name[32], ns[40], prefix[64], path[128], json[4096] = "";
 	const char *args[10];
-	int rc = TEST_FAIL, rp = -1, ra = -1, rw;
+	int rc = TEST_FAIL, rp = -1, ra = -1, rt = 0, rw;
 	pid_t pid;
 
 	if (!can_netns())
@@ -1051,11 +1087,17 @@ UNIO_TEST(ethdev_ping_arping, mp)
 		usleep(50000);     /* waits for the child to publish its address, bounded */
 	rp = test_system("ip netns exec %s-b ping -c 3 -i 0.2 -W 2 " IP_A " >/dev/null", name);
 	ra = test_system("ip netns exec %s-b arping -c 2 -w 5 -I vb " IP_A " >/dev/null", name);
+	/* the same counters through DPDK telemetry */
+	if (telemetry_query(pid, "/unio/ethdev/stats,0", json, sizeof(json)) != 0 ||
+	    json_u64(json, "icmp_replies") < 3 || json_u64(json, "arp_replies") < 2) {
+		TEST_LOG("telemetry: %s", json);
+		rt = -1;
+	}
 	snprintf(path, sizeof(path), "%s.stop", prefix);
 	close(open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
 	rw = test_wait(pid, 20000);
-	TEST_LOG("ping %d arping %d child %d", rp, ra, rw);
-	rc = rp == 0 && ra == 0 && rw == 0 ? TEST_OK : TEST_FAIL;
+	TEST_LOG("ping %d arping %d telemetry %d child %d", rp, ra, rt, rw);
+	rc = rp == 0 && ra == 0 && rt == 0 && rw == 0 ? TEST_OK : TEST_FAIL;
 out:
 	prefix_clean(prefix);
 	topo("down", "veth", name, "");

@@ -25,6 +25,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
+#include <rte_telemetry.h>
 
 #include "ethdev_priv.h"
 
@@ -807,4 +808,68 @@ eth_rx_classify(struct eth_iface *ei, struct rte_mbuf *m, const struct rte_ipv4_
 		*udp_p = (const struct rte_udp_hdr *)((const uint8_t *)ip + hl);
 	}
 	return w;
+}
+
+/* ---- telemetry: /unio/ethdev/list and /unio/ethdev/stats,PORT[,QUEUE] ---- */
+
+static const char *const stat_names[] = {
+	"rx_frames", "tx_frames", "rx_data", "tx_data", "tx_data_bytes", "tx_retx",
+	"tx_retx_bytes", "tx_acks", "fast_retx", "timeouts", "probes", "ep_failures", "rx_dup",
+	"rx_ooo", "msgs_delivered", "arp_replies", "arp_requests", "arp_learned", "icmp_replies",
+	"drop_other_proto", "drop_not_ours", "drop_truncated", "drop_bad_csum", "drop_bad_len",
+	"drop_bad_hdr", "drop_unknown_conn", "drop_bad_seq", "drop_bad_msg", "drop_no_peer",
+	"tx_no_mbuf", "rx_steered", "drop_steer_full",
+};
+
+static int
+tel_list(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	RTE_SET_USED(cmd), RTE_SET_USED(params);
+	rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+	pthread_mutex_lock(&eth_ports_lock);
+	for (unsigned int pid = 0; pid < RTE_MAX_ETHPORTS; pid++)
+		for (unsigned int q = 0; q < eth_ports[pid].nq; q++) {
+			char buf[32];
+
+			if (eth_ports[pid].owner[q] == NULL)
+				continue;
+			snprintf(buf, sizeof(buf), "%u,%u", pid, q);
+			rte_tel_data_add_array_string(d, buf);
+		}
+	pthread_mutex_unlock(&eth_ports_lock);
+	return 0;
+}
+
+static int
+tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	unsigned int pid = RTE_MAX_ETHPORTS, q = 0;
+	struct unio_tl_ethdev_stats st;
+	const uint64_t *v = (const uint64_t *)&st;
+	struct eth_iface *ei = NULL;
+
+	RTE_BUILD_BUG_ON(RTE_DIM(stat_names) * sizeof(uint64_t) != sizeof(st));
+	RTE_SET_USED(cmd);
+	if (params == NULL || sscanf(params, "%u,%u", &pid, &q) < 1 ||
+	    pid >= RTE_MAX_ETHPORTS || q >= ETH_MAX_QUEUES)
+		return -EINVAL;
+	pthread_mutex_lock(&eth_ports_lock);
+	ei = eth_ports[pid].owner[q];
+	if (ei != NULL)
+		st = ei->st;
+	pthread_mutex_unlock(&eth_ports_lock);
+	if (ei == NULL)
+		return -ENODEV;
+	rte_tel_data_start_dict(d);
+	for (unsigned int i = 0; i < RTE_DIM(stat_names); i++)
+		rte_tel_data_add_dict_u64(d, stat_names[i], v[i]);
+	return 0;
+}
+
+RTE_INIT(eth_telemetry_init)
+{
+	rte_telemetry_register_cmd("/unio/ethdev/list", tel_list,
+				   "Open ethdev ifaces as PORT,QUEUE.  No parameters.");
+	rte_telemetry_register_cmd("/unio/ethdev/stats", tel_stats,
+				   "Counters of one ethdev iface.  Parameters: PORT[,QUEUE].");
 }
