@@ -64,7 +64,7 @@ proto_req_get(struct unio_worker *w)
 	TAILQ_REMOVE(&w->req_free, req, link);
 	idx = req->idx;
 	gen = req->gen;
-	memset(req, 0, offsetof(struct unio_request, ctl_id));
+	memset(req, 0, offsetof(struct unio_request, memh));
 	req->idx = idx;
 	req->gen = gen;
 	req->worker = w;

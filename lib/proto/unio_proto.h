@@ -137,8 +137,6 @@ struct unio_request {
 	bool memh_valid;
 	uint64_t rreq_id;      /**< pipelined: the peer's receive */
 	uint32_t peer_ep_id;   /**< pipelined: where PIPE fragments are addressed */
-	struct unio_tl_memh memh;
-	struct unio_tl_iface *memh_iface;
 	/* receive */
 	uint8_t *rbuf;
 	size_t rlen;
@@ -147,11 +145,17 @@ struct unio_request {
 	uint64_t seq;
 	struct proto_mclass *mclass;
 	size_t received;
-	struct unio_tl_rkey rkey;
 	bool rkey_valid;
 	bool posted;            /**< in the expected queue */
 	struct unio_ep *rndv_ep;
 	uint64_t rndv_sreq;
+	/*
+	 * Not cleared by proto_req_get() (the fields above are): each is valid only behind its
+	 * flag (memh: memh_valid, rkey: rkey_valid) or assigned before use (comp, ctl).
+	 */
+	struct unio_tl_memh memh;
+	struct unio_tl_iface *memh_iface;
+	struct unio_tl_rkey rkey;
 	struct unio_tl_completion comp;
 	/* control message waiting for resources */
 	uint8_t ctl_id;
