@@ -241,23 +241,16 @@ ep_check(const struct unio_ep *ep)
 	return ep->state == EP_FAILED ? UNIO_ERR_CONNECTION_RESET : UNIO_ERR_NOT_CONNECTED;
 }
 
-unio_status_t
-proto_tag_send(struct unio_ep *ep, const void *buf, size_t len, uint64_t tag, bool sync,
-	       const struct unio_request_param *param, unio_request_t **req_p)
+/* Everything but an eager short that goes out at once: a request, maybe queued. */
+static __rte_noinline unio_status_t
+send_slow(struct unio_ep *ep, const void *buf, size_t len, uint64_t tag, bool sync,
+	  const struct unio_request_param *param, unio_request_t **req_p)
 {
-	struct proto_lane *lane = &ep->lane;
-	struct unio_request *req;
 	unio_status_t st = ep_check(ep);
+	struct unio_request *req;
 
-	if (unlikely(st != UNIO_OK && st != UNIO_INPROGRESS))
+	if (st != UNIO_OK && st != UNIO_INPROGRESS)
 		return st;
-	if (likely(st == UNIO_OK && !sync && len <= lane->max_short && lane->short_ok &&
-		   TAILQ_EMPTY(&ep->pending) && (param == NULL || !(param->field_mask &
-		   UNIO_REQ_PARAM_FLAGS) || !(param->flags & UNIO_REQ_FLAG_NO_IMM_COMPLETION)))) {
-		st = unio_tl_ep_am_short(lane->tl_ep, PROTO_AM_EAGER_SHORT, tag, buf, len);
-		if (likely(st != UNIO_ERR_NO_RESOURCE))
-			return st;
-	}
 	req = proto_req_get(ep->worker);
 	if (unlikely(req == NULL))
 		return UNIO_ERR_NO_MEMORY;
@@ -270,6 +263,25 @@ proto_tag_send(struct unio_ep *ep, const void *buf, size_t len, uint64_t tag, bo
 	choose_proto(req);
 	send_start(req);
 	return proto_req_hand_out(req, param, req_p);
+}
+
+unio_status_t
+proto_tag_send(struct unio_ep *ep, const void *buf, size_t len, uint64_t tag, bool sync,
+	       const struct unio_request_param *param, unio_request_t **req_p)
+{
+	const struct proto_lane *lane = &ep->lane;
+	unio_status_t st;
+
+	/* the fast path: a connected ep, nothing queued, no flags, fits am_short */
+	if (likely(ep->state == EP_CONNECTED && !ep->remote_closed && !sync &&
+		   len <= lane->max_short && lane->short_ok && TAILQ_EMPTY(&ep->pending) &&
+		   (param == NULL || !(param->field_mask & UNIO_REQ_PARAM_FLAGS) ||
+		    !(param->flags & UNIO_REQ_FLAG_NO_IMM_COMPLETION)))) {
+		st = unio_tl_ep_am_short(lane->tl_ep, PROTO_AM_EAGER_SHORT, tag, buf, len);
+		if (likely(st != UNIO_ERR_NO_RESOURCE))
+			return st;
+	}
+	return send_slow(ep, buf, len, tag, sync, param, req_p);
 }
 
 unsigned int
