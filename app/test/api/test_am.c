@@ -168,8 +168,9 @@ rx_poll(struct rx *rx)
 		if (hd->rndv) {
 			memset(rx->buf, 0, RTE_MIN(hd->len + 1, (size_t)MAX_SIZE));
 			st = unio_am_recv_data(rx->w, hd->ptr, rx->buf, MAX_SIZE, NULL, NULL);
-			reply(hd->reply, hd->h.seq, st == UNIO_OK ? check(&hd->h, rx->buf, hd->len) :
-			      st);
+			if (st == UNIO_OK)
+				st = check(&hd->h, rx->buf, hd->len);
+			reply(hd->reply, hd->h.seq, st);
 		} else {
 			reply(hd->reply, hd->h.seq, check(&hd->h, hd->ptr, hd->len));
 			unio_am_data_release(rx->w, hd->ptr);
@@ -242,7 +243,9 @@ progress(unio_worker_t *a, unio_worker_t *b, struct rx *rx)
 static unsigned int
 plan(unio_ep_t *ep, struct out *o, unsigned int max)
 {
-	static const unsigned int flagsets[] = { 0, UNIO_AM_SEND_FLAG_EAGER, UNIO_AM_SEND_FLAG_RNDV };
+	static const unsigned int flagsets[] = {
+		0, UNIO_AM_SEND_FLAG_EAGER, UNIO_AM_SEND_FLAG_RNDV
+	};
 	size_t bcopy = ep->lane.iface->attr.max_bcopy;
 	unsigned int n = 0;
 	bool fits;
@@ -259,7 +262,8 @@ plan(unio_ep_t *ep, struct out *o, unsigned int max)
 			o[n].len = sizes[s];
 			o[n].ex = ex;
 			o[n].rndv = flagsets[f] == UNIO_AM_SEND_FLAG_RNDV ||
-				    (flagsets[f] == 0 && (!fits || sizes[s] >= ep->lane.rndv_thresh));
+				    (flagsets[f] == 0 &&
+				     (!fits || sizes[s] >= ep->lane.rndv_thresh));
 			n++;
 		}
 	return n;
@@ -284,8 +288,8 @@ send_one(unio_ep_t *ep, struct out *o, uint64_t seq)
 	o->req = NULL;
 	o->st = unio_am_send(ep, id, o->hdr, sizeof(h) + ex, o->buf, len, NULL,
 			     o->flags | UNIO_AM_SEND_FLAG_REPLY, &o->req);
-	TEST_ASSERT(o->st == UNIO_OK || o->st == UNIO_INPROGRESS, "am_send %zu bytes, flags %#x: %s",
-		    len, o->flags, unio_status_string(o->st));
+	TEST_ASSERT(o->st == UNIO_OK || o->st == UNIO_INPROGRESS,
+		    "am_send %zu bytes, flags %#x: %s", len, o->flags, unio_status_string(o->st));
 	return TEST_OK;
 }
 

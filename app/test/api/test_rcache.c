@@ -168,7 +168,8 @@ UNIO_TEST(rcache_address_reuse, fast)
 	TEST_ASSERT(r3 != r1 && c.regs == 2, "the stale registration was used for new memory");
 	TEST_ASSERT(c.deregs == 0, "a held registration was deregistered under its user");
 	unio_rcache_put(rc, r1);
-	TEST_ASSERT(c.deregs == 1 && c.last_dereg == 1, "the stale one deregistered at its last put");
+	TEST_ASSERT(c.deregs == 1 && c.last_dereg == 1,
+		    "the stale one is deregistered at its last put");
 	unio_rcache_put(rc, r3);
 	/* same file, another offset */
 	TEST_ASSERT(munmap(m, len) == 0, "munmap");

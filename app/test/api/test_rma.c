@@ -353,9 +353,11 @@ owner_serve(unio_worker_t *w, unio_ep_t *ep, uint8_t *base[2])
 
 UNIO_TEST_CHILD(rma_mp_owner)
 {
-	struct unio_mem_map_params mp = { .field_mask = UNIO_MEM_MAP_PARAM_LENGTH |
-							UNIO_MEM_MAP_PARAM_FLAGS |
-							UNIO_MEM_MAP_PARAM_ADDRESS, .length = 8 * MIB };
+	struct unio_mem_map_params mp = {
+		.field_mask = UNIO_MEM_MAP_PARAM_LENGTH | UNIO_MEM_MAP_PARAM_FLAGS |
+			      UNIO_MEM_MAP_PARAM_ADDRESS,
+		.length = 8 * MIB,
+	};
 	unio_context_t *ctx = api_ctx(NULL);
 	static struct mp_keys k;
 	struct unio_mem_attr attr;
