@@ -25,10 +25,13 @@ ms_now(void)
 void
 t_hex(const void *buf, size_t len, char *out)
 {
+	static const char digits[] = "0123456789abcdef";
 	const uint8_t *b = buf;
 
-	for (size_t i = 0; i < len; i++)
-		sprintf(out + 2 * i, "%02x", b[i]);
+	for (size_t i = 0; i < len; i++) {
+		out[2 * i] = digits[b[i] >> 4];
+		out[2 * i + 1] = digits[b[i] & 15];
+	}
 	out[2 * len] = '\0';
 }
 
