@@ -128,7 +128,7 @@ unio_tag_recv(unio_worker_t *w, void *buf, size_t len, uint64_t tag, uint64_t ta
 		worker_unlock(w);
 		return UNIO_ERR_NO_MEMORY;
 	}
-	ux = proto_unexp_match(w, tag, tag_mask);
+	ux = w->n_unexp != 0 ? proto_unexp_match(w, tag, tag_mask) : NULL;
 	if (ux != NULL)
 		proto_recv_unexp(w, req, ux);
 	else

@@ -80,6 +80,7 @@ proto_exp_add(struct unio_worker *w, struct unio_request *req)
 	if (req->rmask == UINT64_MAX) {
 		req->mclass = NULL;
 		TAILQ_INSERT_TAIL(&w->exp_exact[bucket_of(req->rtag)], req, link);
+		w->n_exp_exact++;
 	} else {
 		req->mclass = mclass_get(w, req->rmask);
 		if (req->mclass == NULL)
@@ -99,6 +100,7 @@ proto_exp_remove(struct unio_worker *w, struct unio_request *req)
 	req->posted = false;
 	if (req->mclass == NULL) {
 		TAILQ_REMOVE(&w->exp_exact[bucket_of(req->rtag)], req, link);
+		w->n_exp_exact--;
 		return;
 	}
 	TAILQ_REMOVE(&req->mclass->bucket[bucket_of(req->rtag & req->rmask)], req, link);
@@ -122,7 +124,8 @@ proto_exp_match(struct unio_worker *w, uint64_t tag)
 	struct unio_request *best, *r;
 	struct proto_mclass *mc;
 
-	best = bucket_first(&w->exp_exact[bucket_of(tag)], tag, UINT64_MAX);
+	best = w->n_exp_exact != 0 ?
+	       bucket_first(&w->exp_exact[bucket_of(tag)], tag, UINT64_MAX) : NULL;
 	TAILQ_FOREACH(mc, &w->mclasses, link) {
 		if (mc->count == 0)
 			continue;

@@ -274,6 +274,7 @@ struct unio_worker {
 	unsigned int n_pending;     /**< eps with a non-empty pending queue */
 	/* matching */
 	uint64_t recv_seq;
+	unsigned int n_exp_exact;   /**< posted receives with a full mask */
 	struct req_list exp_exact[PROTO_HASH_BUCKETS];
 	TAILQ_HEAD(, proto_mclass) mclasses;
 	struct unexp_list unexp;
