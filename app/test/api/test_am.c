@@ -544,3 +544,101 @@ UNIO_TEST(am_mp_sizes, mp)
 	TEST_ASSERT_EQ(crc, 0);
 	return TEST_OK;
 }
+
+/* Rendezvous descriptors: dropped by the handler (sender OK), or kept then released
+ * without receiving (sender UNIO_ERR_CANCELED); received twice: the second is refused. */
+static void *kept_desc;
+
+static unio_status_t
+desc_cb(void *arg, const void *header, size_t hlen, void *data, size_t len,
+	const struct unio_am_recv_param *p)
+{
+	int mode = *(int *)arg;
+
+	RTE_SET_USED(header), RTE_SET_USED(hlen), RTE_SET_USED(len);
+	if (!(p->recv_attr & UNIO_AM_RECV_ATTR_FLAG_RNDV))
+		return UNIO_ERR_PROTO;
+	if (mode == 0)
+		return UNIO_OK;
+	kept_desc = data;
+	return UNIO_INPROGRESS;
+}
+
+static unio_status_t
+send_wait(unio_worker_t *w, unio_ep_t *ep, const void *buf, size_t len)
+{
+	unio_request_t *req = NULL;
+	unio_status_t st = unio_am_send(ep, 9, NULL, 0, buf, len, NULL, UNIO_AM_SEND_FLAG_RNDV,
+					&req);
+
+	if (st != UNIO_INPROGRESS)
+		return st;
+	while ((st = unio_request_test(req, NULL)) == UNIO_INPROGRESS)
+		unio_worker_progress(w);
+	unio_request_free(req);
+	return st;
+}
+
+UNIO_TEST(am_rndv_descriptors, fast)
+{
+	unio_context_t *ctx = api_ctx(NULL);
+	unio_worker_t *w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	uint8_t src[5000], dst[5000];
+	unio_request_t *req = NULL;
+	unio_status_t st;
+	unio_ep_t *ep;
+	int mode = 0;
+
+	TEST_ASSERT(w != NULL, "worker");
+	ep = api_ep_to_worker(w, w, &st);
+	TEST_ASSERT(ep != NULL, "ep");
+	for (int i = 0; i < 1000 && ep->state != EP_CONNECTED; i++)
+		unio_worker_progress(w);
+	test_fill(src, sizeof(src), 3);
+	TEST_ASSERT_STATUS(unio_worker_set_am_handler(w, 9, desc_cb, &mode, 0), UNIO_OK);
+	TEST_ASSERT_STATUS(send_wait(w, ep, src, sizeof(src)), UNIO_OK);
+	mode = 1;
+	kept_desc = NULL;
+	st = unio_am_send(ep, 9, NULL, 0, src, sizeof(src), NULL, UNIO_AM_SEND_FLAG_RNDV, &req);
+	TEST_ASSERT_STATUS(st, UNIO_INPROGRESS);
+	while (kept_desc == NULL)
+		unio_worker_progress(w);
+	for (int i = 0; i < 100; i++)
+		unio_worker_progress(w);
+	TEST_ASSERT_STATUS(unio_request_test(req, NULL), UNIO_INPROGRESS);
+	unio_am_data_release(w, kept_desc);
+	while ((st = unio_request_test(req, NULL)) == UNIO_INPROGRESS)
+		unio_worker_progress(w);
+	unio_request_free(req);
+	TEST_ASSERT_STATUS(st, UNIO_ERR_CANCELED);
+	TEST_ASSERT_STATUS(unio_am_recv_data(w, kept_desc, dst, sizeof(dst), NULL, NULL),
+			   UNIO_ERR_INVALID_PARAM);
+	/* kept, then received into a short buffer: truncated, the sender still completes */
+	kept_desc = NULL;
+	st = unio_am_send(ep, 9, NULL, 0, src, sizeof(src), NULL, UNIO_AM_SEND_FLAG_RNDV, &req);
+	while (kept_desc == NULL)
+		unio_worker_progress(w);
+	TEST_ASSERT_STATUS(unio_am_recv_data(w, kept_desc, dst, 10, NULL, NULL),
+			   UNIO_ERR_MESSAGE_TRUNCATED);
+	while ((st = unio_request_test(req, NULL)) == UNIO_INPROGRESS)
+		unio_worker_progress(w);
+	unio_request_free(req);
+	TEST_ASSERT_STATUS(st, UNIO_OK);
+	/* kept, then received whole, later */
+	kept_desc = NULL;
+	st = unio_am_send(ep, 9, NULL, 0, src, sizeof(src), NULL, UNIO_AM_SEND_FLAG_RNDV, &req);
+	while (kept_desc == NULL)
+		unio_worker_progress(w);
+	memset(dst, 0, sizeof(dst));
+	TEST_ASSERT_STATUS(unio_am_recv_data(w, kept_desc, dst, sizeof(dst), NULL, NULL),
+			   UNIO_OK);
+	TEST_ASSERT(memcmp(dst, src, sizeof(src)) == 0, "received data differs");
+	while ((st = unio_request_test(req, NULL)) == UNIO_INPROGRESS)
+		unio_worker_progress(w);
+	unio_request_free(req);
+	TEST_ASSERT_STATUS(st, UNIO_OK);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return TEST_OK;
+}
