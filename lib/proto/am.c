@@ -57,6 +57,7 @@ struct am_desc {
 	uint64_t size;
 	uint64_t addr;
 	bool started;           /**< received or released inside its handler */
+	bool pipeline;          /**< no key: ask the sender to stream the data (RTR) */
 	uint16_t rkey_len;
 	uint8_t rkey[UNIO_TL_RKEY_MAX];
 };
@@ -97,8 +98,11 @@ pack_rts(void *dest, void *arg)
 		.rkey_len = (uint16_t)ifc->attr.rkey_packed_len,
 	};
 	memcpy(p, req_hdr(req), req_hdr_len(req));
-	if (ifc->ctl->rkey_pack(ifc, &req->memh, p + req_hdr_len(req)) != UNIO_OK)
-		h->rkey_len = 0;   /* the receiver refuses it: the sender gets the ATS error */
+	if (!req->memh_valid || ifc->ctl->rkey_pack(ifc, &req->memh, p + req_hdr_len(req)) !=
+	    UNIO_OK) {
+		h->rkey_len = 0;   /* the receiver asks for the pipelined fragments */
+		h->flags |= AM_RTS_PIPELINE;
+	}
 	return sizeof(*h) + req_hdr_len(req) + h->rkey_len;
 }
 
@@ -204,7 +208,8 @@ choose(struct unio_ep *ep, size_t hdr_len, size_t len, unsigned int flags, uint8
 		return UNIO_OK;
 	}
 	*proto = AM_PROTO_RTS;
-	return lane_can_rndv(lane) && rndv_fits ? UNIO_OK : UNIO_ERR_UNSUPPORTED;
+	return (lane_can_rndv(lane) || lane->frag > 0) && rndv_fits ? UNIO_OK :
+	       UNIO_ERR_UNSUPPORTED;
 }
 
 static unio_status_t
@@ -248,7 +253,8 @@ am_send_locked(struct unio_ep *ep, unsigned int id, const void *hdr, size_t hdr_
 	req->rbuf = (uint8_t *)(uintptr_t)hdr;
 	req->rlen = hdr_len;
 	req->proto = proto;
-	if (proto == AM_PROTO_RTS) {
+	if (proto == AM_PROTO_RTS && lane_can_rndv(lane) &&
+	    (lane->rndv_scheme == UNIO_RNDV_SCHEME_GET || lane->frag == 0)) {
 		st = unio_tl_mem_reg(lane->iface, (void *)(uintptr_t)buf, len, &req->memh);
 		if (st != UNIO_OK) {
 			proto_req_put(req);
@@ -365,7 +371,8 @@ desc_new(struct unio_worker *w, const struct am_rts_hdr *h, const uint8_t *rkey)
 		return NULL;
 	*d = (struct am_desc){ .item.kind = AM_ITEM_DESC, .w = w, .ep_id = h->ep_id,
 			       .sreq_id = h->sreq_id, .size = h->size, .addr = h->addr,
-			       .rkey_len = h->rkey_len };
+			       .rkey_len = h->rkey_len,
+			       .pipeline = (h->flags & AM_RTS_PIPELINE) != 0 };
 	memcpy(d->rkey, rkey, h->rkey_len);
 	TAILQ_INSERT_TAIL(&w->am->held, &d->item, link);
 	return d;
@@ -479,6 +486,18 @@ recv_pull(struct unio_request *req, const struct am_desc *d)
 	unio_tl_completion_done(&req->comp, UNIO_OK);
 }
 
+/* No key: the sender streams fragments (the tag protocol's RTR / PIPE) into the buffer. */
+static void
+recv_ask_pipeline(struct unio_request *req)
+{
+	struct proto_rtr_hdr r = { .sreq_id = req->rndv_sreq, .rreq_id = proto_req_id(req) };
+
+	req->received = 0;
+	TAILQ_INSERT_TAIL(&req->rndv_ep->outstanding, req, ep_link);
+	req->on_ep = true;
+	proto_send_ctl(req->rndv_ep, PROTO_AM_RTR, &r, sizeof(r));
+}
+
 /* The descriptor is done with: free it, unless its handler still runs (it frees it then). */
 static void
 desc_done(struct unio_worker *w, struct am_desc *d)
@@ -516,6 +535,11 @@ recv_data_locked(struct unio_worker *w, struct am_desc *d, void *buf, size_t len
 	req->info.length = d->size;
 	req->rndv_ep = ep;
 	req->rndv_sreq = d->sreq_id;
+	if (d->pipeline) {
+		recv_ask_pipeline(req);
+		desc_done(w, d);
+		return proto_req_hand_out(req, param, req_p);
+	}
 	st = unio_tl_rkey_unpack(ep->lane.tl_ep, d->rkey, d->rkey_len, &req->rkey);
 	if (st == UNIO_OK) {
 		req->rkey_valid = true;

@@ -80,6 +80,8 @@ struct am_eager_hdr {
 	uint32_t ep_id;          /**< the receiver's id of its ep to the sender */
 };
 
+#define AM_RTS_PIPELINE 0x0001u  /**< no key: answer with RTR, the sender streams PIPE */
+
 /** Rendezvous AM (PROTO_AM_USER_RTS): this, the user header, then the packed tl rkey. */
 struct am_rts_hdr {
 	uint64_t sreq_id;
@@ -87,7 +89,7 @@ struct am_rts_hdr {
 	uint64_t addr;
 	uint32_t ep_id;
 	uint16_t am_id;
-	uint16_t flags;          /**< AM_EAGER_REPLY */
+	uint16_t flags;          /**< AM_EAGER_REPLY, AM_RTS_PIPELINE */
 	uint16_t hdr_len;
 	uint16_t rkey_len;
 	uint32_t pad;

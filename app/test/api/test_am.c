@@ -44,6 +44,8 @@ struct held {
 	struct msg_hdr h;
 	unio_ep_t *reply;
 	bool rndv;
+	unio_request_t *req;    /* a receive still streaming in (pipelined rendezvous) */
+	uint8_t *buf;
 };
 
 /* Receiver state. */
@@ -53,6 +55,8 @@ struct rx {
 	unsigned int done, bad, rejected;
 	unsigned int n_held;
 	struct held held[MAX_MSGS];
+	unsigned int n_recv;
+	struct held recv[MAX_MSGS];   /* receives in progress */
 	int end;
 };
 
@@ -98,13 +102,59 @@ header_ok(const void *header, size_t hlen, struct msg_hdr *h)
 	return 1;
 }
 
+/* Receive a rendezvous message into a buffer of its own; answer once it is complete. */
+static unio_status_t
+recv_now(struct rx *rx, void *desc, size_t len, const struct msg_hdr *h, unio_ep_t *rep)
+{
+	struct held *r = &rx->recv[rx->n_recv];
+	unio_status_t st;
+
+	if (rx->n_recv == MAX_MSGS) {
+		rx->bad++;
+		return UNIO_OK;
+	}
+	*r = (struct held){ .len = len, .h = *h, .reply = rep, .buf = malloc(len + 1) };
+	if (r->buf == NULL) {
+		rx->bad++;
+		return UNIO_OK;
+	}
+	st = unio_am_recv_data(rx->w, desc, r->buf, len, NULL, &r->req);
+	if (st == UNIO_INPROGRESS) {
+		rx->n_recv++;
+		return UNIO_OK;
+	}
+	reply(rep, h->seq, st == UNIO_OK ? check(h, r->buf, len) : st);
+	free(r->buf);
+	rx->done++;
+	return UNIO_OK;
+}
+
+/* Answer the receives that completed. */
+static void
+recv_poll(struct rx *rx)
+{
+	for (unsigned int i = 0; i < rx->n_recv;) {
+		struct held *r = &rx->recv[i];
+		unio_status_t st = unio_request_test(r->req, NULL);
+
+		if (st == UNIO_INPROGRESS) {
+			i++;
+			continue;
+		}
+		unio_request_free(r->req);
+		reply(r->reply, r->h.seq, st == UNIO_OK ? check(&r->h, r->buf, r->len) : st);
+		free(r->buf);
+		rx->done++;
+		*r = rx->recv[--rx->n_recv];
+	}
+}
+
 static unio_status_t
 on_data(void *arg, const void *header, size_t hlen, void *data, size_t len,
 	const struct unio_am_recv_param *p)
 {
 	struct rx *rx = arg;
 	struct msg_hdr h;
-	unio_status_t st;
 
 	if (!header_ok(header, hlen, &h) || p->reply_ep == NULL) {
 		rx->bad++;
@@ -123,10 +173,7 @@ on_data(void *arg, const void *header, size_t hlen, void *data, size_t len,
 		rx->held[rx->n_held++] = (struct held){ data, len, h, p->reply_ep, true };
 		return UNIO_INPROGRESS;
 	}
-	st = unio_am_recv_data(rx->w, data, rx->buf, MAX_SIZE, NULL, NULL);
-	reply(p->reply_ep, h.seq, st == UNIO_OK ? check(&h, rx->buf, len) : st);
-	rx->done++;
-	return UNIO_OK;
+	return recv_now(rx, data, len, &h, p->reply_ep);
 }
 
 static unio_status_t
@@ -166,17 +213,15 @@ rx_poll(struct rx *rx)
 		unio_status_t st;
 
 		if (hd->rndv) {
-			memset(rx->buf, 0, RTE_MIN(hd->len + 1, (size_t)MAX_SIZE));
-			st = unio_am_recv_data(rx->w, hd->ptr, rx->buf, MAX_SIZE, NULL, NULL);
-			if (st == UNIO_OK)
-				st = check(&hd->h, rx->buf, hd->len);
-			reply(hd->reply, hd->h.seq, st);
-		} else {
-			reply(hd->reply, hd->h.seq, check(&hd->h, hd->ptr, hd->len));
-			unio_am_data_release(rx->w, hd->ptr);
+			recv_now(rx, hd->ptr, hd->len, &hd->h, hd->reply);
+			continue;
 		}
+		st = check(&hd->h, hd->ptr, hd->len);
+		reply(hd->reply, hd->h.seq, st);
+		unio_am_data_release(rx->w, hd->ptr);
 		rx->done++;
 	}
+	recv_poll(rx);
 }
 
 static unio_status_t
