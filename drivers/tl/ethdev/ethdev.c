@@ -294,7 +294,7 @@ frame_commit(struct eth_ep *ep, struct rte_mbuf *m, uint16_t len, uint64_t now)
 	struct eth_slot *s = &ep->snd[ep->snd_nxt % ETH_WIN];
 
 	stamp(ep, m, now);
-	rte_mbuf_refcnt_update(m, 1);
+	rte_pktmbuf_refcnt_update(m, 1);       /* every segment: the window keeps the chain */
 	s->m = m;
 	s->tx_tsc = now;
 	s->len = len;
@@ -345,6 +345,107 @@ send_msg(struct eth_ep *ep, uint8_t id, const struct iovec *iov, size_t iovcnt, 
 	return UNIO_OK;
 }
 
+/* ---- zero copy: frames whose payload segments are the user's memory ---- */
+
+/* The last frame referencing a zero-copy message was freed (acked and sent): complete it. */
+static void
+zc_done(void *addr, void *opaque)
+{
+	struct eth_zc *z = opaque;
+	struct eth_ep *ep = z->ep;
+
+	RTE_SET_USED(addr);
+	unio_tl_completion_done(z->comp, ep->failed ? ep->fail_status : UNIO_OK);
+	z->next_free = ep->zc_free;
+	ep->zc_free = z;
+}
+
+/* Chain @p len bytes at the cursor to @p h as external segments taken from @p segs. */
+static void
+zc_attach(struct eth_zc *z, struct rte_mbuf *h, struct iov_cursor *c, size_t len,
+	  struct rte_mbuf **segs, unsigned int *used)
+{
+	while (len != 0) {
+		size_t n = RTE_MIN(len, c->iov[c->vi].iov_len - c->off);
+		uint8_t *a = (uint8_t *)c->iov[c->vi].iov_base + c->off;
+		struct rte_mbuf *seg = segs[(*used)++];
+
+		rte_mbuf_ext_refcnt_update(&z->shinfo, 1);
+		rte_pktmbuf_attach_extbuf(seg, a, rte_eal_iova_mode() == RTE_IOVA_VA ?
+					  (rte_iova_t)(uintptr_t)a : RTE_BAD_IOVA,
+					  (uint16_t)n, &z->shinfo);
+		seg->data_len = (uint16_t)n;
+		seg->pkt_len = (uint32_t)n;
+		RTE_VERIFY(rte_pktmbuf_chain(h, seg) == 0);
+		len -= n;
+		c->off += n;
+		if (c->off == c->iov[c->vi].iov_len && c->vi + 1 < c->cnt) {
+			c->vi++;
+			c->off = 0;
+		}
+	}
+}
+
+/* Build frame @p f of a zero-copy message: headers + inline @p hdr, then user segments. */
+static void
+zc_frame(struct eth_ep *ep, struct eth_zc *z, struct rte_mbuf *h, uint8_t id,
+	 const void *hdr, size_t hdr_len, struct iov_cursor *cur, size_t total, size_t off,
+	 struct rte_mbuf **segs, unsigned int *used)
+{
+	uint16_t len = (uint16_t)RTE_MIN(total - off, (size_t)ep->ei->frag);
+	uint16_t inl = (uint16_t)(off < hdr_len ? RTE_MIN(hdr_len - off, (size_t)len) : 0);
+	struct eth_wire *w = wire_init(ep, h, ETH_FT_DATA, inl);
+
+	RTE_VERIFY(w != NULL);
+	memcpy(w + 1, (const uint8_t *)hdr + off, inl);
+	w->flags = (uint8_t)((off == 0 ? ETH_FF_FIRST : 0) |
+			     (off + len == total ? ETH_FF_LAST : 0));
+	w->am_id = id;
+	w->len = len;
+	w->msg_len = (uint32_t)total;
+	zc_attach(z, h, cur, len - inl, segs, used);
+}
+
+/* Send hdr + iov with frames that point at the user's memory; comp runs when all are acked. */
+static unio_status_t
+send_zc(struct eth_ep *ep, uint8_t id, const void *hdr, size_t hdr_len,
+	const struct iovec *iov, size_t iovcnt, size_t total, struct unio_tl_completion *comp)
+{
+	struct eth_iface *ei = ep->ei;
+	uint32_t nfr = (uint32_t)((total + ei->frag - 1) / ei->frag);
+	unsigned int nseg = nfr + (unsigned int)iovcnt, used = 0;
+	struct rte_mbuf *hs[ETH_MAX_FRAGS], *segs[ETH_MAX_FRAGS + UNIO_TL_MAX_IOV];
+	struct iov_cursor cur = { .iov = iov, .cnt = iovcnt };
+	struct eth_zc *z = ep->zc_free;
+	uint64_t now = rte_rdtsc();
+
+	if (z == NULL || !can_send(ep, nfr) || rte_pktmbuf_alloc_bulk(ei->mp, hs, nfr) != 0)
+		return UNIO_ERR_NO_RESOURCE;
+	if (rte_pktmbuf_alloc_bulk(ei->mp, segs, nseg) != 0) {
+		rte_pktmbuf_free_bulk(hs, nfr);
+		return UNIO_ERR_NO_RESOURCE;
+	}
+	ep->zc_free = z->next_free;
+	z->comp = comp;
+	z->ep = ep;
+	z->shinfo.free_cb = zc_done;
+	z->shinfo.fcb_opaque = z;
+	rte_mbuf_ext_refcnt_set(&z->shinfo, 1);          /* ours while building */
+	for (uint32_t f = 0; f < nfr; f++) {
+		size_t off = (size_t)f * ei->frag;
+
+		zc_frame(ep, z, hs[f], id, hdr, hdr_len, &cur, total, off, segs, &used);
+		frame_commit(ep, hs[f], (uint16_t)RTE_MIN(total - off, (size_t)ei->frag), now);
+	}
+	if (used < nseg)
+		rte_pktmbuf_free_bulk(segs + used, nseg - used);
+	if (rte_mbuf_ext_refcnt_update(&z->shinfo, -1) == 0)
+		zc_done(NULL, z);
+	ei->st.tx_zcopy++;
+	eth_txq_flush(ei);
+	return UNIO_INPROGRESS;
+}
+
 static unio_status_t
 eth_am_short(struct unio_tl_ep *tep, uint8_t id, uint64_t hdr, const void *payload, size_t len)
 {
@@ -383,10 +484,17 @@ eth_am_zcopy(struct unio_tl_ep *tep, uint8_t id, const void *hdr, size_t hdr_len
 	     const struct iovec *iov, size_t iovcnt, unsigned int flags,
 	     struct unio_tl_completion *comp)
 {
+	struct eth_ep *ep = (struct eth_ep *)tep;
 	struct iovec v[UNIO_TL_MAX_IOV + 1];
 	size_t total = hdr_len, n = 0;
 
-	RTE_SET_USED(flags), RTE_SET_USED(comp);
+	RTE_SET_USED(flags);
+	for (size_t i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+	if (comp != NULL && ep->ei->tx_multiseg && total - hdr_len >= ETH_ZCOPY_MIN &&
+	    !ep->failed)
+		return send_zc(ep, id, hdr, hdr_len, iov, iovcnt, total, comp);
+	total = hdr_len;
 	if (hdr_len != 0)
 		v[n++] = (struct iovec){ .iov_base = (void *)(uintptr_t)hdr, .iov_len = hdr_len };
 	for (size_t i = 0; i < iovcnt && n < RTE_DIM(v); i++) {
@@ -396,7 +504,7 @@ eth_am_zcopy(struct unio_tl_ep *tep, uint8_t id, const void *hdr, size_t hdr_len
 	if (n == 0)
 		v[n++] = (struct iovec){ .iov_base = NULL, .iov_len = 0 };
 	/* the payload is copied into the frames: nothing to wait for */
-	return send_msg((struct eth_ep *)tep, id, v, n, total);
+	return send_msg(ep, id, v, n, total);
 }
 
 static unio_status_t
@@ -656,6 +764,10 @@ ep_alloc(struct eth_iface *ei, const struct eth_addr *peer)
 	ep->peer_edge = ETH_WIN;
 	ep->rto = ei->rto_min;
 	ep->rto_cur = ei->rto_min;
+	for (unsigned int i = 0; i < ETH_MAX_COMPS; i++) {
+		ep->zc[i].next_free = ep->zc_free;
+		ep->zc_free = &ep->zc[i];
+	}
 	eth_hdr_template(ei, peer, ep->hdr_tmpl);
 	ei->peers[ei->n_peers++] = ep;
 	return ep;
@@ -679,6 +791,10 @@ ep_free(struct eth_ep *ep)
 	ei->n_ack = j;
 	if (ei->last_peer == ep)
 		ei->last_peer = NULL;
+	if (!ep->failed) {
+		ep->failed = true;             /* zero-copy completions still pending fail */
+		ep->fail_status = UNIO_ERR_CANCELED;
+	}
 	snd_release(ep);
 	comps_complete(ep, true, UNIO_ERR_CANCELED);
 	for (i = 0; i < ETH_WIN; i++)

@@ -6,6 +6,7 @@
  */
 
 #include <arpa/inet.h>
+#include <inttypes.h>
 #include <net/if.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -39,6 +40,7 @@
 struct eth_port {
 	bool configured;
 	bool tx_csum;          /**< the PMD computes IPv4 and UDP checksums */
+	bool tx_multiseg;      /**< the PMD sends mbuf chains */
 	uint16_t nq;           /**< queue pairs configured */
 	uint16_t n_open;       /**< ifaces open (queues taken) */
 	uint16_t base_port;    /**< UDP port of queue 0's iface (host order) */
@@ -71,7 +73,13 @@ port_setup(uint16_t pid, struct eth_port *p, unsigned int want_q)
 		conf.txmode.offloads |= ETH_TX_CSUM;
 	if (rc == 0 && (info.rx_offload_capa & ETH_RX_CSUM) == ETH_RX_CSUM)
 		conf.rxmode.offloads |= ETH_RX_CSUM;
+	if (rc == 0 && (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0)
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 	p->tx_csum = (conf.txmode.offloads & ETH_TX_CSUM) != 0;
+	p->tx_multiseg = (conf.txmode.offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
+	if (rc == 0)
+		ETH_LOG(INFO, "port %u (%s): tx offloads 0x%" PRIx64 ", rx offloads 0x%" PRIx64,
+			pid, info.driver_name, info.tx_offload_capa, info.rx_offload_capa);
 	p->nq = (uint16_t)RTE_MIN(want_q, (unsigned int)ETH_MAX_QUEUES);
 	if (rc == 0 && info.max_rx_queues < p->nq)
 		p->nq = info.max_rx_queues;
@@ -309,6 +317,7 @@ port_open_locked(struct eth_iface *ei, const struct unio_config *cfg, const char
 	ei->mp = p->mp;
 	iface_frag(ei);
 	ei->tx_csum = p->tx_csum;
+	ei->tx_multiseg = p->tx_multiseg;
 	p->owner[q] = ei;
 	p->n_open++;
 	return UNIO_OK;
@@ -501,7 +510,9 @@ eth_frame_finish(struct eth_iface *ei, struct rte_mbuf *m, uint16_t l4_payload)
 		return;
 	}
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
+	udp->dgram_cksum = m->nb_segs == 1 ? rte_ipv4_udptcp_cksum(ip, udp) :
+			   rte_ipv4_udptcp_cksum_mbuf(m, ip, sizeof(struct rte_ether_hdr) +
+						      sizeof(*ip));
 }
 
 /* ---- rx: ARP, ICMP, classification ---- */
@@ -818,7 +829,7 @@ static const char *const stat_names[] = {
 	"rx_ooo", "msgs_delivered", "arp_replies", "arp_requests", "arp_learned", "icmp_replies",
 	"drop_other_proto", "drop_not_ours", "drop_truncated", "drop_bad_csum", "drop_bad_len",
 	"drop_bad_hdr", "drop_unknown_conn", "drop_bad_seq", "drop_bad_msg", "drop_no_peer",
-	"tx_no_mbuf", "rx_steered", "drop_steer_full",
+	"tx_no_mbuf", "rx_steered", "drop_steer_full", "tx_zcopy",
 };
 
 static int

@@ -37,6 +37,7 @@ extern int ethdev_logtype;
 #define ETH_MAX_MSG      (64u * 1024u)
 #define ETH_MAX_COMPS    64u
 #define ETH_ZCOPY_HDR    128u
+#define ETH_ZCOPY_MIN    8192u     /* am_zcopy payloads from which frames reference user memory */
 #define ETH_ARP_MAX      32u
 #define ETH_MAX_QUEUES   16u
 #define ETH_JUMBO_MTU      9000u
@@ -112,6 +113,16 @@ struct eth_arp {
 	uint64_t next;         /**< TSC of the next request */
 };
 
+struct eth_ep;
+
+/** One zero-copy message: its frames reference the user's memory until all are freed. */
+struct eth_zc {
+	struct rte_mbuf_ext_shared_info shinfo;
+	struct unio_tl_completion *comp;
+	struct eth_ep *ep;
+	struct eth_zc *next_free;
+};
+
 struct eth_iface;
 
 struct eth_ep {
@@ -133,6 +144,8 @@ struct eth_ep {
 	unsigned int n_timeouts;
 	unsigned int n_comps;
 	struct eth_comp comps[ETH_MAX_COMPS];
+	struct eth_zc *zc_free;
+	struct eth_zc zc[ETH_MAX_COMPS];
 	struct eth_slot snd[ETH_WIN];
 	/* receive side */
 	uint32_t rcv_nxt;
@@ -156,6 +169,7 @@ struct eth_iface {
 	uint16_t frag;         /**< payload bytes per frame */
 	uint16_t ip_id;
 	bool tx_csum;           /**< checksums offloaded to the PMD */
+	bool tx_multiseg;       /**< the PMD sends mbuf chains: zero copy possible */
 	struct eth_addr addr;
 	struct rte_mempool *mp;
 	uint64_t tsc_hz;

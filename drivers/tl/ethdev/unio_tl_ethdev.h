@@ -51,6 +51,7 @@ struct unio_tl_ethdev_stats {
 	uint64_t tx_no_mbuf;         /**< mbuf pool empty on send */
 	uint64_t rx_steered;         /**< frames handed to another iface of the port */
 	uint64_t drop_steer_full;    /**< ... dropped because its inbox was full */
+	uint64_t tx_zcopy;           /**< messages sent from user memory (no copy) */
 };
 
 /**
