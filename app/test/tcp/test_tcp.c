@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include "../api/api_common.h"
 #include "tcp_common.h"
 #include "tcp_priv.h"
 #include "unio_test.h"
@@ -229,6 +230,181 @@ UNIO_TEST(tcp_stream_netns, mp)
 UNIO_TEST(tcp_rma_netns, mp)
 {
 	return run_netns("rma");
+}
+
+/* ---- tagged messages through the public API, across the namespaces ---- */
+
+#define API_PORT   13350
+#define SIZES_TAG  0x5151000000000000ull
+#define DONE_TAG   0x5151000000000001ull
+#define MAX_SIZES  24
+#define NETNS_IP_A "10.99.77.1"
+
+static struct sockaddr_in
+api_server_addr(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(API_PORT) };
+
+	inet_pton(AF_INET, NETNS_IP_A, &a.sin_addr);
+	return a;
+}
+
+struct accept_slot {
+	unio_worker_t *w;
+	unio_ep_t *ep;
+};
+
+static void
+api_on_conn(unio_conn_request_t *cr, void *arg)
+{
+	struct accept_slot *s = arg;
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_CONN_REQUEST, .conn_request = cr };
+	unio_status_t st;
+
+	s->ep = unio_ep_create(s->w, &p, &st);
+	if (s->ep == NULL)
+		TEST_LOG("accept: %s", unio_status_string(st));
+}
+
+/* Receive the size list, then every message; check each against its tag's pattern. */
+static int
+api_serve(unio_worker_t *w, unio_ep_t *ep)
+{
+	uint64_t sizes[MAX_SIZES], good = 0;
+	struct unio_recv_info info;
+	uint8_t *buf = malloc(8 << 20), *want = malloc(8 << 20);
+	unsigned int n = 0;
+
+	if (buf != NULL && want != NULL &&
+	    api_recv(w, sizes, sizeof(sizes), SIZES_TAG, UINT64_MAX, &info) == UNIO_OK)
+		n = (unsigned int)(info.length / sizeof(sizes[0]));
+	for (unsigned int i = 0; i < n; i++) {
+		unio_status_t st = api_recv(w, buf, sizes[i], i + 1, UINT64_MAX, &info);
+
+		test_fill(want, sizes[i], i + 1);
+		if (st == UNIO_OK && info.length == sizes[i] && memcmp(buf, want, sizes[i]) == 0)
+			good++;
+		else
+			TEST_LOG("server: message %u (%" PRIu64 " bytes): %s", i, sizes[i],
+				 unio_status_string(st));
+	}
+	free(buf);
+	free(want);
+	if (n == 0 || api_send(w, ep, &good, sizeof(good), DONE_TAG, 0) != UNIO_OK)
+		return 3;
+	return good == n ? 0 : 4;
+}
+
+UNIO_TEST_CHILD(tcp_api_server)
+{
+	unio_context_t *ctx = api_ctx(NULL);
+	unio_worker_t *w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	struct sockaddr_in a = api_server_addr();
+	struct accept_slot slot = { .w = w };
+	struct unio_listener_params lp = {
+		.field_mask = UNIO_LISTENER_PARAM_SOCKADDR | UNIO_LISTENER_PARAM_HANDLER,
+		.sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a),
+		.conn_handler = api_on_conn, .arg = &slot,
+	};
+	unio_listener_t *l;
+	unio_status_t st;
+	int r = 5;
+
+	RTE_SET_USED(argc), RTE_SET_USED(argv);
+	if (w == NULL)
+		return 2;
+	l = unio_listener_create(w, &lp, &st);
+	if (l == NULL)
+		TEST_LOG("server: listen: %s", unio_status_string(st));
+	if (l != NULL && api_progress_until(w, (volatile int *)&slot.ep, 20000)) {
+		r = api_serve(w, slot.ep);
+		unio_ep_close(slot.ep, UNIO_EP_CLOSE_FLUSH, NULL);
+	}
+	unio_listener_destroy(l);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return r;
+}
+
+static int
+api_client_run(unio_worker_t *w, unio_ep_t *ep)
+{
+	size_t sz[MAX_SIZES];
+	uint64_t sizes[MAX_SIZES], good = 0;
+	unsigned int n = api_size_classes(ep, 8 << 20, sz);
+	struct unio_recv_info info;
+	uint8_t *buf = malloc(8 << 20);
+
+	for (unsigned int i = 0; i < n; i++)
+		sizes[i] = sz[i];
+	if (buf == NULL || api_send(w, ep, sizes, n * sizeof(sizes[0]), SIZES_TAG, 0) != UNIO_OK)
+		return 3;
+	for (unsigned int i = 0; i < n; i++) {
+		test_fill(buf, sizes[i], i + 1);
+		if (api_send(w, ep, buf, sizes[i], i + 1, i % 3 == 2) != UNIO_OK) {
+			TEST_LOG("client: send %u of %" PRIu64 " bytes failed", i, sizes[i]);
+			return 4;
+		}
+	}
+	free(buf);
+	if (api_recv(w, &good, sizeof(good), DONE_TAG, UINT64_MAX, &info) != UNIO_OK ||
+	    good != n) {
+		TEST_LOG("client: the server got %" PRIu64 " of %u right", good, n);
+		return 5;
+	}
+	TEST_LOG("client: %u tagged messages of 0 to %" PRIu64 " bytes checked by the server", n,
+		 sizes[n - 1]);
+	return 0;
+}
+
+UNIO_TEST_CHILD(tcp_api_client)
+{
+	unio_context_t *ctx = api_ctx(NULL);
+	unio_worker_t *w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	struct sockaddr_in a = api_server_addr();
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_SOCKADDR,
+				    .sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a) };
+	unio_status_t st = UNIO_ERR_UNREACHABLE;
+	unio_ep_t *ep = NULL;
+	int r = 2;
+
+	RTE_SET_USED(argc), RTE_SET_USED(argv);
+	/* the server may not listen yet: retry a refused connection for up to 10 s */
+	for (int i = 0; w != NULL && ep == NULL && i < 1000 && st == UNIO_ERR_UNREACHABLE; i++) {
+		ep = unio_ep_create(w, &p, &st);
+		if (ep == NULL)
+			usleep(10000);
+	}
+	if (ep != NULL) {
+		r = api_client_run(w, ep);
+		unio_ep_close(ep, UNIO_EP_CLOSE_FLUSH, NULL);
+	} else {
+		TEST_LOG("client: connect: %s", unio_status_string(st));
+	}
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return r;
+}
+
+UNIO_TEST(tcp_api_tag_netns, mp)
+{
+	struct netns n;
+	pid_t srv, cli;
+	int rs, rc;
+
+	if (geteuid() != 0)
+		TEST_SKIP_BECAUSE("network namespaces need root");
+	if (netns_up(&n) != 0)
+		TEST_SKIP_BECAUSE("ip netns / veth not available here");
+	setenv("UNIO_TLS", "tcp", 1);
+	srv = t_spawn_ns(n.a, "tcp_api_server", NULL);
+	cli = t_spawn_ns(n.b, "tcp_api_client", NULL);
+	unsetenv("UNIO_TLS");
+	rc = cli > 0 ? test_wait(cli, 50000) : -1;
+	rs = srv > 0 ? test_wait(srv, 10000) : -1;
+	netns_down(&n);
+	TEST_ASSERT(rc == 0 && rs == 0, "client exit %d, server exit %d", rc, rs);
+	return TEST_OK;
 }
 
 /* ---- one process ---- */
