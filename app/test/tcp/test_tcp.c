@@ -232,6 +232,113 @@ UNIO_TEST(tcp_rma_netns, mp)
 	return run_netns("rma");
 }
 
+/* ---- a silent peer: keepalive ---- */
+
+static bool
+peer_known(struct tpeer *p)
+{
+	return p->ep != NULL;
+}
+
+static bool
+got_error(struct tpeer *p)
+{
+	return p->ep_errors > 0;
+}
+
+/* argv: write fd, device.  Waits for a client, then for its ep to fail; 0 on TIMED_OUT. */
+UNIO_TEST_CHILD(tcp_ka_server)
+{
+	char hex[2 * UNIO_TL_ADDR_MAX + 1];
+	struct tpeer p;
+	int wfd;
+
+	if (argc < 2 || tpeer_open(&p, argv[1]) != 0)
+		return 10;
+	wfd = atoi(argv[0]);
+	t_hex(p.addr, p.iface->attr.iface_addr_len, hex);
+	dprintf(wfd, "%s -\n", hex);
+	if (!tpeer_wait(&p, peer_known, 10000))
+		return 11;
+	dprintf(wfd, "up\n");
+	close(wfd);
+	if (!tpeer_wait(&p, got_error, 30000))
+		return 12;
+	TEST_LOG("server: the silent peer's ep failed: %s", unio_status_string(p.last_err));
+	return p.last_err == UNIO_ERR_TIMED_OUT ? 0 : 13;
+}
+
+/* argv: device, server address.  Says hello, then goes silent. */
+UNIO_TEST_CHILD(tcp_ka_client)
+{
+	uint8_t addr[UNIO_TL_ADDR_MAX];
+	struct tpeer p;
+
+	if (argc < 2 || tpeer_open(&p, argv[0]) != 0 ||
+	    t_unhex(argv[1], addr, p.iface->attr.iface_addr_len) != 0 ||
+	    tpeer_connect(&p, addr) != 0)
+		return 10;
+	while (unio_tl_ep_am_short(p.ep, T_AM_HELLO, 0, p.addr, p.iface->attr.iface_addr_len) ==
+	       UNIO_ERR_NO_RESOURCE)
+		unio_tl_iface_progress(p.iface);
+	for (int i = 0; i < 100000; i++)
+		unio_tl_iface_progress(p.iface);
+	alarm(40);
+	pause();
+	return 0;
+}
+
+/*
+ * The link to an idle peer goes down: no reset, no EOF, only keepalive probes that nobody
+ * answers.  The ep fails with UNIO_ERR_TIMED_OUT (UNIO_TCP_KEEPALIVE=1s idle, then probes
+ * until UNIO_PEER_TIMEOUT=3s without an answer) and no request is needed to notice it.
+ */
+UNIO_TEST(tcp_keepalive_netns, mp)
+{
+	char wfd[16], line[512], *sp;
+	struct netns n;
+	int fds[2], rs;
+	pid_t srv, cli = -1;
+
+	if (geteuid() != 0)
+		TEST_SKIP_BECAUSE("network namespaces need root");
+	if (netns_up(&n) != 0)
+		TEST_SKIP_BECAUSE("ip netns / veth not available here");
+	if (pipe(fds) != 0) {
+		netns_down(&n);
+		return TEST_FAIL;
+	}
+	snprintf(wfd, sizeof(wfd), "%d", fds[1]);
+	setenv("UNIO_TCP_KEEPALIVE", "1s", 1);
+	setenv("UNIO_PEER_TIMEOUT", "3s", 1);
+	{
+		const char *sargs[] = { wfd, n.va, NULL };
+
+		srv = t_spawn_ns(n.a, "tcp_ka_server", sargs);
+	}
+	unsetenv("UNIO_TCP_KEEPALIVE");
+	unsetenv("UNIO_PEER_TIMEOUT");
+	close(fds[1]);
+	if (srv > 0 && t_read_line(fds[0], line, sizeof(line), 10000) == 0 &&
+	    (sp = strchr(line, ' ')) != NULL) {
+		const char *cargs[] = { n.vb, line, NULL };
+
+		*sp = '\0';
+		cli = t_spawn_ns(n.b, "tcp_ka_client", cargs);
+	}
+	if (cli > 0 && t_read_line(fds[0], line, sizeof(line), 10000) == 0)
+		test_system("ip -n %s link set %s down", n.b, n.vb);
+	close(fds[0]);
+	rs = srv > 0 ? test_wait(srv, 30000) : -1;
+	if (cli > 0) {
+		kill(cli, SIGKILL);
+		waitpid(cli, NULL, 0);
+	}
+	netns_down(&n);
+	TEST_ASSERT(rs == 0, "server exit %d", rs);
+	return TEST_OK;
+}
+
 /* ---- tagged messages through the public API, across the namespaces ---- */
 
 #define API_PORT   13350
