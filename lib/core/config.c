@@ -120,9 +120,9 @@ static const struct cfg_row cfg_table[] = {
 	  "Bytes of the shared staging segment each shm peer pair has for medium and pipelined "
 	  "messages." },
 	{ "TCP_KEEPALIVE", CFG_TIME, "5s", OFF(tcp_keepalive_ns), NULL, 0, 0,
-	  "Idle time before the tcp driver probes a silent peer (TCP keepalive: 3 probes 1 s "
-	  "apart, then the endpoint fails with UNIO_ERR_TIMED_OUT); 'inf' or 0 disables it.  "
-	  "Consumer: the tcp driver." },
+	  "Idle time before the tcp driver probes a silent peer (TCP keepalive, probes 1 s "
+	  "apart; the endpoint fails with UNIO_ERR_TIMED_OUT once they went unanswered for "
+	  "UNIO_PEER_TIMEOUT); 'inf' or 0 disables it.  Consumer: the tcp driver." },
 	{ "TCP_POLL_MODE", CFG_ENUM, "busy", OFF(tcp_poll_mode), tcp_poll_modes, 0, 0,
 	  "How the tcp driver finds sockets with data: 'busy' reads every connection on each "
 	  "progress call (lowest latency, few peers), 'epoll' asks epoll which sockets are "
