@@ -11,6 +11,7 @@
  */
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,8 @@
 #include "ethdev_priv.h"
 
 RTE_LOG_REGISTER(ethdev_logtype, unio.drv.ethdev, WARNING);
+
+static_assert((ETH_L2L3L4 + sizeof(struct eth_wire)) % 8 == 0, "payload alignment");
 
 #define ETH_INIT_CWND      16.0
 #define ETH_MIN_CWND       2.0

@@ -74,7 +74,7 @@ struct eth_wire {
 	uint64_t sack;         /**< bit i: ack + 1 + i was received */
 	uint64_t tsc;          /**< sender's TSC at transmission */
 	uint64_t tsc_echo;     /**< the peer's tsc of the latest data frame received */
-	uint8_t pad[6];        /**< so that the payload starts 8-byte aligned in the frame */
+	uint8_t pad[2];        /**< 62 bytes: the payload starts 8-byte aligned in the frame */
 } __rte_packed;
 
 /** The iface address: what a peer needs to reach us (network byte order for IP/port). */
