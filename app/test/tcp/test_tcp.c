@@ -11,6 +11,8 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <poll.h>
+#include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -998,4 +1000,235 @@ UNIO_TEST(tcp_malformed_frames, mp)
 	TEST_ASSERT_EQ(s.malformed, 5);
 	TEST_ASSERT_EQ(p.raw_frames, 1);
 	return TEST_OK;
+}
+
+/* ---- driver-level benchmark (slow suite: prints numbers, asserts only on data) ---- */
+
+#define B_AM_PING  6
+#define B_AM_BULK  7
+#define B_AM_COUNT 8
+
+struct bench {
+	struct tpeer *p;
+	uint64_t pongs, bytes, count;
+};
+
+static void
+pin_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+static unio_status_t
+b_on_ping(void *arg, const void *data, size_t len, unsigned int flags)
+{
+	struct bench *b = arg;
+	uint64_t h;
+
+	RTE_SET_USED(flags);
+	memcpy(&h, data, sizeof(h));
+	b->pongs++;
+	if (b->p->peer_known)  /* the echo side answers every ping */
+		while (unio_tl_ep_am_short(b->p->ep, B_AM_PING, h, (const uint8_t *)data + 8,
+					   len - 8) == UNIO_ERR_NO_RESOURCE)
+			unio_tl_iface_progress(b->p->iface);
+	return UNIO_OK;
+}
+
+static unio_status_t
+b_on_bulk(void *arg, const void *data, size_t len, unsigned int flags)
+{
+	struct bench *b = arg;
+
+	RTE_SET_USED(data), RTE_SET_USED(flags);
+	b->bytes += len;
+	return UNIO_OK;
+}
+
+static unio_status_t
+b_on_count(void *arg, const void *data, size_t len, unsigned int flags)
+{
+	struct bench *b = arg;
+
+	RTE_SET_USED(len), RTE_SET_USED(flags);
+	memcpy(&b->count, data, 8);
+	if (b->p->peer_known)
+		unio_tl_ep_am_short(b->p->ep, B_AM_COUNT, b->bytes, NULL, 0);
+	return UNIO_OK;
+}
+
+static void
+bench_handlers(struct tpeer *p, struct bench *b)
+{
+	b->p = p;
+	unio_tl_iface_set_am_handler(p->iface, B_AM_PING, b_on_ping, b);
+	unio_tl_iface_set_am_handler(p->iface, B_AM_BULK, b_on_bulk, b);
+	unio_tl_iface_set_am_handler(p->iface, B_AM_COUNT, b_on_count, b);
+}
+
+/* argv: write fd.  Echoes pings, counts bulk bytes, answers COUNT; runs on CPU 0. */
+UNIO_TEST_CHILD(tcp_bench_peer)
+{
+	char hex[2 * UNIO_TL_ADDR_MAX + 1];
+	struct bench b = { 0 };
+	struct tpeer p;
+	int wfd;
+
+	if (argc < 1 || tpeer_open(&p, "lo") != 0)
+		return 10;
+	pin_cpu(0);
+	bench_handlers(&p, &b);
+	wfd = atoi(argv[0]);
+	t_hex(p.addr, p.iface->attr.iface_addr_len, hex);
+	dprintf(wfd, "%s -\n", hex);
+	close(wfd);
+	alarm(60);
+	while (p.ep_errors == 0)  /* until the benchmark closes */
+		unio_tl_iface_progress(p.iface);
+	tpeer_close(&p);
+	return 0;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int
+bench_lat(struct tpeer *p, struct bench *b, unsigned int iters)
+{
+	uint64_t *t = malloc(iters * sizeof(*t)), pay = 0;
+
+	if (t == NULL)
+		return -1;
+	for (unsigned int i = 0; i < iters + 1000; i++) {
+		uint64_t t0 = now_ns(), want = b->pongs + 1;
+
+		while (unio_tl_ep_am_short(p->ep, B_AM_PING, i, &pay, 0) == UNIO_ERR_NO_RESOURCE)
+			unio_tl_iface_progress(p->iface);
+		while (b->pongs < want && p->ep_errors == 0)
+			unio_tl_iface_progress(p->iface);
+		if (i >= 1000)
+			t[i - 1000] = now_ns() - t0;
+	}
+	qsort(t, iters, sizeof(*t), cmp_u64);
+	printf("tcp am_short 8 B ping-pong (half round trip): p50 %.2f us  p99 %.2f us  "
+	       "p99.9 %.2f us  (%u iterations)\n", t[iters / 2] / 2000.0,
+	       t[iters * 99 / 100] / 2000.0, t[iters * 999 / 1000] / 2000.0, iters);
+	free(t);
+	return b->pongs == iters + 1000 ? 0 : -1;
+}
+
+static size_t
+pack_bulk(void *dest, void *arg)
+{
+	memset(dest, 0x5a, 64 * 1024);
+	RTE_SET_USED(arg);
+	return 64 * 1024;
+}
+
+/* Stream 64 KiB messages for about @p ms; the peer's byte count must match. */
+static int
+bench_bw(struct tpeer *p, struct bench *b, bool zcopy, int ms)
+{
+	static uint8_t buf[64 * 1024];
+	struct iovec iov = { buf, sizeof(buf) };
+	uint64_t sent = 0, t0 = now_ns(), end = t0 + (uint64_t)ms * 1000000, t1, base = b->bytes;
+	struct kslot k = { .done = 1 };
+	uint64_t hdr = 0;
+
+	while (now_ns() < end) {
+		ssize_t r;
+
+		if (zcopy) {
+			if (k.done == 0) {  /* one zcopy in flight at a time: buf is reused */
+				unio_tl_iface_progress(p->iface);
+				continue;
+			}
+			k = (struct kslot){ .c = { .func = kslot_done, .count = 1 } };
+			r = unio_tl_ep_am_zcopy(p->ep, B_AM_BULK, &hdr, sizeof(hdr), &iov, 1, 0,
+						&k.c);
+			if (r == UNIO_OK)
+				k.done = 1;
+			if (r == UNIO_OK || r == UNIO_INPROGRESS)
+				r = (ssize_t)(sizeof(hdr) + sizeof(buf));
+		} else {
+			r = unio_tl_ep_am_bcopy(p->ep, B_AM_BULK, pack_bulk, NULL, 0);
+		}
+		if (r == UNIO_ERR_NO_RESOURCE) {
+			unio_tl_iface_progress(p->iface);
+			continue;
+		}
+		if (r < 0)
+			return -1;
+		sent += (uint64_t)r;
+	}
+	while (!k.done)
+		unio_tl_iface_progress(p->iface);
+	b->count = UINT64_MAX;
+	while (unio_tl_ep_am_short(p->ep, B_AM_COUNT, 0, NULL, 0) == UNIO_ERR_NO_RESOURCE)
+		unio_tl_iface_progress(p->iface);
+	while (b->count == UINT64_MAX && p->ep_errors == 0)
+		unio_tl_iface_progress(p->iface);
+	t1 = now_ns();
+	printf("tcp am_%s 64 KiB stream: %.0f MB/s (%" PRIu64 " bytes in %.2f s)\n",
+	       zcopy ? "zcopy" : "bcopy", sent / ((t1 - t0) / 1e3), sent, (t1 - t0) / 1e9);
+	if (b->count != base + sent) {
+		TEST_LOG("the peer counted %" PRIu64 " bytes, %" PRIu64 " were sent",
+			 b->count - base, sent);
+		return -1;
+	}
+	b->bytes = b->count;  /* the peer's running total, for the next stream */
+	return 0;
+}
+
+UNIO_TEST(tcp_bench, slow)
+{
+	struct bench b = { 0 };
+	uint8_t addr[UNIO_TL_ADDR_MAX];
+	struct tpeer p = { .iface = NULL };
+	uint64_t total = 0;
+	pid_t peer;
+	int r = TEST_FAIL;
+
+	peer = spawn_with_addr("tcp_bench_peer", "-", addr, sizeof(struct tcp_addr));
+	TEST_ASSERT(peer > 0, "peer did not start");
+	pin_cpu(1);
+	if (tpeer_open(&p, "lo") != 0 || tpeer_connect(&p, addr) != 0)
+		goto out;
+	bench_handlers(&p, &b);
+	while (unio_tl_ep_am_short(p.ep, T_AM_HELLO, 0, p.addr, p.iface->attr.iface_addr_len) ==
+	       UNIO_ERR_NO_RESOURCE)
+		unio_tl_iface_progress(p.iface);
+	if (bench_lat(&p, &b, 20000) != 0)
+		goto out;
+	b.bytes = 0;
+	if (bench_bw(&p, &b, false, 1000) != 0)
+		goto out;
+	total = b.bytes;
+	if (bench_bw(&p, &b, true, 1000) != 0)
+		goto out;
+	TEST_LOG("peer counted %" PRIu64 " bulk bytes after bcopy, %" PRIu64 " in all", total,
+		 b.bytes);
+	r = TEST_OK;
+out:
+	tpeer_close(&p);
+	TEST_ASSERT(test_wait(peer, 10000) == 0, "peer exit");
+	return r;
 }
