@@ -765,6 +765,45 @@ mode_fair(struct peer *p, const char *vdev, const char *ip, double deadline)
 	return TEST_OK;
 }
 
+/*
+ * Connecting by IPv4 and UDP port alone: role 0 knows neither the peer's MAC (ARP) nor its
+ * connection id (learned from the first answer) and streams to it; role 1 creates no ep at
+ * all and receives everything, like a listener.
+ */
+static int
+mode_dial(struct peer *p, double deadline)
+{
+	struct unio_tl_ep_params epp = { 0 };
+	double linger = 0;
+
+	if (p->role == 1) {
+		while (now_s() < deadline && (linger == 0 || now_s() < linger)) {
+			if (unio_tl_iface_progress(p->iface) == 0)
+				sched_yield();
+			if (linger == 0 && p->rcvd == p->n_rx)
+				linger = now_s() + 0.5;
+		}
+		TEST_ASSERT_EQ(p->bad, 0);
+		TEST_ASSERT_EQ(p->rcvd, p->n_rx);
+		return TEST_OK;
+	}
+	memset(&p->other.mac, 0, sizeof(p->other.mac));
+	p->other.conn = 0;
+	epp.iface_addr = &p->other;
+	epp.iface_addr_len = sizeof(p->other);
+	TEST_ASSERT_STATUS(unio_tl_ep_create(p->iface, &epp, &p->ep), UNIO_OK);
+	while (now_s() < deadline &&
+	       (p->sent < p->n_tx || unio_tl_ep_flush(p->ep, NULL) != UNIO_OK)) {
+		if (unio_tl_iface_progress(p->iface) == 0)
+			sched_yield();
+		if (p->sent < p->n_tx && send_one(p) == UNIO_OK)
+			p->sent++;
+	}
+	TEST_ASSERT(now_s() < deadline, "sent %" PRIu64, p->sent);
+	unio_tl_ep_destroy(p->ep);
+	return TEST_OK;
+}
+
 /* argv: netns vdev ip role(0|1) file-prefix n sizes(full|small|8k) fuzz-per-kind mode */
 UNIO_TEST_CHILD(ethdev_peer)
 {
@@ -815,6 +854,13 @@ UNIO_TEST_CHILD(ethdev_peer)
 		return rc;
 	}
 	TEST_ASSERT(addr_read(&p, argv[4], !role, deadline) == 0, "no peer address");
+	if (strcmp(mode, "dial") == 0) {
+		p.n_tx = role == 0 ? p.n_tx : 0;
+		p.n_rx = role == 1 ? p.n_rx : 0;
+		rc = mode_dial(&p, deadline);
+		unio_tl_iface_close(p.iface);
+		return rc;
+	}
 	epp.iface_addr = &p.other;
 	epp.iface_addr_len = sizeof(p.other);
 	if (strcmp(mode, "arp") == 0) {
@@ -1092,6 +1138,13 @@ UNIO_TEST(ethdev_tbf_two_flows, mp)
 {
 	return netns_pair(&(struct pair_run){ "bridge", "net_af_packet", "--rate 100mbit",
 					      "1000", "8k", "0", "fair" });
+}
+
+/* An ep from IPv4 and UDP port alone; the receiver has no ep: a listener's view. */
+UNIO_TEST(ethdev_dial, mp)
+{
+	return netns_pair(&(struct pair_run){ "veth", "net_af_packet", "", "3000", "full", "0",
+					      "dial" });
 }
 
 /* Peers known by IPv4 only: ARP (with an unanswered one failing) and a static entry. */

@@ -826,6 +826,8 @@ rx_one(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now)
 	if (w == NULL)
 		return;
 	ep = peer_find(ei, ip->src_addr, udp->src_port);
+	if (ep != NULL && ep->peer.conn == 0 && w->dst_conn == ei->addr.conn)
+		ep->peer.conn = w->src_conn;    /* we dialled this peer: now we know its id */
 	if (ep != NULL && !ep->user_owned && ep->peer.conn != w->src_conn &&
 	    w->type == ETH_FT_DATA && w->seq == 0) {
 		ep_free(ep);        /* the peer restarted: forget its old passive connection */
@@ -968,10 +970,10 @@ eth_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *param
 	struct eth_ep *ep;
 
 	memcpy(&a, params->iface_addr, sizeof(a));
-	if (a.ip == 0 || a.udp_port == 0 || a.conn == 0 || !rte_is_unicast_ether_addr(&a.mac))
+	if (a.ip == 0 || a.udp_port == 0 || !rte_is_unicast_ether_addr(&a.mac))
 		return UNIO_ERR_INVALID_ADDR;
 	ep = peer_find(ei, a.ip, a.udp_port);
-	if (ep != NULL && ep->peer.conn == a.conn && !ep->failed) {
+	if (ep != NULL && (ep->peer.conn == a.conn || a.conn == 0) && !ep->failed) {
 		if (ep->user_owned)
 			return UNIO_ERR_EXISTS;
 	} else {

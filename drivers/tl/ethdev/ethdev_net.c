@@ -779,7 +779,9 @@ udp_check(struct eth_iface *ei, struct rte_mbuf *m, struct rte_ipv4_hdr *ip, uin
 		return drop(m, &ei->st.drop_bad_hdr), NULL;
 	if (w->len != ulen - sizeof(*udp) - sizeof(*w) || (w->type == ETH_FT_ACK && w->len != 0))
 		return drop(m, &ei->st.drop_bad_len), NULL;
-	if (w->dst_conn != ei->addr.conn)
+	/* connection id 0: a peer that dialled our IPv4 and port and has not heard from us */
+	if (w->src_conn == 0 ||
+	    (w->dst_conn != ei->addr.conn && (w->dst_conn != 0 || w->type != ETH_FT_DATA)))
 		return drop(m, &ei->st.drop_unknown_conn), NULL;
 	return w;
 }
