@@ -253,21 +253,27 @@ UNIO_TEST_CHILD(tcp_ka_server)
 {
 	char hex[2 * UNIO_TL_ADDR_MAX + 1];
 	struct tpeer p;
-	int wfd;
+	int wfd, r;
 
 	if (argc < 2 || tpeer_open(&p, argv[1]) != 0)
 		return 10;
 	wfd = atoi(argv[0]);
 	t_hex(p.addr, p.iface->attr.iface_addr_len, hex);
 	dprintf(wfd, "%s -\n", hex);
-	if (!tpeer_wait(&p, peer_known, 10000))
+	if (!tpeer_wait(&p, peer_known, 10000)) {
+		tpeer_close(&p);
 		return 11;
+	}
 	dprintf(wfd, "up\n");
 	close(wfd);
-	if (!tpeer_wait(&p, got_error, 30000))
-		return 12;
-	TEST_LOG("server: the silent peer's ep failed: %s", unio_status_string(p.last_err));
-	return p.last_err == UNIO_ERR_TIMED_OUT ? 0 : 13;
+	r = tpeer_wait(&p, got_error, 30000) ? 0 : 12;
+	if (r == 0)
+		TEST_LOG("server: the silent peer's ep failed: %s",
+			 unio_status_string(p.last_err));
+	if (r == 0 && p.last_err != UNIO_ERR_TIMED_OUT)
+		r = 13;
+	tpeer_close(&p);
+	return r;
 }
 
 /* argv: device, server address.  Says hello, then goes silent. */
