@@ -27,9 +27,9 @@ shm_iface_of(struct unio_tl_iface *iface)
 }
 
 static inline uint64_t *
-line_word(uint8_t *ring, uint64_t pos)
+cell_word(uint8_t *ring, uint64_t pos)
 {
-	return (uint64_t *)(void *)(ring + pos * SHM_LINE);
+	return (uint64_t *)(void *)(ring + pos * SHM_CELL);
 }
 
 /* ---- send ---- */
@@ -41,49 +41,49 @@ credit_slow(struct shm_ep *ep, uint64_t need)
 	if (ep->dead || __atomic_load_n(&ep->peer_hdr->closed, __ATOMIC_ACQUIRE))
 		return UNIO_ERR_CONNECTION_RESET;
 	ep->cached_tail = __atomic_load_n(ep->tail, __ATOMIC_ACQUIRE);
-	if (ep->head + need - ep->cached_tail > ep->credit_lines)
+	if (ep->head + need - ep->cached_tail > ep->credit_cells)
 		return UNIO_ERR_NO_RESOURCE;
 	return UNIO_OK;
 }
 
 /*
- * Room for a message of @p lines lines at the head, contiguous: when it would cross the
- * ring's end, a PAD header skips to the start.  Returns the first line or NULL.
+ * Room for a message of @p cells cells at the head, contiguous: when it would cross the
+ * ring's end, a PAD header skips to the start.  Returns the first cell or NULL.
  */
 static inline uint8_t *
-ring_reserve(struct shm_ep *ep, uint64_t lines, unio_status_t *st)
+ring_reserve(struct shm_ep *ep, uint64_t cells, unio_status_t *st)
 {
 	uint64_t pos = ep->head & ep->mask;
-	uint64_t pad = pos + lines > ep->n_lines ? ep->n_lines - pos : 0;
+	uint64_t pad = pos + cells > ep->n_cells ? ep->n_cells - pos : 0;
 
-	if (unlikely(ep->head + pad + lines - ep->cached_tail > ep->credit_lines)) {
-		*st = credit_slow(ep, pad + lines);
+	if (unlikely(ep->head + pad + cells - ep->cached_tail > ep->credit_cells)) {
+		*st = credit_slow(ep, pad + cells);
 		if (*st != UNIO_OK)
 			return NULL;
 	}
 	if (unlikely(pad != 0)) {
-		__atomic_store_n(line_word(ep->ring, pos),
+		__atomic_store_n(cell_word(ep->ring, pos),
 				 shm_hdr_word(SHM_TYPE_PAD, 0, (uint32_t)pad), __ATOMIC_RELEASE);
 		ep->head += pad;
 		pos = 0;
 	}
-	return ep->ring + pos * SHM_LINE;
+	return ep->ring + pos * SHM_CELL;
 }
 
-/* lines of a message of @p len data bytes: the 8-byte header word, then the data */
+/* cells of a message of @p len data bytes: the 8-byte header word, then the data */
 static inline uint64_t
-msg_lines(size_t len)
+msg_cells(size_t len)
 {
-	return (sizeof(uint64_t) + len + SHM_LINE - 1) / SHM_LINE;
+	return (sizeof(uint64_t) + len + SHM_CELL - 1) / SHM_CELL;
 }
 
 /* the header word last, with release: the receiver sees the data once it sees the header */
 static inline void
-ring_publish(struct shm_ep *ep, uint8_t *line, uint8_t id, size_t len)
+ring_publish(struct shm_ep *ep, uint8_t *cell, uint8_t id, size_t len)
 {
-	__atomic_store_n((uint64_t *)(void *)line, shm_hdr_word(SHM_TYPE_MSG, id, (uint32_t)len),
+	__atomic_store_n((uint64_t *)(void *)cell, shm_hdr_word(SHM_TYPE_MSG, id, (uint32_t)len),
 			 __ATOMIC_RELEASE);
-	ep->head += msg_lines(len);
+	ep->head += msg_cells(len);
 }
 
 static unio_status_t
@@ -92,14 +92,14 @@ shm_am_short(struct unio_tl_ep *tl_ep, uint8_t id, uint64_t hdr, const void *pay
 {
 	struct shm_ep *ep = (struct shm_ep *)tl_ep;
 	unio_status_t st;
-	uint8_t *line = ring_reserve(ep, msg_lines(sizeof(hdr) + len), &st);
+	uint8_t *cell = ring_reserve(ep, msg_cells(sizeof(hdr) + len), &st);
 
-	if (unlikely(line == NULL))
+	if (unlikely(cell == NULL))
 		return st;
-	memcpy(line + 8, &hdr, sizeof(hdr));
+	memcpy(cell + 8, &hdr, sizeof(hdr));
 	if (len != 0)
-		memcpy(line + 16, payload, len);
-	ring_publish(ep, line, id, sizeof(hdr) + len);
+		memcpy(cell + 16, payload, len);
+	ring_publish(ep, cell, id, sizeof(hdr) + len);
 	return UNIO_OK;
 }
 
@@ -110,17 +110,17 @@ shm_am_bcopy(struct unio_tl_ep *tl_ep, uint8_t id, unio_tl_pack_cb_t pack, void 
 	struct shm_ep *ep = (struct shm_ep *)tl_ep;
 	struct shm_iface *si = shm_iface_of(tl_ep->iface);
 	unio_status_t st;
-	uint8_t *line;
+	uint8_t *cell;
 	size_t len;
 
 	RTE_SET_USED(flags);
 	/* the length is known only after packing: reserve the largest message */
-	line = ring_reserve(ep, msg_lines(si->max_data), &st);
-	if (unlikely(line == NULL))
+	cell = ring_reserve(ep, msg_cells(si->max_data), &st);
+	if (unlikely(cell == NULL))
 		return st;
-	len = pack(line + 8, arg);
+	len = pack(cell + 8, arg);
 	RTE_VERIFY(len <= si->max_data);
-	ring_publish(ep, line, id, len);
+	ring_publish(ep, cell, id, len);
 	return (ssize_t)len;
 }
 
@@ -132,22 +132,22 @@ shm_am_zcopy(struct unio_tl_ep *tl_ep, uint8_t id, const void *hdr, size_t hdr_l
 	struct shm_ep *ep = (struct shm_ep *)tl_ep;
 	size_t len = hdr_len, off;
 	unio_status_t st;
-	uint8_t *line;
+	uint8_t *cell;
 
 	RTE_SET_USED(flags), RTE_SET_USED(comp);
 	for (size_t i = 0; i < iovcnt; i++)
 		len += iov[i].iov_len;
 	if (len > shm_iface_of(tl_ep->iface)->max_data)
 		return UNIO_ERR_INVALID_PARAM;
-	line = ring_reserve(ep, msg_lines(len), &st);
-	if (unlikely(line == NULL))
+	cell = ring_reserve(ep, msg_cells(len), &st);
+	if (unlikely(cell == NULL))
 		return st;
 	if (hdr_len != 0)
-		memcpy(line + 8, hdr, hdr_len);
+		memcpy(cell + 8, hdr, hdr_len);
 	off = 8 + hdr_len;
 	for (size_t i = 0; i < iovcnt; off += iov[i].iov_len, i++)
-		memcpy(line + off, iov[i].iov_base, iov[i].iov_len);
-	ring_publish(ep, line, id, len);
+		memcpy(cell + off, iov[i].iov_base, iov[i].iov_len);
+	ring_publish(ep, cell, id, len);
 	return UNIO_OK;   /* copied into the peer's ring: the buffer is free already */
 }
 
@@ -174,11 +174,11 @@ ring_broken(struct shm_iface *si, struct shm_rx_ring *r, uint64_t w)
 }
 
 static inline void
-ring_consumed(struct shm_rx_ring *r, uint64_t pos, uint64_t lines, uint64_t half)
+ring_consumed(struct shm_rx_ring *r, uint64_t pos, uint64_t cells, uint64_t half)
 {
-	for (uint64_t i = 0; i < lines; i++)
-		*line_word(r->ring, pos + i) = 0;
-	r->tail += lines;
+	for (uint64_t i = 0; i < cells; i++)
+		*cell_word(r->ring, pos + i) = 0;
+	r->tail += cells;
 	if (r->tail - r->published >= half) {
 		__atomic_store_n(&r->ctl->tail, r->tail, __ATOMIC_RELEASE);
 		r->published = r->tail;
@@ -191,13 +191,13 @@ ring_skip(struct shm_iface *si, struct shm_rx_ring *r, uint64_t w)
 {
 	uint64_t pos = r->tail & si->mask;
 
-	if (w >> 40 != ((SHM_HDR_MAGIC << 8) | SHM_TYPE_PAD) || (uint32_t)w != si->n_lines - pos) {
+	if (w >> 40 != ((SHM_HDR_MAGIC << 8) | SHM_TYPE_PAD) || (uint32_t)w != si->n_cells - pos) {
 		ring_broken(si, r, w);
 		return false;
 	}
-	ring_consumed(r, pos, 1, si->n_lines / 2);
+	ring_consumed(r, pos, 1, si->n_cells / 2);
 	r->tail += (uint32_t)w - 1;
-	r->next = line_word(r->ring, 0);
+	r->next = cell_word(r->ring, 0);
 	return true;
 }
 
@@ -212,7 +212,7 @@ ring_poll(struct shm_iface *si, struct shm_rx_ring *r)
 		uint64_t w = __atomic_load_n(r->next, __ATOMIC_ACQUIRE);
 		uint32_t len = (uint32_t)w;
 		uint8_t id = (uint8_t)(w >> 32);
-		uint64_t lines = msg_lines(len);
+		uint64_t cells = msg_cells(len);
 
 		if (w == 0)
 			break;
@@ -222,13 +222,13 @@ ring_poll(struct shm_iface *si, struct shm_rx_ring *r)
 			continue;
 		}
 		if (unlikely(id >= UNIO_TL_AM_ID_MAX || len > si->max_data ||
-			     pos + lines > si->n_lines)) {
+			     pos + cells > si->n_cells)) {
 			ring_broken(si, r, w);
 			return n;
 		}
-		unio_tl_iface_invoke_am(&si->super, id, line_word(r->ring, pos) + 1, len, 0);
-		ring_consumed(r, pos, lines, si->n_lines / 2);
-		r->next = line_word(r->ring, r->tail & si->mask);
+		unio_tl_iface_invoke_am(&si->super, id, cell_word(r->ring, pos) + 1, len, 0);
+		ring_consumed(r, pos, cells, si->n_cells / 2);
+		r->next = cell_word(r->ring, r->tail & si->mask);
 		n++;
 	}
 	if (r->tail != r->published) {   /* the ring is empty or we move on: give credit */
@@ -272,15 +272,15 @@ slot_ring(struct shm_seg_hdr *h, const struct shm_geom *g, uint32_t slot)
 	return (uint8_t *)h + g->ring_off + (size_t)slot * g->fifo_size;
 }
 
-/* give a ring back: clear every line's first word (a dead sender may have left a message
+/* give a ring back: clear every cell's first word (a dead sender may have left a message
  * without its header), reset the tail, then free the slot */
 static void
 slot_reclaim(struct shm_iface *si, unsigned int idx)
 {
 	struct shm_rx_ring *r = &si->active[idx];
 
-	for (uint64_t i = 0; i < si->n_lines; i++)
-		*line_word(r->ring, i) = 0;
+	for (uint64_t i = 0; i < si->n_cells; i++)
+		*cell_word(r->ring, i) = 0;
 	__atomic_store_n(&r->ctl->tail, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&r->ctl->state, SHM_SLOT_FREE, __ATOMIC_RELEASE);
 	if (r->pidfd >= 0)
@@ -305,10 +305,10 @@ slot_activate(struct shm_iface *si, uint32_t slot, uint64_t state)
 	struct shm_rx_ring *r = &si->active[si->n_active++];
 
 	*r = (struct shm_rx_ring){
-		.ring = slot_ring(si->hdr, &si->geom, slot), .ctl = slot_ctl(si->hdr, slot), .slot = slot,
-		.pid = (pid_t)(state >> 8),
+		.ring = slot_ring(si->hdr, &si->geom, slot), .ctl = slot_ctl(si->hdr, slot),
+		.slot = slot, .pid = (pid_t)(state >> 8),
 	};
-	r->next = line_word(r->ring, 0);
+	r->next = cell_word(r->ring, 0);
 	r->pidfd = shm_pidfd_open(r->pid);
 }
 
@@ -345,7 +345,7 @@ static void
 ep_mark_dead(struct shm_iface *si, struct shm_ep *ep)
 {
 	ep->dead = true;
-	ep->credit_lines = 0;   /* every send takes the slow path, which fails */
+	ep->credit_cells = 0;   /* every send takes the slow path, which fails */
 	SHM_LOG(INFO, "%s: peer pid %d is gone", si->super.dev_name, (int)ep->peer_pid);
 	if (si->super.err_cb != NULL)
 		si->super.err_cb(si->super.err_arg, &ep->super, UNIO_ERR_CONNECTION_RESET);
@@ -437,7 +437,7 @@ claim_slot(struct shm_iface *si, struct shm_ep *ep)
 
 	/* our largest message must fit a quarter of the peer's ring (UNIO_SHM_FIFO_SIZE may
 	 * differ between the two processes) */
-	if (msg_lines(si->max_data) > g->fifo_size / SHM_LINE / 4) {
+	if (msg_cells(si->max_data) > g->fifo_size / SHM_CELL / 4) {
 		SHM_LOG(ERR, "the peer's FIFO (%" PRIu64 " B) is too small for %zu-byte messages: "
 			"set the same UNIO_SHM_FIFO_SIZE on both sides", g->fifo_size,
 			si->max_data);
@@ -454,9 +454,9 @@ claim_slot(struct shm_iface *si, struct shm_ep *ep)
 		ep->slot = c;
 		ep->tail = &c->tail;
 		ep->ring = slot_ring(h, g, s);
-		ep->n_lines = g->fifo_size / SHM_LINE;
-		ep->mask = ep->n_lines - 1;
-		ep->credit_lines = ep->n_lines;
+		ep->n_cells = g->fifo_size / SHM_CELL;
+		ep->mask = ep->n_cells - 1;
+		ep->credit_cells = ep->n_cells;
 		ep->head = ep->cached_tail = __atomic_load_n(&c->tail, __ATOMIC_ACQUIRE);
 		__atomic_fetch_add(&h->gen, 1, __ATOMIC_RELEASE);
 		return UNIO_OK;
@@ -638,7 +638,7 @@ static unio_status_t
 iface_init(struct shm_iface *si, const struct unio_config *cfg)
 {
 	size_t fifo = cfg->shm_fifo_size;
-	uint64_t max_lines;
+	uint64_t max_cells;
 
 	if (fifo < 4096 || fifo > (64u << 20) || !rte_is_power_of_2(fifo)) {
 		SHM_LOG(ERR, "UNIO_SHM_FIFO_SIZE=%zu: a power of two from 4k to 64m", fifo);
@@ -646,11 +646,11 @@ iface_init(struct shm_iface *si, const struct unio_config *cfg)
 	}
 	si->fifo_size = fifo;
 	si->max_peers = (uint32_t)cfg->shm_max_peers;
-	si->n_lines = fifo / SHM_LINE;
-	si->mask = si->n_lines - 1;
+	si->n_cells = fifo / SHM_CELL;
+	si->mask = si->n_cells - 1;
 	/* a message takes at most a quarter of the ring, so a wrap always fits in credit */
-	max_lines = si->n_lines / 4;
-	si->max_data = RTE_MIN((size_t)SHM_MAX_DATA, max_lines * SHM_LINE - sizeof(uint64_t));
+	max_cells = si->n_cells / 4;
+	si->max_data = RTE_MIN((size_t)SHM_MAX_DATA, max_cells * SHM_CELL - sizeof(uint64_t));
 	si->cma = cfg->shm_cma;
 	si->hugepages = cfg->hugepages;
 	si->listen_fd = si->seg_fd = -1;

@@ -13,10 +13,12 @@
  * A sender claims one slot (and so one ring) at ep_create with a CAS on the slot's state word
  * and then owns the ring's head alone: an SPSC ring, no locked instruction per send.
  *
- * A ring is an array of 64-byte lines.  A message starts on a line with an 8-byte header word
- * (length, AM id, type) and occupies a whole number of lines; the header word is stored last
- * with release semantics and read with acquire.  Zero means "nothing here yet": the consumer
- * zeroes the first word of every line it consumed, so stale bytes can never look like a
+ * A ring is an array of 32-byte cells, two per cache line, so that a streaming receiver gets
+ * two small messages (an 8-byte tagged message takes one cell) per cache line it pulls from
+ * the sender's core.  A message starts on a cell with an 8-byte header word (length, AM id,
+ * type) and occupies a whole number of cells; the header word is stored last with release
+ * semantics and read with acquire.  Zero means "nothing here yet": the consumer
+ * zeroes the first word of every cell it consumed, so stale bytes can never look like a
  * header.  A message never wraps: the sender writes a PAD header to skip the ring's end.
  * The consumer's tail lives on the slot's second line and is published every half ring (or
  * when the ring is found empty); the sender keeps a cached copy.
@@ -35,11 +37,11 @@
 extern int shm_logtype;
 #define SHM_LOG(lvl, fmt, ...) UNIO_LOG(lvl, shm_logtype, fmt, ##__VA_ARGS__)
 
-#define SHM_LINE          64u
+#define SHM_CELL          32u                    /* ring unit: half a cache line */
 #define SHM_SEG_MAGIC     0x4d48534f494e55ull   /* "UNIOSHM" */
 #define SHM_ADDR_MAGIC    0x48534e55u           /* "UNSH" */
 #define SHM_RKEY_MAGIC    0x59454b52u           /* "RKEY" */
-#define SHM_VERSION       1u
+#define SHM_VERSION       2u                     /* 2: 32-byte cells */
 #define SHM_MAX_DATA      8192u                  /* most bytes of one message */
 #define SHM_MAX_SHORT     2048u                  /* most bytes of a short message's data */
 #define SHM_ZCOPY_HDR     128u
@@ -82,7 +84,7 @@ struct shm_seg_hdr {
 struct shm_slot_ctl {
 	uint64_t state;                   /**< enum shm_slot_state | pid << 8 */
 	uint64_t sender_iface_id;
-	uint64_t tail __rte_aligned(64);  /**< consumer's published tail (lines) */
+	uint64_t tail __rte_aligned(64);  /**< consumer's published tail (cells) */
 } __rte_aligned(64);
 
 /** What a peer needs to reach an iface. */
@@ -160,7 +162,7 @@ struct shm_iface {
 	uint64_t seen_gen;
 	uint64_t next_check;              /**< tsc of the next liveness check */
 	uint64_t check_cycles;
-	uint64_t n_lines;
+	uint64_t n_cells;
 	uint64_t mask;
 	size_t max_data;
 	/* segment */
@@ -191,8 +193,8 @@ struct shm_ep {
 	uint8_t *ring;
 	uint64_t head;
 	uint64_t cached_tail;
-	uint64_t credit_lines;            /**< n_lines; 0 once the peer is gone */
-	uint64_t n_lines;
+	uint64_t credit_cells;            /**< n_cells; 0 once the peer is gone */
+	uint64_t n_cells;
 	uint64_t mask;
 	uint64_t *tail;
 	/* control */
