@@ -83,6 +83,15 @@ now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* The TSC at @p deadline (now_s() time): clock_gettime is slow on this VM, rdtsc is not. */
+static uint64_t
+deadline_tsc(double deadline)
+{
+	double left = deadline - now_s();
+
+	return rte_rdtsc() + (uint64_t)(RTE_MAX(left, 0.0) * (double)rte_get_tsc_hz());
+}
+
 static size_t
 msg_size(const struct peer *p, uint64_t seq)
 {
@@ -479,11 +488,11 @@ peer_open(struct peer *p, const char *vdev, const char *ip, int role)
 static int
 peer_run(struct peer *p, struct fuzz *fz, uint64_t fuzz_k, double deadline)
 {
-	uint64_t fuzzed = 0;
+	uint64_t fuzzed = 0, end = deadline_tsc(deadline);
 	int bye_sent = 0;
 	double linger = 0;
 
-	while (now_s() < deadline) {
+	while (rte_rdtsc() < end) {
 		/* idle: let the kernel's softirqs (bridge, tbf, veth) run on this shared CPU */
 		if (unio_tl_iface_progress(p->iface) == 0)
 			sched_yield();
@@ -584,19 +593,21 @@ mode_pingpong(struct peer *p, uint64_t n, double deadline)
 	static uint64_t rtt[100000];
 	uint64_t hz = rte_get_tsc_hz();
 
+	uint64_t end = deadline_tsc(deadline);
+
 	n = RTE_MIN(n, RTE_DIM(rtt));
-	while (p->role == 1 && (p->pings < n || p->owed != 0) && now_s() < deadline) {
+	while (p->role == 1 && (p->pings < n || p->owed != 0) && rte_rdtsc() < end) {
 		unio_tl_iface_progress(p->iface);
 		if (p->owed != 0 &&
 		    unio_tl_ep_am_short(p->ep, AM_PING, p->pings - p->owed, NULL, 0) == UNIO_OK)
 			p->owed--;
 	}
-	for (uint64_t i = 0; p->role == 0 && i < n && now_s() < deadline; i++) {
+	for (uint64_t i = 0; p->role == 0 && i < n && rte_rdtsc() < end; i++) {
 		uint64_t t = rte_rdtsc();
 
 		while (unio_tl_ep_am_short(p->ep, AM_PING, i, NULL, 0) != UNIO_OK)
 			unio_tl_iface_progress(p->iface);
-		while (p->pings == i && now_s() < deadline)
+		while (p->pings == i && rte_rdtsc() < end)
 			unio_tl_iface_progress(p->iface);
 		rtt[i] = (rte_rdtsc() - t) * 1000000000ull / hz;
 	}
