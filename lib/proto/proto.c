@@ -12,6 +12,9 @@
 #include "unio_log.h"
 #include "unio_proto.h"
 
+/* Smallest tag rendezvous split between a pull and a put on one host (auto scheme). */
+#define PROTO_SPLIT_MIN (64 * 1024)
+
 RTE_LOG_REGISTER(unio_logtype_proto, unio.proto, WARNING);
 
 static uint16_t wire_version_override;
@@ -209,6 +212,15 @@ lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *
 		lane->rndv_thresh = auto_rndv_thresh(a, lane->max_eager);
 	if (lane->rndv_scheme == UNIO_RNDV_SCHEME_AM)
 		lane->rndv_thresh = UNIO_SIZE_INF;
+	/*
+	 * auto on one host: from PROTO_SPLIT_MIN the tag rendezvous is split, the receiver
+	 * pulls half and the sender puts the other half, both single-copy (CMA) and at once
+	 * (measured: "Performance log" in doc/guides/protocols.md).
+	 */
+	lane->split_min = UNIO_SIZE_INF;
+	if (cfg->rndv_scheme == UNIO_RNDV_SCHEME_AUTO && a->reach == UNIO_TL_REACH_HOST &&
+	    (cap & UNIO_TL_CAP_GET_ZCOPY) && (cap & UNIO_TL_CAP_PUT_ZCOPY))
+		lane->split_min = RTE_MAX((size_t)PROTO_SPLIT_MIN, lane->rndv_thresh);
 }
 
 void
@@ -275,9 +287,14 @@ print_lane(const struct proto_lane *l, const char *drv, FILE *f)
 			fprintf(f, "  %zu..%zu: eager multi-fragment (%s)\n", next,
 				l->rndv_thresh - 1, drv);
 	}
-	if (l->rndv_thresh != UNIO_SIZE_INF)
+	if (l->rndv_thresh != UNIO_SIZE_INF && l->split_min == UNIO_SIZE_INF)
 		fprintf(f, "  %zu..inf: %s (%s)\n", l->rndv_thresh, scheme_name(l->rndv_scheme),
 			drv);
+	else if (l->rndv_thresh != UNIO_SIZE_INF && l->split_min > l->rndv_thresh)
+		fprintf(f, "  %zu..%zu: %s (%s)\n", l->rndv_thresh, l->split_min - 1,
+			scheme_name(l->rndv_scheme), drv);
+	if (l->split_min != UNIO_SIZE_INF)
+		fprintf(f, "  %zu..inf: rendezvous split get / put (%s)\n", l->split_min, drv);
 }
 
 static enum unio_tl_reach

@@ -253,11 +253,48 @@ rndv_get_done(struct unio_tl_completion *comp)
 	rndv_finish(req, comp->status);
 }
 
+/*
+ * Split rendezvous: ask the sender to put the second half of the message (RTP) while this
+ * side pulls the first half, so both cores copy at once.  Returns where this side's part
+ * ends: h->size when the message is not split.
+ */
+static size_t
+split_ask(struct unio_request *req, const struct proto_rts_hdr *h)
+{
+	struct unio_ep *ep = req->rndv_ep;
+	struct unio_tl_iface *iface = ep->lane.iface;
+	uint8_t buf[sizeof(struct proto_rtp_hdr) + UNIO_TL_RKEY_MAX];
+	struct proto_rtp_hdr rtp = {
+		.r = { .sreq_id = req->rndv_sreq, .rreq_id = proto_req_id(req) },
+		.offset = (h->size / 2) & ~(uint64_t)63,
+	};
+
+	if (!(h->flags & PROTO_RTS_FLAG_SPLIT) || h->size < ep->lane.split_min ||
+	    iface->ctl->mem_reg == NULL || iface->ctl->rkey_pack == NULL ||
+	    iface->attr.rkey_packed_len > UNIO_TL_RKEY_MAX || rtp.offset == 0 ||
+	    sizeof(buf) > iface->attr.max_bcopy)
+		return h->size;
+	rtp.addr = (uintptr_t)(req->rbuf + rtp.offset);
+	if (iface->ctl->mem_reg(iface, req->rbuf + rtp.offset, h->size - rtp.offset,
+				&req->memh) != UNIO_OK)
+		return h->size;
+	req->memh_valid = true;
+	req->memh_iface = iface;
+	if (iface->ctl->rkey_pack(iface, &req->memh, buf + sizeof(rtp)) != UNIO_OK)
+		return h->size;   /* memh released when the request completes */
+	rtp.rkey_len = (uint16_t)iface->attr.rkey_packed_len;
+	memcpy(buf, &rtp, sizeof(rtp));
+	req->split_wait = true;
+	req->comp.count++;    /* the sender's ATS */
+	proto_send_ctl(ep, PROTO_AM_RTR, buf, sizeof(rtp) + rtp.rkey_len);
+	return rtp.offset;
+}
+
 static unio_status_t
 rndv_get(struct unio_request *req, const struct proto_rts_hdr *h)
 {
 	struct unio_tl_ep *tl_ep = req->rndv_ep->lane.tl_ep;
-	size_t max = tl_ep->iface->attr.max_get_zcopy, off = 0;
+	size_t max = tl_ep->iface->attr.max_get_zcopy, off = 0, end;
 	uint64_t base = req->rkey.remote_base;
 
 	if (h->addr < base || h->size > req->rkey.remote_len ||
@@ -273,8 +310,9 @@ rndv_get(struct unio_request *req, const struct proto_rts_hdr *h)
 	req->comp = (struct unio_tl_completion){ .func = rndv_get_done, .count = 1 };
 	TAILQ_INSERT_TAIL(&req->rndv_ep->outstanding, req, ep_link);
 	req->on_ep = true;
-	while (off < h->size) {
-		struct iovec iov = { req->rbuf + off, RTE_MIN(max, h->size - off) };
+	end = split_ask(req, h);
+	while (off < end) {
+		struct iovec iov = { req->rbuf + off, RTE_MIN(max, end - off) };
 		unio_status_t st;
 
 		req->comp.count++;
@@ -405,6 +443,47 @@ bad:
 	return UNIO_OK;
 }
 
+/* ATS: a rendezvous send is done, or the sender's part of a split receive is written */
+static unio_status_t
+am_ats(void *arg, const void *data, size_t length, unsigned int flags)
+{
+	struct unio_worker *w = arg;
+	struct unio_request *req;
+	struct proto_ack_hdr h;
+
+	if (unlikely(length != sizeof(h)))
+		return am_ack(arg, data, length, flags);
+	memcpy(&h, data, sizeof(h));
+	req = lookup_active(w, h.sreq_id, REQ_RECV);
+	if (req == NULL)
+		return am_ack(arg, data, length, flags);
+	if (!req->split_wait || h.status > 0 || h.status <= UNIO_ERR_LAST) {
+		PROTO_LOG(ERR, "ATS for a receive that waits for no split part");
+		return UNIO_OK;
+	}
+	req->split_wait = false;
+	unio_tl_completion_done(&req->comp, h.status);
+	return UNIO_OK;
+}
+
+/* the split rendezvous' RTP: validate, then put the asked part */
+static void
+rtp_in(struct unio_worker *w, const void *data, size_t length)
+{
+	struct unio_request *req;
+	struct proto_rtp_hdr h;
+
+	memcpy(&h, data, sizeof(h));
+	req = lookup_active(w, h.r.sreq_id, REQ_SEND);
+	if (req == NULL || req->proto != SEND_WAIT_ACK || h.r.rreq_id == 0 ||
+	    h.rkey_len > UNIO_TL_RKEY_MAX || length != sizeof(h) + h.rkey_len ||
+	    h.offset == 0 || h.offset >= req->slen) {
+		PROTO_LOG(ERR, "RTP: malformed or for an unknown request (%zu bytes)", length);
+		return;
+	}
+	proto_rndv_put_part(req, &h, (const uint8_t *)data + sizeof(h));
+}
+
 static unio_status_t
 am_rtr(void *arg, const void *data, size_t length, unsigned int flags)
 {
@@ -413,6 +492,10 @@ am_rtr(void *arg, const void *data, size_t length, unsigned int flags)
 	struct proto_rtr_hdr h;
 
 	RTE_SET_USED(flags);
+	if (length >= sizeof(struct proto_rtp_hdr)) {
+		rtp_in(w, data, length);
+		return UNIO_OK;
+	}
 	if (unlikely(length != sizeof(h)))
 		goto bad;
 	memcpy(&h, data, sizeof(h));
@@ -465,7 +548,7 @@ static const unio_tl_am_cb_t am_handlers[PROTO_AM_MAX] = {
 	[PROTO_AM_EAGER_FIRST] = am_eager_first,
 	[PROTO_AM_EAGER_MID] = am_eager_mid,
 	[PROTO_AM_RTS] = am_rts,
-	[PROTO_AM_ATS] = am_ack,
+	[PROTO_AM_ATS] = am_ats,
 	[PROTO_AM_RTR] = am_rtr,
 	[PROTO_AM_PIPE] = am_pipe,
 	[PROTO_AM_SYNC_ACK] = am_ack,

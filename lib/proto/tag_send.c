@@ -71,6 +71,9 @@ pack_rts(void *dest, void *arg)
 		rkey_len = iface->attr.rkey_packed_len;
 	if (rkey_len == 0)
 		h->flags |= PROTO_RTS_FLAG_PIPELINE;
+	else if (req->slen >= req->ep->lane.split_min &&
+		 (req->ep->lane.tl_ep->cap & UNIO_TL_CAP_PUT_ZCOPY))
+		h->flags |= PROTO_RTS_FLAG_SPLIT;
 	h->rkey_len = (uint16_t)rkey_len;
 	return sizeof(*h) + rkey_len;
 }
@@ -114,7 +117,8 @@ rndv_register(struct unio_request *req)
 	struct unio_tl_iface *iface = req->ep->lane.iface;
 
 	req->memh_valid = false;
-	if (req->ep->lane.rndv_scheme != UNIO_RNDV_SCHEME_GET || iface->ctl->mem_reg == NULL ||
+	if ((req->ep->lane.rndv_scheme != UNIO_RNDV_SCHEME_GET &&
+	     req->slen < req->ep->lane.split_min) || iface->ctl->mem_reg == NULL ||
 	    iface->attr.rkey_packed_len == 0 ||
 	    iface->attr.rkey_packed_len + sizeof(struct proto_rts_hdr) > iface->attr.max_bcopy)
 		return;
@@ -322,6 +326,47 @@ proto_send_pipeline(struct unio_request *req, uint64_t rreq_id)
 	req->proto = SEND_RNDV_PIPE_DATA;
 	req->offset = 0;
 	send_start(req);
+}
+
+static void
+put_part_done(struct unio_tl_completion *comp)
+{
+	struct unio_request *req = container_of(comp, struct unio_request, comp);
+	struct unio_tl_ep *tl_ep = req->ep->lane.tl_ep;
+
+	if (tl_ep->iface->ctl->rkey_release != NULL)
+		tl_ep->iface->ctl->rkey_release(tl_ep, &req->rkey);
+	proto_send_ack(req->ep, PROTO_AM_ATS, req->rreq_id, comp->status);
+}
+
+/*
+ * Split rendezvous: the receiver pulls the first part and asked for the rest at h->addr.
+ * The send itself completes on the receiver's ATS (it still reads the first part).
+ */
+void
+proto_rndv_put_part(struct unio_request *req, const struct proto_rtp_hdr *h, const void *rkey)
+{
+	struct unio_tl_ep *tl_ep = req->ep->lane.tl_ep;
+	struct unio_tl_rkey *rk = &req->rkey;
+	size_t len = req->slen - h->offset;
+	struct iovec iov = { (void *)(uintptr_t)(req->sbuf + h->offset), len };
+	unio_status_t st;
+
+	req->rreq_id = h->r.rreq_id;
+	if (!(tl_ep->cap & UNIO_TL_CAP_PUT_ZCOPY) || tl_ep->iface->ctl->rkey_unpack == NULL ||
+	    tl_ep->iface->ctl->rkey_unpack(tl_ep, rkey, h->rkey_len, rk) != UNIO_OK) {
+		PROTO_LOG(ERR, "split rendezvous: unusable rkey from the receiver");
+		proto_send_ack(req->ep, PROTO_AM_ATS, req->rreq_id, UNIO_ERR_INVALID_PARAM);
+		return;
+	}
+	req->comp = (struct unio_tl_completion){ .func = put_part_done, .count = 1 };
+	if (h->addr < rk->remote_base || len > rk->remote_len ||
+	    h->addr - rk->remote_base > rk->remote_len - len)
+		st = UNIO_ERR_OUT_OF_RANGE;
+	else
+		st = unio_tl_ep_put_zcopy(tl_ep, &iov, 1, h->addr, rk, &req->comp);
+	if (st != UNIO_INPROGRESS)
+		unio_tl_completion_done(&req->comp, st);
 }
 
 /*

@@ -71,6 +71,7 @@ struct proto_frag_hdr {
 
 #define PROTO_RTS_FLAG_SYNC     (1u << 0)
 #define PROTO_RTS_FLAG_PIPELINE (1u << 1)  /**< no rkey: answer with RTR */
+#define PROTO_RTS_FLAG_SPLIT    (1u << 2)  /**< the sender can put a part: answer with RTP */
 
 /** Rendezvous request to send. */
 struct proto_rts_hdr {
@@ -96,6 +97,20 @@ struct proto_rtr_hdr {
 	uint64_t rreq_id;
 	uint32_t ep_id;        /**< the sender's id of its ep to the receiver (for PIPE) */
 	uint32_t pad;
+};
+
+/**
+ * Split rendezvous (PROTO_AM_RTR with this longer header, then the packed rkey of the
+ * receive buffer): the receiver pulls [0, offset) itself and asks the sender to put
+ * [offset, size) at @p addr; the sender answers PROTO_AM_ATS to the receive request when
+ * its part is written.
+ */
+struct proto_rtp_hdr {
+	struct proto_rtr_hdr r;
+	uint64_t addr;         /**< where the sender's part goes (receiver's address) */
+	uint64_t offset;       /**< first byte of the sender's part */
+	uint16_t rkey_len;     /**< bytes of packed rkey following the header */
+	uint16_t pad[3];
 };
 
 /* ---- requests ---- */
@@ -147,6 +162,7 @@ struct unio_request {
 	size_t received;
 	bool rkey_valid;
 	bool posted;            /**< in the expected queue */
+	bool split_wait;        /**< split rendezvous: the sender's part is not written yet */
 	struct unio_ep *rndv_ep;
 	uint64_t rndv_sreq;
 	/*
@@ -159,7 +175,7 @@ struct unio_request {
 	struct unio_tl_completion comp;
 	/* control message waiting for resources */
 	uint8_t ctl_id;
-	uint8_t ctl[32];
+	uint8_t ctl[sizeof(struct proto_rtp_hdr) + UNIO_TL_RKEY_MAX];
 };
 
 TAILQ_HEAD(req_list, unio_request);
@@ -211,6 +227,7 @@ struct proto_lane {
 	size_t frag;           /**< payload bytes per fragment */
 	size_t rndv_thresh;
 	int rndv_scheme;       /**< enum unio_rndv_scheme, resolved */
+	size_t split_min;      /**< tag rendezvous from this size: split get / put (or inf) */
 };
 
 /** Reassembly of the multi-fragment message in progress from one ep. */
@@ -374,6 +391,9 @@ unio_status_t proto_recv_unexp(struct unio_worker *w, struct unio_request *req,
 unio_status_t proto_req_hand_out(struct unio_request *req,
 				 const struct unio_request_param *param, unio_request_t **req_p);
 void proto_send_pipeline(struct unio_request *req, uint64_t rreq_id);
+/** Split rendezvous, sender side: put the part the receiver asked for, then ATS it. */
+void proto_rndv_put_part(struct unio_request *req, const struct proto_rtp_hdr *h,
+			 const void *rkey);
 void proto_send_ctl(struct unio_ep *ep, uint8_t id, const void *hdr, size_t len);
 void proto_rndv_release_rkey(struct unio_request *req);
 void proto_send_ack(struct unio_ep *ep, uint8_t id, uint64_t sreq_id, unio_status_t st);

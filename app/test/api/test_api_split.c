@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Split rendezvous (receiver pulls half, sender puts half): chosen on a host lane with the
+ * auto scheme only, from 64 KiB; a forced scheme keeps it off.  The data path itself is
+ * covered, checksummed, by api_tag_two_workers_sizes and api_mp_tag_sizes (64 KiB, 1 MiB
+ * and 64 MiB messages go through it on shm).
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_common.h"
+#include "unio_proto.h"
+#include "unio_test.h"
+
+static int
+selection_has(const char *const *ovr, const char *want, int expect)
+{
+	unio_context_t *ctx = api_ctx(ovr);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	int found;
+
+	TEST_ASSERT(ctx != NULL, "context");
+	f = open_memstream(&text, &len);
+	TEST_ASSERT(f != NULL, "memstream");
+	unio_proto_print_selection(ctx, "host", f);
+	fclose(f);
+	found = text != NULL && strstr(text, want) != NULL;
+	TEST_LOG("selection:\n%s", text != NULL ? text : "");
+	free(text);
+	unio_context_destroy(ctx);
+	TEST_ASSERT(found == expect, "\"%s\" %s", want, expect ? "missing" : "printed");
+	return TEST_OK;
+}
+
+UNIO_TEST(api_rndv_split_selection, fast)
+{
+	static const char *const dflt[] = { "TLS", "shm,self", NULL };
+	static const char *const get[] = { "TLS", "shm,self", "RNDV_SCHEME", "get", NULL };
+	static const char *const pipe[] = { "TLS", "shm,self", "RNDV_SCHEME", "pipeline", NULL };
+	static const char *const big[] = { "TLS", "shm,self", "RNDV_THRESH", "200000", NULL };
+
+	TEST_ASSERT_EQ(selection_has(dflt, "..65535: rendezvous pipeline (shm)", 1),
+		       TEST_OK);
+	TEST_ASSERT_EQ(selection_has(dflt, "65536..inf: rendezvous split get / put (shm)", 1),
+		       TEST_OK);
+	TEST_ASSERT_EQ(selection_has(get, "split", 0), TEST_OK);
+	TEST_ASSERT_EQ(selection_has(get, "..inf: rendezvous get (shm)", 1), TEST_OK);
+	TEST_ASSERT_EQ(selection_has(pipe, "split", 0), TEST_OK);
+	/* a threshold above 64 KiB: the split starts there, no pipelined range */
+	TEST_ASSERT_EQ(selection_has(big, "200000..inf: rendezvous split get / put (shm)", 1),
+		       TEST_OK);
+	return TEST_OK;
+}
