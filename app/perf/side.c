@@ -529,12 +529,16 @@ client_stream(struct perf_side *s, struct perf_round *r)
 	return rc;
 }
 
-/* Server streaming: window receives posted; the k-th posted receive gets the k-th message. */
+/*
+ * Server streaming: window receives posted; the k-th posted receive gets the k-th message.
+ * Without validation they share one buffer, as the client's sends do (and as ucx_perftest's
+ * receives do): a window of large messages stays in cache, as it does for the sender.
+ */
 static int
 server_stream(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end)
 {
 	size_t len = RTE_MAX(r->size, sizeof(*end));
-	struct slot *sl = slots_alloc(r->window, len, 1);
+	struct slot *sl = slots_alloc(r->window, len, r->validate);
 	struct timer t;
 	uint64_t j;
 	int rc = -1;
@@ -568,7 +572,7 @@ server_stream(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end)
 	r->received = j;
 	r->done = j > r->warmup ? j - r->warmup : 0;
 	r->elapsed = t.prev - t.start;
-	slots_free(s, sl, r->window, 1);
+	slots_free(s, sl, r->window, r->validate);
 	return rc;
 }
 
