@@ -13,7 +13,7 @@
 #include "unio_proto.h"
 
 /* Smallest tag rendezvous split between a pull and a put on one host (auto scheme). */
-#define PROTO_SPLIT_MIN (64 * 1024)
+#define PROTO_SPLIT_MIN (256 * 1024)
 
 RTE_LOG_REGISTER(unio_logtype_proto, unio.proto, WARNING);
 

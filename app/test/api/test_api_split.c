@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Split rendezvous (receiver pulls half, sender puts half): chosen on a host lane with the
- * auto scheme only, from 64 KiB; a forced scheme keeps it off.  The data path itself is
- * covered, checksummed, by api_tag_two_workers_sizes and api_mp_tag_sizes (64 KiB, 1 MiB
+ * auto scheme only, from 256 KiB; a forced scheme keeps it off.  The data path itself is
+ * covered, checksummed, by api_tag_two_workers_sizes and api_mp_tag_sizes (1 MiB
  * and 64 MiB messages go through it on shm).
  */
 
@@ -41,17 +41,17 @@ UNIO_TEST(api_rndv_split_selection, fast)
 	static const char *const dflt[] = { "TLS", "shm,self", NULL };
 	static const char *const get[] = { "TLS", "shm,self", "RNDV_SCHEME", "get", NULL };
 	static const char *const pipe[] = { "TLS", "shm,self", "RNDV_SCHEME", "pipeline", NULL };
-	static const char *const big[] = { "TLS", "shm,self", "RNDV_THRESH", "200000", NULL };
+	static const char *const big[] = { "TLS", "shm,self", "RNDV_THRESH", "300000", NULL };
 
-	TEST_ASSERT_EQ(selection_has(dflt, "..65535: rendezvous pipeline (shm)", 1),
+	TEST_ASSERT_EQ(selection_has(dflt, "..262143: rendezvous pipeline (shm)", 1),
 		       TEST_OK);
-	TEST_ASSERT_EQ(selection_has(dflt, "65536..inf: rendezvous split get / put (shm)", 1),
+	TEST_ASSERT_EQ(selection_has(dflt, "262144..inf: rendezvous split get / put (shm)", 1),
 		       TEST_OK);
 	TEST_ASSERT_EQ(selection_has(get, "split", 0), TEST_OK);
 	TEST_ASSERT_EQ(selection_has(get, "..inf: rendezvous get (shm)", 1), TEST_OK);
 	TEST_ASSERT_EQ(selection_has(pipe, "split", 0), TEST_OK);
-	/* a threshold above 64 KiB: the split starts there, no pipelined range */
-	TEST_ASSERT_EQ(selection_has(big, "200000..inf: rendezvous split get / put (shm)", 1),
+	/* a threshold above 256 KiB: the split starts there, no pipelined range */
+	TEST_ASSERT_EQ(selection_has(big, "300000..inf: rendezvous split get / put (shm)", 1),
 		       TEST_OK);
 	return TEST_OK;
 }
