@@ -9,6 +9,7 @@
  */
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -506,6 +507,7 @@ UNIO_TEST_CHILD(am_mp_receiver)
 	unio_ep_t *ep;
 	int rc;
 
+	prctl(PR_SET_PDEATHSIG, SIGKILL);   /* never outlive the test */
 	if (argc < 1 || ctx == NULL || rx == NULL)
 		return 2;
 	w = unio_worker_create(ctx, NULL, &st);

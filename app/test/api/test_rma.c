@@ -7,6 +7,7 @@
  */
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include <rte_cycles.h>
@@ -368,6 +369,7 @@ UNIO_TEST_CHILD(rma_mp_owner)
 	unio_ep_t *ep;
 	int rc;
 
+	prctl(PR_SET_PDEATHSIG, SIGKILL);   /* never outlive the test */
 	if (argc < 1 || ctx == NULL || heap == NULL)
 		return 2;
 	w = unio_worker_create(ctx, NULL, &st);
