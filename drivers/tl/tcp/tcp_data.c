@@ -274,26 +274,37 @@ rkey_covers(const struct unio_tl_rkey *rkey, uint64_t addr, size_t len)
 	       addr - rkey->remote_base <= rkey->remote_len - len;
 }
 
-unio_status_t
-tcp_ep_put_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size_t iovcnt,
-		 uint64_t remote_addr, const struct unio_tl_rkey *rkey,
-		 struct unio_tl_completion *comp)
+/* The entries of @p iov covering [off, off + len), into @p out; returns their count. */
+static size_t
+iov_slice(const struct iovec *iov, size_t iovcnt, size_t off, size_t len, struct iovec *out)
 {
-	struct tcp_conn *c = tcp_conn_of(ep);
-	const struct tcp_rkey *k = rkey->priv;
+	size_t n = 0;
+
+	for (size_t i = 0; i < iovcnt && len > 0; i++) {
+		size_t l = iov[i].iov_len;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		out[n] = (struct iovec){ (uint8_t *)iov[i].iov_base + off, RTE_MIN(l - off, len) };
+		len -= out[n].iov_len;
+		off = 0;
+		n++;
+	}
+	return n;
+}
+
+/* One PUT frame of at most TCP_MAX_RMA bytes; completes @p comp once on the target's ack. */
+static unio_status_t
+put_chunk(struct tcp_conn *c, const struct tcp_rkey *k, const struct iovec *iov,
+	  size_t iovcnt, uint64_t remote_addr, size_t len, struct unio_tl_completion *comp)
+{
 	uint8_t h[HDR_LEN + RMA_LEN];
 	struct tcp_rma_hdr *r = (struct tcp_rma_hdr *)(h + HDR_LEN);
-	size_t len = iov_total(iov, iovcnt);
-	struct tcp_get *g;
+	struct tcp_get *g = &c->gets[c->get_seq % TCP_GETS_MAX];
 	unio_status_t st;
 
-	if (unlikely(c->state == TCP_CONN_FAILED))
-		return c->err;
-	if (!rkey_covers(rkey, remote_addr, len) || len > TCP_MAX_RMA)
-		return UNIO_ERR_OUT_OF_RANGE;
-	g = &c->gets[c->get_seq % TCP_GETS_MAX];
-	if (g->used)
-		return UNIO_ERR_NO_RESOURCE;
 	tcp_hdr_set((struct tcp_hdr *)h, (uint32_t)(RMA_LEN + len), TCP_F_PUT, 0);
 	*r = (struct tcp_rma_hdr){ .addr = remote_addr, .length = len, .key_idx = k->key_idx,
 				   .key_gen = k->key_gen, .req_id = c->get_seq };
@@ -304,6 +315,58 @@ tcp_ep_put_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size_t iovcnt,
 	*g = (struct tcp_get){ .used = true, .put = true, .req_id = c->get_seq, .comp = comp };
 	c->get_seq++;
 	c->n_gets++;
+	return UNIO_INPROGRESS;
+}
+
+/* Room for @p n chunks: zero-copy queue entries and request slots. */
+static bool
+put_room(const struct tcp_conn *c, size_t n)
+{
+	if (c->zq_tail - c->zq_head + n > TCP_ZQ_SIZE)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (c->gets[(c->get_seq + i) % TCP_GETS_MAX].used)
+			return false;
+	return true;
+}
+
+/*
+ * A put longer than one frame goes out as several PUT frames (TCP_MAX_RMA each); @p comp
+ * counts one operation per frame.  All frames are queued or none (UNIO_ERR_NO_RESOURCE).
+ */
+unio_status_t
+tcp_ep_put_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size_t iovcnt,
+		 uint64_t remote_addr, const struct unio_tl_rkey *rkey,
+		 struct unio_tl_completion *comp)
+{
+	struct tcp_conn *c = tcp_conn_of(ep);
+	size_t len = iov_total(iov, iovcnt), n, off = 0;
+	struct iovec part[UNIO_TL_MAX_IOV];
+
+	if (unlikely(c->state == TCP_CONN_FAILED))
+		return c->err;
+	if (!rkey_covers(rkey, remote_addr, len) || len > TCP_MAX_PUT)
+		return UNIO_ERR_OUT_OF_RANGE;
+	n = len == 0 ? 1 : (len + TCP_MAX_RMA - 1) / TCP_MAX_RMA;
+	if (!put_room(c, n))
+		return UNIO_ERR_NO_RESOURCE;
+	comp->count += (int)n - 1;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = RTE_MIN(len - off, (size_t)TCP_MAX_RMA);
+		size_t k = iov_slice(iov, iovcnt, off, l, part);
+		unio_status_t st = put_chunk(c, rkey->priv, part, k, remote_addr + off, l, comp);
+
+		if (UNIO_IS_ERR(st)) {  /* the connection failed: account the frames not sent */
+			if (i == 0) {
+				comp->count -= (int)n - 1;
+				return st;
+			}
+			for (; i < n; i++)
+				unio_tl_completion_done(comp, st);
+			return UNIO_INPROGRESS;
+		}
+		off += l;
+	}
 	return UNIO_INPROGRESS;
 }
 

@@ -32,7 +32,8 @@ extern int unio_logtype_tcp;
 #define TCP_MAX_BCOPY      (64 * 1024)
 #define TCP_MAX_ZCOPY_HDR  128
 #define TCP_MAX_ZCOPY      (256 * 1024)        /* am_zcopy header + payload */
-#define TCP_MAX_RMA        (256 * 1024)        /* put / get bytes per call */
+#define TCP_MAX_RMA        (256 * 1024)        /* put / get bytes per frame, get per call */
+#define TCP_MAX_PUT        (8 * 1024 * 1024)   /* put per call: up to 32 frames */
 #define TCP_TXBUF_SIZE     (256 * 1024)        /* per connection: short + bcopy frames */
 #define TCP_RXBUF_SIZE     (512 * 1024)        /* per connection: >= the largest frame */
 #define TCP_ZQ_SIZE        64                  /* queued zero-copy sends per connection */
