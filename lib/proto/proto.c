@@ -287,14 +287,16 @@ print_lane(const struct proto_lane *l, const char *drv, FILE *f)
 			fprintf(f, "  %zu..%zu: eager multi-fragment (%s)\n", next,
 				l->rndv_thresh - 1, drv);
 	}
-	if (l->rndv_thresh != UNIO_SIZE_INF && l->split_min == UNIO_SIZE_INF)
+	if (l->rndv_thresh == UNIO_SIZE_INF)
+		return;
+	if (l->split_min == UNIO_SIZE_INF)
 		fprintf(f, "  %zu..inf: %s (%s)\n", l->rndv_thresh, scheme_name(l->rndv_scheme),
 			drv);
-	else if (l->rndv_thresh != UNIO_SIZE_INF && l->split_min > l->rndv_thresh)
-		fprintf(f, "  %zu..%zu: %s (%s)\n", l->rndv_thresh, l->split_min - 1,
-			scheme_name(l->rndv_scheme), drv);
-	if (l->split_min != UNIO_SIZE_INF)
-		fprintf(f, "  %zu..inf: rendezvous split get / put (%s)\n", l->split_min, drv);
+	else if (l->split_min > l->rndv_thresh)
+		fprintf(f, "  %zu..inf: %s, split get / put from %zu (%s)\n", l->rndv_thresh,
+			scheme_name(l->rndv_scheme), l->split_min, drv);
+	else
+		fprintf(f, "  %zu..inf: rendezvous split get / put (%s)\n", l->rndv_thresh, drv);
 }
 
 static enum unio_tl_reach
