@@ -177,7 +177,8 @@ tcp_ep_am_short(struct unio_tl_ep *ep, uint8_t id, uint64_t hdr, const void *pay
 		return UNIO_ERR_NO_RESOURCE;
 	tcp_hdr_set((struct tcp_hdr *)p, (uint32_t)(sizeof(hdr) + len), TCP_F_AM, id);
 	memcpy(p + HDR_LEN, &hdr, sizeof(hdr));
-	memcpy(p + HDR_LEN + sizeof(hdr), payload, len);
+	if (len != 0)
+		memcpy(p + HDR_LEN + sizeof(hdr), payload, len);
 	c->tx_tail += HDR_LEN + sizeof(hdr) + len;
 	return tx_kick(c);
 }
@@ -518,7 +519,7 @@ rx_put(struct tcp_conn *c, uint8_t type, const uint8_t *p, size_t len)
 	     r->length == len - RMA_LEN && region_check(c->iface, r) != NULL;
 	if (tx_reserve(c, sizeof(h)) == NULL)
 		return 1;
-	if (ok)
+	if (ok && r->length != 0)  /* a flush carries no address */
 		memcpy((void *)(uintptr_t)r->addr, p + RMA_LEN, r->length);
 	r->status = ok ? UNIO_OK : UNIO_ERR_OUT_OF_RANGE;
 	r->length = 0;

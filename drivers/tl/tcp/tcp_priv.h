@@ -59,7 +59,7 @@ struct tcp_hdr {
 	uint8_t type;    /* enum tcp_frame_type */
 	uint8_t id;      /* AM id (TCP_F_AM) */
 	uint16_t magic;  /* TCP_MAGIC, little-endian */
-};
+} __rte_packed;  /* frames sit at any offset of the byte stream */
 
 /* Put / get request and response header, after struct tcp_hdr. */
 struct tcp_rma_hdr {
