@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <unio_env.h>
+
 #include "unio_test.h"
 
 #define MAX_TESTS 512
@@ -211,10 +213,15 @@ test_free_port(void)
 static int
 run_one(const struct test_entry *t)
 {
+	unsigned int n;
 	int r;
 
 	fprintf(stderr, "=== %s (%s)\n", t->name, t->suite);
 	r = t->fn();
+	/* processes a test killed on purpose leave their EAL runtime directory behind */
+	n = unio_env_reap_dead();
+	if (n != 0)
+		fprintf(stderr, "  removed %u runtime dir(s) of killed processes\n", n);
 	fprintf(stderr, "=== %s: %s\n", t->name,
 		r == TEST_OK ? "PASS" : r == TEST_SKIP ? "SKIP" : "FAIL");
 	return r;

@@ -98,8 +98,8 @@ remove_dir(const char *path)
 }
 
 /* Remove the runtime directories "unio-<pid>" of Unio processes that died uncleanly. */
-static void
-reap_dead_runtime_dirs(void)
+unsigned int
+unio_env_reap_dead(void)
 {
 	const char *base = getuid() == 0 ? "/var/run/dpdk" : getenv("XDG_RUNTIME_DIR");
 	char path[PATH_MAX + 512], dir[PATH_MAX];
@@ -109,9 +109,11 @@ reap_dead_runtime_dirs(void)
 	if (base == NULL)
 		base = "/tmp";
 	snprintf(dir, sizeof(dir), "%s%s", base, getuid() == 0 ? "" : "/dpdk");
+	unsigned int n = 0;
+
 	d = opendir(dir);
 	if (d == NULL)
-		return;
+		return 0;
 	while ((e = readdir(d)) != NULL) {
 		char *end;
 		long pid;
@@ -125,8 +127,10 @@ reap_dead_runtime_dirs(void)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		remove_dir(path);
+		n++;
 	}
 	closedir(d);
+	return n;
 }
 
 static void
@@ -218,7 +222,7 @@ eal_init_locked(int n_user, char **user)
 					 i ? " " : "", argv[i]);
 	}
 
-	reap_dead_runtime_dirs();
+	unio_env_reap_dead();
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0) {
 		CORE_LOG(ERR, "rte_eal_init(%s) failed: %s", env_args, rte_strerror(rte_errno));

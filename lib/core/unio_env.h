@@ -48,6 +48,14 @@ unio_status_t unio_env_init_default(void);
 /** True when Unio (not the application) initialised EAL in this process. */
 int unio_env_owns_eal(void);
 
+/**
+ * Remove the EAL runtime directories (`/var/run/dpdk/unio-<pid>`) of Unio processes that
+ * died without cleaning up (killed by a signal).  Also done at every initialisation.
+ *
+ * @return the number of directories removed.
+ */
+unsigned int unio_env_reap_dead(void);
+
 /** The EAL arguments Unio used (empty when the application initialised EAL); for logs. */
 const char *unio_env_eal_args(void);
 
