@@ -280,7 +280,10 @@ child_send_all(struct child *c, uint64_t count)
 		unio_status_t st = child_send_data(c, n, buf);
 
 		if (st == UNIO_OK) {
-			n++;
+			/* progress now and then, as an application's loop does: drivers that
+			 * carry RMA in software (tcp) answer the parent's gets from here */
+			if (++n % 64 == 0)
+				unio_tl_iface_progress(c->iface);
 			continue;
 		}
 		if (st != UNIO_ERR_NO_RESOURCE || now_s() > end) {
