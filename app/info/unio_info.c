@@ -32,7 +32,7 @@ usage(FILE *f)
 		" [-h]\n"
 		"  -v                  version and build configuration\n"
 		"  -c                  configuration: every UNIO_* variable, value, default, doc\n"
-		"  -d                  transport drivers: devices, capabilities, limits, estimates\n"
+		"  -d                  transport drivers: devices, capabilities, limits, perf\n"
 		"  -e [CLASS]          protocol selection for a peer class: self, host, net, all\n"
 		"                      (default all): which protocol and lane serve which sizes\n"
 		"  --config-reference  the configuration reference (Markdown)\n"
@@ -192,8 +192,12 @@ main(int argc, char **argv)
 			break;
 		case 'e':
 			/* optional argument: "-e host", "-ehost" */
-			sel_class = optarg != NULL ? optarg :
-				    optind < argc && argv[optind][0] != '-' ? argv[optind++] : "all";
+			if (optarg != NULL)
+				sel_class = optarg;
+			else if (optind < argc && argv[optind][0] != '-')
+				sel_class = argv[optind++];
+			else
+				sel_class = "all";
 			break;
 		case 'R':
 			show_ref = 1;
