@@ -1145,7 +1145,7 @@ UNIO_TEST(ethdev_two_queues, mp)
 }
 
 /* Two flows share a 100 Mbit/s bottleneck: both complete, neither starves. */
-UNIO_TEST(ethdev_tbf_two_flows, mp)
+UNIO_TEST(ethdev_tbf_two_flows, slow)
 {
 	return netns_pair(&(struct pair_run){ "bridge", "net_af_packet", "--rate 100mbit",
 					      "1000", "8k", "0", "fair" });
@@ -1171,7 +1171,7 @@ UNIO_TEST(ethdev_peer_failure, mp)
 					      "0", "silent" });
 }
 
-UNIO_TEST(ethdev_tbf_100mbit, mp)
+UNIO_TEST(ethdev_tbf_100mbit, slow)
 {
 	return netns_pair(&(struct pair_run){ "bridge", "net_af_packet", "--rate 100mbit",
 					      "2000", "8k", "0", "stream" });
