@@ -15,12 +15,12 @@ const struct perf_test_info perf_tests[PERF_TEST_COUNT] = {
 	[PERF_TAG_LAT] = { "tag_lat", 1, 1, 0, "tagged ping-pong latency" },
 	[PERF_TAG_BW] = { "tag_bw", 1, 0, 0, "tagged streaming bandwidth" },
 	[PERF_TAG_SYNC_LAT] = { "tag_sync_lat", 1, 1, 1, "tag_send_sync ping-pong latency" },
-	[PERF_AM_LAT] = { "am_lat", 0, 1, 0, "active message ping-pong latency" },
-	[PERF_AM_BW] = { "am_bw", 0, 0, 0, "active message bandwidth" },
-	[PERF_PUT_LAT] = { "put_lat", 0, 1, 0, "put latency" },
-	[PERF_PUT_BW] = { "put_bw", 0, 0, 0, "put bandwidth" },
-	[PERF_GET_LAT] = { "get_lat", 0, 1, 0, "get latency" },
-	[PERF_GET_BW] = { "get_bw", 0, 0, 0, "get bandwidth" },
+	[PERF_AM_LAT] = { "am_lat", 1, 1, 0, "active message ping-pong latency" },
+	[PERF_AM_BW] = { "am_bw", 1, 0, 0, "active message bandwidth" },
+	[PERF_PUT_LAT] = { "put_lat", 1, 1, 0, "put latency" },
+	[PERF_PUT_BW] = { "put_bw", 1, 0, 0, "put bandwidth" },
+	[PERF_GET_LAT] = { "get_lat", 1, 0, 0, "get latency" },
+	[PERF_GET_BW] = { "get_bw", 1, 0, 0, "get bandwidth" },
 };
 
 void
@@ -29,8 +29,8 @@ perf_usage(FILE *f)
 	fprintf(f,
 		"usage: unio-perf [EAL args --] [options] [HOST]\n"
 		"  without HOST: serve one client on -p PORT; with HOST: connect and run\n"
-		"  -t TEST        tag_lat (default), tag_bw, tag_sync_lat\n"
-		"                 (am_lat am_bw put_lat put_bw get_lat get_bw: not supported yet)\n"
+		"  -t TEST        tag_lat (default), tag_bw, tag_sync_lat, am_lat, am_bw,\n"
+		"                 put_lat (sizes >= 8), put_bw, get_lat, get_bw\n"
 		"  -s SIZES       list and/or doubling sweeps: 8,64,4k or 8:4m (default 8)\n"
 		"  -n ITERS       timed iterations per size (default 100000)\n"
 		"  -w WARMUP      untimed iterations first (default 1000)\n"
@@ -270,6 +270,12 @@ perf_check_supported(const struct perf_opts *o)
 			"yet\n", o->iov);
 		return -1;
 	}
+	for (unsigned int i = 0; i < o->n_sizes && o->test == PERF_PUT_LAT; i++)
+		if (o->sizes[i] < 8) {
+			fprintf(stderr, "unio-perf: put_lat: sizes start at 8 bytes (the last 8 "
+				"carry the iteration)\n");
+			return -1;
+		}
 	return 0;
 }
 

@@ -167,6 +167,28 @@ int perf_run(const struct perf_opts *o, struct perf_side *cli, struct perf_side 
 
 int perf_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 
+/* xfer.c: the data phase of am_lat, am_bw, put_*, get_* (side.c runs the control exchange) */
+struct perf_xfer {
+	enum perf_test test;
+	size_t size;
+	uint64_t iters;
+	uint64_t warmup;
+	unsigned int window;
+	int validate;
+	uint64_t ctrl_tag;      /* server: the END control message ends the loop ... */
+	void *ctrl_buf;         /* ... and is received here */
+	size_t ctrl_len;
+	size_t ctrl_got;        /* its length */
+	uint64_t done;          /* client: iterations (streaming: all sent, warmup included) */
+	uint64_t elapsed;       /* TSC cycles of the timed part */
+	uint64_t tsc_start;     /* when the first timed iteration started */
+	uint64_t received;      /* server: AMs handled */
+	uint64_t bad_iter;      /* server: first payload mismatch, UINT64_MAX when none */
+};
+
+int perf_xfer_client(struct perf_side *s, struct perf_xfer *x);
+int perf_xfer_server(struct perf_side *s, struct perf_xfer *x);
+
 /* interactive.c */
 int perf_interactive(struct perf_opts *o);
 

@@ -609,6 +609,46 @@ live_begin(struct perf_side *s, const struct perf_round *r, unsigned int idx)
 	perf_hist_reset(&s->hist);
 }
 
+/* ---- am_* / put_* / get_*: the data phase lives in xfer.c ---- */
+
+static int
+is_xfer(enum perf_test t)
+{
+	return t >= PERF_AM_LAT;
+}
+
+static int
+client_xfer(struct perf_side *s, struct perf_round *r)
+{
+	struct perf_xfer x = { .test = r->test, .size = r->size, .iters = r->iters,
+			       .warmup = r->warmup, .window = r->window,
+			       .validate = r->validate };
+	int rc = perf_xfer_client(s, &x);
+
+	r->done = x.done;
+	r->elapsed = x.elapsed;
+	r->tsc_start = x.tsc_start;
+	return rc;
+}
+
+static int
+server_xfer(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end)
+{
+	struct perf_xfer x = { .test = r->test, .size = r->size, .iters = r->iters,
+			       .warmup = r->warmup, .window = r->window,
+			       .validate = r->validate, .ctrl_tag = PERF_TAG_CTRL,
+			       .ctrl_buf = end, .ctrl_len = sizeof(*end),
+			       .bad_iter = UINT64_MAX };
+
+	if (perf_xfer_server(s, &x) != 0 || ctrl_check(s, end, x.ctrl_got, CTRL_END) != 0)
+		return -1;
+	r->received = r->test <= PERF_AM_BW ? x.received : end->count;
+	r->bad_iter = x.bad_iter;
+	r->done = r->received > r->warmup ? r->received - r->warmup : 0;
+	r->elapsed = x.elapsed;
+	return 0;
+}
+
 /* The data phase of one size, then END -> FIN; @p fin gets the server's verdict. */
 static int
 client_round(struct perf_side *s, struct perf_round *r, struct perf_ctrl *fin)
@@ -617,7 +657,8 @@ client_round(struct perf_side *s, struct perf_round *r, struct perf_ctrl *fin)
 	int pingpong = perf_tests[r->test].pingpong;
 	uint64_t sent;
 
-	if ((pingpong ? client_pingpong(s, r) : client_stream(s, r)) != 0)
+	if (is_xfer(r->test) ? client_xfer(s, r) != 0 :
+	    (pingpong ? client_pingpong(s, r) : client_stream(s, r)) != 0)
 		return -1;
 	sent = pingpong ? r->warmup + r->done : r->done;
 	end.count = sent;
@@ -709,7 +750,8 @@ server_size(struct perf_side *s, const struct perf_ctrl *start)
 	if (s->n_results >= PERF_MAX_SIZES)
 		return fail(s, "too many sizes", UNIO_ERR_NO_RESOURCE);
 	live_begin(s, &r, s->n_results);
-	rc = perf_tests[r.test].pingpong ? server_pingpong(s, &r, &end) :
+	rc = is_xfer(r.test) ? server_xfer(s, &r, &end) :
+	     perf_tests[r.test].pingpong ? server_pingpong(s, &r, &end) :
 					    server_stream(s, &r, &end);
 	if (rc != 0)
 		return -1;

@@ -338,7 +338,7 @@ UNIO_TEST(perf_bad_options, mp)
 {
 	static const char *const bad[] = {
 		"-x", "-t nosuchtest", "-s 0", "-s 64:8", "-O 0", "-n 0", "-p 70000",
-		"-m cuda", "-D 2", "-t am_lat", "-t put_bw", "-t tag_lat 127.0.0.1 extra",
+		"-m cuda", "-D 2", "-t put_lat -s 4", "-t tag_lat 127.0.0.1 extra",
 	};
 	struct perf_env e = { 0 };
 	char out[4096];
@@ -485,5 +485,24 @@ UNIO_TEST(perf_csv_and_final_line, mp)
 	TEST_ASSERT_EQ(rc, 0);
 	TEST_ASSERT(strncmp(out, final, strlen(final)) == 0, "not a final line only:\n%s", out);
 	TEST_ASSERT(strchr(out, '\n') == out + strlen(out) - 1, "more than one line:\n%s", out);
+	return TEST_OK;
+}
+
+/* Active messages, put and get (app/perf/xfer.c): two processes, payloads validated. */
+UNIO_TEST(perf_am_rma_two_procs, mp)
+{
+	static const char *const tests[] = { "am_lat", "am_bw", "put_lat", "put_bw", "get_lat",
+					     "get_bw" };
+	static const size_t sizes[] = { 8, 65536, 1048576 };
+	struct perf_env e = { 0 };
+
+	for (unsigned int i = 0; i < RTE_DIM(tests); i++) {
+		int r;
+
+		ENV_OR_SKIP(&e);
+		r = two_procs(&e, tests[i], "8,65536,1048576", sizes, 3, "200", 1);
+		env_cleanup(&e);
+		TEST_ASSERT(r == TEST_OK, "%s failed", tests[i]);
+	}
 	return TEST_OK;
 }

@@ -76,6 +76,7 @@ UNIO_TEST(perf_opts_parse, fast)
 	static const char *const dflt[] = { NULL };
 	static const char *const iov[] = { "-D", "2", NULL };
 	static const char *const am[] = { "-t", "am_lat", NULL };
+	static const char *const put4[] = { "-t", "put_lat", "-s", "4", NULL };
 	struct perf_opts o;
 
 	TEST_ASSERT_EQ(opts_of(&o, good), 0);
@@ -100,7 +101,9 @@ UNIO_TEST(perf_opts_parse, fast)
 	TEST_ASSERT_EQ(opts_of(&o, iov), 0);
 	TEST_ASSERT(perf_check_supported(&o) != 0, "-D 2 accepted");
 	TEST_ASSERT_EQ(opts_of(&o, am), 0);
-	TEST_ASSERT(perf_check_supported(&o) != 0, "am_lat accepted");
+	TEST_ASSERT_EQ(perf_check_supported(&o), 0);
+	TEST_ASSERT_EQ(opts_of(&o, put4), 0);
+	TEST_ASSERT(perf_check_supported(&o) != 0, "put_lat of 4 bytes accepted");
 	return TEST_OK;
 }
 

@@ -1,0 +1,503 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The data phase of the active-message and RMA tests (side.c runs the control exchange
+ * around it):
+ * - am_lat: the client sends an AM, the server's handler echoes it on the reply ep;
+ * - am_bw: the client keeps a window of AMs in flight, the server's handler counts them
+ *   (rendezvous ones are received into a buffer);
+ * - put_lat: each side maps a buffer and hands its key to the other; the client puts
+ *   size bytes ending with the iteration number into the server's buffer, the server
+ *   waits for that number in its own memory and puts back; the client waits likewise;
+ * - put_bw / get_bw: the client puts / gets size bytes back to back (a window of requests
+ *   when the transport completes later); get_lat: one get at a time.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_pause.h>
+
+#include "perf.h"
+
+#define PERF_AM_ID    17
+#define PERF_TAG_RKEY 0x706572666b6579ull   /* "perfkey" */
+
+struct xfer_state {
+	struct perf_side *s;
+	struct perf_xfer *x;
+	uint8_t *buf;           /* AM: receive / echo buffer */
+	uint64_t got;           /* AMs handled */
+	uint64_t bad;           /* first bad AM + 1 */
+	uint64_t prev_tsc;      /* server: when the previous message was handled */
+	size_t pend_len;        /* the rendezvous AM being received */
+	unio_ep_t *pend_reply;
+	unio_mem_h memh;        /* RMA: our mapped buffer */
+	uint8_t *mem;
+	unio_rkey_t *rkey;      /* RMA: the peer's buffer */
+	uint64_t raddr;
+};
+
+static int
+xfail(const struct perf_side *s, const char *what, unio_status_t st)
+{
+	fprintf(stderr, "unio-perf %s: %s: %s\n", s->is_server ? "server" : "client", what,
+		unio_status_string(st));
+	return -1;
+}
+
+static int
+timed_out(struct xfer_state *xs, uint64_t deadline)
+{
+	return xs->s->ep_failed || rte_rdtsc() > deadline;
+}
+
+static void
+fill(uint8_t *p, size_t len, uint64_t iter)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(iter * 131 + i * 7);
+}
+
+static int
+fill_ok(const uint8_t *p, size_t len, uint64_t iter)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != (uint8_t)(iter * 131 + i * 7))
+			return 0;
+	return 1;
+}
+
+static void
+tick(struct xfer_state *xs, uint64_t i, uint64_t *prev, uint64_t *start)
+{
+	uint64_t now = rte_rdtsc();
+
+	if (i >= xs->x->warmup) {
+		perf_hist_add(&xs->s->hist, now - *prev);
+		__atomic_store_n(&xs->s->live->done, i + 1 - xs->x->warmup, __ATOMIC_RELAXED);
+	} else {
+		*start = now;
+	}
+	*prev = now;
+}
+
+/* Wait for @p req (when @p st is UNIO_INPROGRESS). */
+static unio_status_t
+req_wait(struct xfer_state *xs, unio_status_t st, unio_request_t *req)
+{
+	uint64_t deadline = rte_rdtsc() + xs->s->timeout_tsc;
+
+	if (st != UNIO_INPROGRESS)
+		return st;
+	while ((st = unio_request_test(req, NULL)) == UNIO_INPROGRESS)
+		if (!unio_worker_progress(xs->s->worker) && timed_out(xs, deadline))
+			break;
+	unio_request_free(req);
+	return st == UNIO_INPROGRESS ? UNIO_ERR_TIMED_OUT : st;
+}
+
+/* ---- active messages ---- */
+
+/* Server: the time between two handled messages goes into the histogram. */
+static void
+server_tick(struct xfer_state *xs, uint64_t i)
+{
+	uint64_t now = rte_rdtsc();
+
+	if (i >= xs->x->warmup && xs->prev_tsc != 0)
+		perf_hist_add(&xs->s->hist, now - xs->prev_tsc);
+	xs->prev_tsc = now;
+}
+
+/* One AM fully arrived (@p d: its data): check it, echo it (server, am_lat), count it. */
+static void
+am_done(struct xfer_state *xs, unio_status_t st, const void *d, size_t len, unio_ep_t *reply)
+{
+	struct perf_xfer *x = xs->x;
+
+	if (x->validate && xs->bad == 0 &&
+	    (st != UNIO_OK || len != x->size || !fill_ok(d, len, xs->got)))
+		xs->bad = xs->got + 1;
+	if (xs->s->is_server && x->test == PERF_AM_LAT && reply != NULL) {
+		if (d != xs->buf && len > 0)
+			memcpy(xs->buf, d, len);
+		st = unio_am_send(reply, PERF_AM_ID, NULL, 0, xs->buf, len, NULL,
+				  UNIO_AM_SEND_FLAG_REPLY, NULL);
+		if (UNIO_IS_ERR(st) && xs->bad == 0)
+			xs->bad = xs->got + 1;
+	}
+	if (xs->s->is_server)
+		server_tick(xs, xs->got);
+	xs->got++;
+}
+
+/* A pipelined rendezvous receive completed (one at a time: an ep's messages stay in order). */
+static void
+recv_done(unio_request_t *req, unio_status_t st, const struct unio_recv_info *info, void *arg)
+{
+	struct xfer_state *xs = arg;
+
+	RTE_SET_USED(info);
+	am_done(xs, st, xs->buf, xs->pend_len, xs->pend_reply);
+	unio_request_free(req);
+}
+
+static unio_status_t
+on_am(void *arg, const void *header, size_t hlen, void *data, size_t len,
+      const struct unio_am_recv_param *p)
+{
+	struct xfer_state *xs = arg;
+	struct unio_request_param rp = { .field_mask = UNIO_REQ_PARAM_CB |
+						       UNIO_REQ_PARAM_USER_DATA,
+					 .cb = recv_done, .user_data = xs };
+	unio_request_t *req = NULL;
+	unio_status_t st;
+
+	RTE_SET_USED(header), RTE_SET_USED(hlen);
+	if (!(p->recv_attr & UNIO_AM_RECV_ATTR_FLAG_RNDV)) {
+		am_done(xs, UNIO_OK, data, len, p->reply_ep);
+		return UNIO_OK;
+	}
+	xs->pend_len = len;
+	xs->pend_reply = p->reply_ep;
+	st = unio_am_recv_data(xs->s->worker, data, xs->buf, len, &rp, &req);
+	if (st != UNIO_INPROGRESS)
+		am_done(xs, st, xs->buf, len, p->reply_ep);
+	return UNIO_OK;
+}
+
+static int
+am_client(struct xfer_state *xs)
+{
+	struct perf_xfer *x = xs->x;
+	uint64_t total = x->warmup + x->iters, i, prev = rte_rdtsc(), start = prev;
+	unio_request_t **win = calloc(x->window, sizeof(*win));
+	size_t stride = x->validate ? x->size + 1 : 0;   /* validating: a buffer per slot */
+	uint8_t *bufs = malloc(stride * x->window + x->size + 1), *sbuf = bufs;
+	int lat = x->test == PERF_AM_LAT, rc = 0;
+	unio_status_t st;
+
+	if (win == NULL || bufs == NULL) {
+		free(win);
+		free(bufs);
+		return xfail(xs->s, "allocating buffers", UNIO_ERR_NO_MEMORY);
+	}
+	fill(sbuf, x->size, 0);
+	for (i = 0; i < total && rc == 0 && !(*xs->s->stop && i > x->warmup); i++) {
+		unio_request_t **slot = &win[i % x->window];
+		uint64_t deadline = rte_rdtsc() + xs->s->timeout_tsc;
+
+		if (*slot != NULL && UNIO_IS_ERR(req_wait(xs, UNIO_INPROGRESS, *slot)))
+			rc = xfail(xs->s, "am send", UNIO_ERR_IO);
+		*slot = NULL;
+		sbuf = bufs + stride * (i % x->window);
+		if (x->validate)
+			fill(sbuf, x->size, i);
+		st = unio_am_send(xs->s->ep, PERF_AM_ID, NULL, 0, sbuf, x->size, NULL,
+				  UNIO_AM_SEND_FLAG_REPLY, slot);
+		if (st != UNIO_INPROGRESS)
+			*slot = NULL;
+		if (lat && st == UNIO_INPROGRESS) {
+			st = req_wait(xs, st, *slot);
+			*slot = NULL;
+		}
+		if (UNIO_IS_ERR(st))
+			rc = xfail(xs->s, "am send", st);
+		while (rc == 0 && lat && xs->got <= i)
+			if (!unio_worker_progress(xs->s->worker) && timed_out(xs, deadline))
+				rc = xfail(xs->s, "waiting for the echo", UNIO_ERR_TIMED_OUT);
+		tick(xs, i, &prev, &start);
+	}
+	for (unsigned int k = 0; k < x->window; k++)
+		if (win[k] != NULL && UNIO_IS_ERR(req_wait(xs, UNIO_INPROGRESS, win[k])) && rc == 0)
+			rc = xfail(xs->s, "am send", UNIO_ERR_IO);
+	x->done = !perf_tests[x->test].pingpong ? i : i > x->warmup ? i - x->warmup : 0;
+	x->elapsed = prev - start;
+	x->tsc_start = start;
+	free(win);
+	free(bufs);
+	return rc;
+}
+
+/* ---- RMA ---- */
+
+/* Send our buffer's address and key; the peer does the same. */
+static unio_status_t
+key_send(struct xfer_state *xs)
+{
+	uint64_t hdr[2] = { (uintptr_t)xs->mem, 0 };
+	unio_request_t *req = NULL;
+	unio_status_t st;
+	uint8_t *msg;
+	void *key;
+	size_t klen;
+
+	st = unio_rkey_pack(xs->memh, &key, &klen);
+	if (st != UNIO_OK)
+		return st;
+	hdr[1] = klen;
+	msg = malloc(sizeof(hdr) + klen);
+	if (msg == NULL) {
+		unio_rkey_buffer_release(key);
+		return UNIO_ERR_NO_MEMORY;
+	}
+	memcpy(msg, hdr, sizeof(hdr));
+	memcpy(msg + sizeof(hdr), key, klen);
+	unio_rkey_buffer_release(key);
+	st = unio_tag_send(xs->s->ep, msg, sizeof(hdr) + klen, PERF_TAG_RKEY, NULL, &req);
+	st = req_wait(xs, st, req);
+	free(msg);
+	return st;
+}
+
+static int
+rkey_exchange(struct xfer_state *xs)
+{
+	struct unio_mem_map_params mp = {
+		.field_mask = UNIO_MEM_MAP_PARAM_LENGTH | UNIO_MEM_MAP_PARAM_FLAGS,
+		.length = RTE_MAX(xs->x->size, (size_t)64), .flags = UNIO_MEM_MAP_FLAG_ALLOCATE,
+	};
+	struct unio_recv_info info = { 0 };
+	struct unio_request_param rp = { .field_mask = UNIO_REQ_PARAM_RECV_INFO,
+					 .recv_info = &info };
+	uint8_t peer[4096];
+	uint64_t hdr[2];
+	struct unio_mem_attr attr;
+	unio_request_t *rreq = NULL;
+	unio_status_t st, rst;
+
+	st = unio_mem_map(xs->s->worker, &mp, &xs->memh);
+	if (st == UNIO_OK)
+		st = unio_mem_query(xs->memh, &attr);
+	if (st != UNIO_OK)
+		return xfail(xs->s, "mapping the buffer", st);
+	xs->mem = attr.address;
+	memset(xs->mem, 0, attr.length);
+	if (xs->s->is_server && (xs->x->test == PERF_GET_LAT || xs->x->test == PERF_GET_BW))
+		fill(xs->mem, xs->x->size, 0);
+	rst = unio_tag_recv(xs->s->worker, peer, sizeof(peer), PERF_TAG_RKEY, UINT64_MAX, &rp,
+			    &rreq);
+	st = key_send(xs);
+	if (rst == UNIO_INPROGRESS) {
+		while ((rst = unio_request_test(rreq, &info)) == UNIO_INPROGRESS &&
+		       !xs->s->ep_failed)
+			unio_worker_progress(xs->s->worker);
+		unio_request_free(rreq);
+	}
+	if (st != UNIO_OK || rst != UNIO_OK || info.length < sizeof(hdr))
+		return xfail(xs->s, "exchanging keys", st != UNIO_OK ? st : rst);
+	memcpy(hdr, peer, sizeof(hdr));
+	if (hdr[1] != info.length - sizeof(hdr))
+		return xfail(xs->s, "exchanging keys", UNIO_ERR_PROTO);
+	xs->raddr = hdr[0];
+	st = unio_ep_rkey_unpack(xs->s->ep, peer + sizeof(hdr), hdr[1], &xs->rkey);
+	return st == UNIO_OK ? 0 : xfail(xs->s, "unpacking the peer's key", st);
+}
+
+static void
+rma_release(struct xfer_state *xs)
+{
+	unio_rkey_destroy(xs->rkey);
+	if (xs->memh != NULL)
+		unio_mem_unmap(xs->s->worker, xs->memh);
+}
+
+static unio_status_t
+rma_op(struct xfer_state *xs, uint8_t *local, unio_request_t **req)
+{
+	if (xs->x->test == PERF_PUT_LAT || xs->x->test == PERF_PUT_BW)
+		return unio_put(xs->s->ep, local, xs->x->size, xs->raddr, xs->rkey, NULL, req);
+	return unio_get(xs->s->ep, local, xs->x->size, xs->raddr, xs->rkey, NULL, req);
+}
+
+/* put_lat: wait until our buffer ends with @p seq. */
+static int
+wait_seq(struct xfer_state *xs, uint64_t seq)
+{
+	volatile uint64_t *flag = (volatile uint64_t *)(xs->mem + xs->x->size - 8);
+	uint64_t deadline = rte_rdtsc() + xs->s->timeout_tsc;
+	unsigned int n = 0;
+
+	while (*flag != seq) {
+		rte_pause();
+		if (++n % 1024 != 0)
+			continue;
+		unio_worker_progress(xs->s->worker);
+		if (timed_out(xs, deadline))
+			return xfail(xs->s, "waiting for the peer's put", UNIO_ERR_TIMED_OUT);
+	}
+	return 0;
+}
+
+static int
+rma_client(struct xfer_state *xs)
+{
+	struct perf_xfer *x = xs->x;
+	uint64_t total = x->warmup + x->iters, i, prev, start;
+	unio_request_t **win = calloc(x->window, sizeof(*win));
+	uint8_t *local = malloc(x->size + 8);
+	int rc = 0;
+
+	if (win == NULL || local == NULL) {
+		free(win);
+		free(local);
+		return xfail(xs->s, "allocating buffers", UNIO_ERR_NO_MEMORY);
+	}
+	fill(local, x->size, 0);
+	prev = start = rte_rdtsc();
+	for (i = 0; i < total && rc == 0 && !(*xs->s->stop && i > x->warmup); i++) {
+		unio_request_t **slot = &win[i % x->window];
+		unio_status_t st;
+
+		if (*slot != NULL && UNIO_IS_ERR(req_wait(xs, UNIO_INPROGRESS, *slot)))
+			rc = xfail(xs->s, "rma", UNIO_ERR_IO);
+		*slot = NULL;
+		if (x->test == PERF_PUT_LAT)
+			memcpy(local + x->size - 8, &(uint64_t){ i + 1 }, 8);
+		st = rma_op(xs, local, slot);
+		if (st != UNIO_INPROGRESS)
+			*slot = NULL;
+		if (x->test != PERF_PUT_BW && x->test != PERF_GET_BW && st == UNIO_INPROGRESS) {
+			st = req_wait(xs, st, *slot);
+			*slot = NULL;
+		}
+		if (UNIO_IS_ERR(st))
+			rc = xfail(xs->s, "rma", st);
+		if (rc == 0 && x->test == PERF_PUT_LAT)
+			rc = wait_seq(xs, i + 1);
+		if (rc == 0 && x->validate && x->test == PERF_GET_LAT &&
+		    !fill_ok(local, x->size, 0))
+			rc = xfail(xs->s, "get: payload mismatch", UNIO_ERR_PROTO);
+		tick(xs, i, &prev, &start);
+	}
+	for (unsigned int k = 0; k < x->window; k++)
+		if (win[k] != NULL && UNIO_IS_ERR(req_wait(xs, UNIO_INPROGRESS, win[k])) && rc == 0)
+			rc = xfail(xs->s, "rma", UNIO_ERR_IO);
+	if (rc == 0 && x->validate && x->test == PERF_GET_BW && !fill_ok(local, x->size, 0))
+		rc = xfail(xs->s, "get: payload mismatch", UNIO_ERR_PROTO);
+	/* as side.c counts: ping-pong tests the timed ones, the others all that were done */
+	x->done = !perf_tests[x->test].pingpong ? i : i > x->warmup ? i - x->warmup : 0;
+	x->elapsed = prev - start;
+	x->tsc_start = start;
+	free(win);
+	free(local);
+	return rc;
+}
+
+/* ---- entry points ---- */
+
+static int
+is_am(enum perf_test t)
+{
+	return t == PERF_AM_LAT || t == PERF_AM_BW;
+}
+
+static int
+setup(struct xfer_state *xs, struct perf_side *s, struct perf_xfer *x)
+{
+	memset(xs, 0, sizeof(*xs));
+	xs->s = s;
+	xs->x = x;
+	if (x->test == PERF_PUT_LAT && x->size < 8) {
+		fprintf(stderr, "unio-perf: put_lat needs sizes of at least 8 bytes\n");
+		return -1;
+	}
+	if (!is_am(x->test))
+		return rkey_exchange(xs);
+	xs->buf = malloc(x->size + 1);
+	if (xs->buf == NULL)
+		return xfail(s, "allocating buffers", UNIO_ERR_NO_MEMORY);
+	return unio_worker_set_am_handler(s->worker, PERF_AM_ID, on_am, xs, 0) == UNIO_OK ? 0 :
+	       xfail(s, "setting the AM handler", UNIO_ERR_INVALID_PARAM);
+}
+
+static void
+teardown(struct xfer_state *xs)
+{
+	if (is_am(xs->x->test))
+		unio_worker_set_am_handler(xs->s->worker, PERF_AM_ID, NULL, NULL, 0);
+	else
+		rma_release(xs);
+	free(xs->buf);
+}
+
+int
+perf_xfer_client(struct perf_side *s, struct perf_xfer *x)
+{
+	struct xfer_state xs;
+	int rc = setup(&xs, s, x);
+
+	if (rc == 0)
+		rc = is_am(x->test) ? am_client(&xs) : rma_client(&xs);
+	if (rc == 0 && xs.bad != 0)
+		rc = xfail(s, "the echo's payload differs", UNIO_ERR_PROTO);
+	teardown(&xs);
+	return rc;
+}
+
+/* Server: serve until the END control message arrives. */
+static int
+serve(struct xfer_state *xs, unio_request_t *creq, unio_status_t cst,
+      struct unio_recv_info *info)
+{
+	struct perf_xfer *x = xs->x;
+	uint64_t seq = 1, start = rte_rdtsc();
+	volatile uint64_t *flag = NULL;
+	int rc = 0;
+
+	if (x->test == PERF_PUT_LAT)
+		flag = (volatile uint64_t *)(xs->mem + x->size - 8);
+	while (cst == UNIO_INPROGRESS && rc == 0) {
+		unio_worker_progress(xs->s->worker);
+		cst = unio_request_test(creq, info);
+		/* put_lat: spin on the flag a while between progress calls, like the client */
+		for (unsigned int n = 0; flag != NULL && n < 1024 && rc == 0; n++) {
+			if (*flag != seq) {
+				rte_pause();
+				continue;
+			}
+			if (UNIO_IS_ERR(unio_put(xs->s->ep, xs->mem, x->size, xs->raddr, xs->rkey,
+						 NULL, NULL)))
+				rc = xfail(xs->s, "put back", UNIO_ERR_IO);
+			server_tick(xs, seq - 1);
+			seq++;
+			n = 0;
+		}
+		if (xs->s->ep_failed)
+			rc = xfail(xs->s, "serving", UNIO_ERR_CONNECTION_RESET);
+	}
+	if (creq != NULL && cst != UNIO_INPROGRESS)
+		unio_request_free(creq);
+	x->received = is_am(x->test) ? xs->got : 0;
+	x->elapsed = rte_rdtsc() - start;
+	/* put_bw, get_*: the server sees no operation; record the mean time per planned one */
+	if (xs->s->hist.count == 0)
+		perf_hist_add(&xs->s->hist, x->elapsed / (x->iters + 1) + 1);
+	if (x->validate && x->test == PERF_PUT_BW && !fill_ok(xs->mem, x->size, 0))
+		xs->bad = 1;
+	if (xs->bad != 0)
+		x->bad_iter = xs->bad - 1;
+	return rc != 0 ? rc : (UNIO_IS_ERR(cst) ? xfail(xs->s, "control", cst) : 0);
+}
+
+int
+perf_xfer_server(struct perf_side *s, struct perf_xfer *x)
+{
+	struct unio_recv_info info = { 0 };
+	struct unio_request_param rp = { .field_mask = UNIO_REQ_PARAM_RECV_INFO,
+					 .recv_info = &info };
+	unio_request_t *creq = NULL;
+	struct xfer_state xs;
+	unio_status_t cst;
+	int rc = setup(&xs, s, x);
+
+	if (rc == 0) {
+		cst = unio_tag_recv(s->worker, x->ctrl_buf, x->ctrl_len, x->ctrl_tag, UINT64_MAX,
+				    &rp, &creq);
+		rc = serve(&xs, creq, cst, &info);
+		x->ctrl_got = info.length;
+	}
+	teardown(&xs);
+	return rc;
+}
