@@ -746,6 +746,7 @@ ep_flush_wait(struct unio_ep *ep)
 	struct unio_worker *w = ep->worker;
 	uint64_t deadline = deadline_of(w);
 	struct unio_tl_completion c = { .func = flush_done, .count = 1 };
+	unio_status_t st;
 
 	while (ep->state == EP_CONNECTED && ep_sends_outstanding(ep)) {
 		unio_worker_progress(w);
@@ -754,10 +755,14 @@ ep_flush_wait(struct unio_ep *ep)
 	}
 	if (ep->state != EP_CONNECTED)
 		return UNIO_ERR_CONNECTION_RESET;
-	if (unio_tl_ep_flush(ep->lane.tl_ep, &c) == UNIO_INPROGRESS)
-		while (c.count > 0 && ep->state == EP_CONNECTED && now_ns() < deadline)
-			unio_worker_progress(w);
-	return c.count > 0 ? UNIO_ERR_TIMED_OUT : c.status;
+	st = unio_tl_ep_flush(ep->lane.tl_ep, &c);
+	if (st != UNIO_INPROGRESS)
+		return st;  /* done at once (shm, self) or refused */
+	while (c.count > 0 && ep->state == EP_CONNECTED && now_ns() < deadline)
+		unio_worker_progress(w);
+	if (c.count == 0)
+		return c.status;
+	return ep->state == EP_CONNECTED ? UNIO_ERR_TIMED_OUT : UNIO_ERR_CONNECTION_RESET;
 }
 
 unio_status_t

@@ -504,3 +504,36 @@ UNIO_TEST(rma_mp_sizes, mp)
 	TEST_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "owner exit status %#x", status);
 	return TEST_OK;
 }
+
+/* Flush: puts left running complete by unio_ep_flush / unio_worker_flush, data in place. */
+UNIO_TEST(rma_flush, fast)
+{
+	uint8_t src[8][512];
+	struct region r;
+	struct pair p;
+
+	for (int lane = 0; lane < 2; lane++) {
+		TEST_ASSERT_EQ(pair_open(&p, lane == 0), TEST_OK);
+		TEST_ASSERT_EQ(region_map(&p, &r, 8 * 512, lane == 1), TEST_OK);
+		for (unsigned int i = 0; i < 8; i++) {
+			unio_request_t *req = NULL;
+			unio_status_t st;
+
+			test_fill(src[i], sizeof(src[i]), 900 + i + 10 * lane);
+			st = unio_put(p.ep, src[i], sizeof(src[i]), (uintptr_t)r.base + 512 * i,
+				      r.rk, NULL, &req);
+			TEST_ASSERT(st == UNIO_OK || st == UNIO_INPROGRESS, "put %u: %s", i,
+				    unio_status_string(st));
+			if (st == UNIO_INPROGRESS)
+				unio_request_free(req);  /* completes without a callback */
+		}
+		TEST_ASSERT_STATUS(unio_ep_flush(p.ep, NULL, NULL), UNIO_OK);
+		for (unsigned int i = 0; i < 8; i++)
+			TEST_ASSERT(memcmp(r.base + 512 * i, src[i], sizeof(src[i])) == 0,
+				    "lane %d put %u not in place after the flush", lane, i);
+		TEST_ASSERT_STATUS(unio_worker_flush(p.a, NULL, NULL), UNIO_OK);
+		region_unmap(&p, &r);
+		pair_close(&p);
+	}
+	return TEST_OK;
+}
