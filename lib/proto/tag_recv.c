@@ -297,7 +297,8 @@ split_ask(struct unio_request *req, const struct proto_rts_hdr *h)
 	if (!(h->flags & PROTO_RTS_FLAG_SPLIT) || h->size < ep->lane.split_min ||
 	    iface->ctl->mem_reg == NULL || iface->ctl->rkey_pack == NULL ||
 	    iface->attr.rkey_packed_len > UNIO_TL_RKEY_MAX || rtp.offset == 0 ||
-	    sizeof(buf) > iface->attr.max_bcopy)
+	    sizeof(buf) > iface->attr.max_bcopy ||
+	    h->size - rtp.offset > iface->attr.max_put_zcopy)  /* the peer puts it at once */
 		return h->size;
 	rtp.addr = (uintptr_t)(req->rbuf + rtp.offset);
 	if (iface->ctl->mem_reg(iface, req->rbuf + rtp.offset, h->size - rtp.offset,
