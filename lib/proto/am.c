@@ -433,23 +433,9 @@ bad:
 /* ---- rendezvous receive ---- */
 
 static void
-recv_finish(struct unio_request *req, unio_status_t st)
-{
-	struct unio_ep *ep = req->rndv_ep;
-
-	proto_rndv_release_rkey(req);
-	if (req->on_ep) {
-		TAILQ_REMOVE(&ep->outstanding, req, ep_link);
-		req->on_ep = false;
-	}
-	proto_send_ack(ep, PROTO_AM_ATS, req->rndv_sreq, st);
-	proto_req_complete(req, st);
-}
-
-static void
 recv_get_done(struct unio_tl_completion *comp)
 {
-	recv_finish(container_of(comp, struct unio_request, comp), comp->status);
+	proto_rndv_finish(container_of(comp, struct unio_request, comp), comp->status);
 }
 
 static void
@@ -461,12 +447,12 @@ recv_pull(struct unio_request *req, const struct am_desc *d)
 
 	if (d->addr < base || d->size > req->rkey.remote_len ||
 	    d->addr - base > req->rkey.remote_len - d->size) {
-		recv_finish(req, UNIO_ERR_OUT_OF_RANGE);
+		proto_rndv_finish(req, UNIO_ERR_OUT_OF_RANGE);
 		return;
 	}
 	if (req->rkey.local_ptr != NULL) {
 		memcpy(req->rbuf, (uint8_t *)req->rkey.local_ptr + (d->addr - base), d->size);
-		recv_finish(req, UNIO_OK);
+		proto_rndv_finish(req, UNIO_OK);
 		return;
 	}
 	max = max == 0 ? SIZE_MAX : max;
@@ -545,7 +531,7 @@ recv_data_locked(struct unio_worker *w, struct am_desc *d, void *buf, size_t len
 		req->rkey_valid = true;
 		recv_pull(req, d);
 	} else {
-		recv_finish(req, st);
+		proto_rndv_finish(req, st);
 	}
 	desc_done(w, d);
 	return proto_req_hand_out(req, param, req_p);

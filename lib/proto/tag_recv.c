@@ -256,8 +256,8 @@ proto_rndv_release_rkey(struct unio_request *req)
 	req->rkey_valid = false;
 }
 
-static void
-rndv_finish(struct unio_request *req, unio_status_t st)
+void
+proto_rndv_finish(struct unio_request *req, unio_status_t st)
 {
 	struct unio_ep *ep = req->rndv_ep;
 
@@ -275,7 +275,7 @@ rndv_get_done(struct unio_tl_completion *comp)
 {
 	struct unio_request *req = container_of(comp, struct unio_request, comp);
 
-	rndv_finish(req, comp->status);
+	proto_rndv_finish(req, comp->status);
 }
 
 /*
@@ -328,7 +328,7 @@ rndv_get(struct unio_request *req, const struct proto_rts_hdr *h)
 		return UNIO_ERR_OUT_OF_RANGE;
 	if (req->rkey.local_ptr != NULL) {
 		memcpy(req->rbuf, (uint8_t *)req->rkey.local_ptr + (h->addr - base), h->size);
-		rndv_finish(req, UNIO_OK);
+		proto_rndv_finish(req, UNIO_OK);
 		return UNIO_OK;
 	}
 	if (max == 0)

@@ -396,6 +396,8 @@ void proto_rndv_put_part(struct unio_request *req, const struct proto_rtp_hdr *h
 			 const void *rkey);
 void proto_send_ctl(struct unio_ep *ep, uint8_t id, const void *hdr, size_t len);
 void proto_rndv_release_rkey(struct unio_request *req);
+/** A pulled rendezvous is over: release the key, answer ATS @p st, complete the request. */
+void proto_rndv_finish(struct unio_request *req, unio_status_t st);
 void proto_send_ack(struct unio_ep *ep, uint8_t id, uint64_t sreq_id, unio_status_t st);
 
 /** Test hook: announce this wire version instead of UNIO_WIRE_VERSION (0: the real one). */
