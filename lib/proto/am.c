@@ -78,7 +78,8 @@ pack_eager(void *dest, void *arg)
 	h->am_id = (uint16_t)req->tag;
 	h->hdr_len = (uint16_t)(req_hdr_len(req) | (req->sync ? AM_EAGER_REPLY : 0));
 	h->ep_id = req->ep->remote_id;
-	memcpy(p, req_hdr(req), req_hdr_len(req));
+	if (req_hdr_len(req) != 0)  /* no header: req_hdr() may be NULL */
+		memcpy(p, req_hdr(req), req_hdr_len(req));
 	memcpy(p + req_hdr_len(req), req->sbuf, req->slen);
 	return sizeof(*h) + req_hdr_len(req) + req->slen;
 }
@@ -97,7 +98,8 @@ pack_rts(void *dest, void *arg)
 		.flags = req->sync ? AM_EAGER_REPLY : 0, .hdr_len = (uint16_t)req_hdr_len(req),
 		.rkey_len = (uint16_t)ifc->attr.rkey_packed_len,
 	};
-	memcpy(p, req_hdr(req), req_hdr_len(req));
+	if (req_hdr_len(req) != 0)  /* no header: req_hdr() may be NULL */
+		memcpy(p, req_hdr(req), req_hdr_len(req));
 	if (!req->memh_valid || ifc->ctl->rkey_pack(ifc, &req->memh, p + req_hdr_len(req)) !=
 	    UNIO_OK) {
 		h->rkey_len = 0;   /* the receiver asks for the pipelined fragments */
