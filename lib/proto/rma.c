@@ -479,7 +479,8 @@ rkey_locate_entry(struct unio_rkey *rk)
 		rk->entry = (const volatile struct rma_entry *)
 			    ((uint8_t *)rk->table.local_ptr + off);
 	else if (rk->tl_ep->iface->attr.reach != UNIO_TL_REACH_NET &&
-		 (rk->tl_ep->cap & UNIO_TL_CAP_GET_ZCOPY))
+		 (rk->tl_ep->cap & UNIO_TL_CAP_GET_ZCOPY) &&
+		 !(rk->tl_ep->cap & UNIO_TL_CAP_RMA_TARGET))
 		rk->table_sync = true;   /* shm CMA and self complete at once */
 }
 
@@ -502,8 +503,10 @@ rkey_unpack_tl(struct unio_rkey *rk, const uint8_t *p, const struct rkey_wire_tl
 		return st;
 	}
 	rkey_locate_entry(rk);
+	/* without the owner's table only a driver that checks keys at the target may go on */
 	if (rk->entry == NULL && !rk->table_sync &&
-	    tl_ep->iface->attr.reach != UNIO_TL_REACH_NET) {
+	    tl_ep->iface->attr.reach != UNIO_TL_REACH_NET &&
+	    !(tl_ep->cap & UNIO_TL_CAP_RMA_TARGET)) {
 		unio_tl_rkey_release(tl_ep, &rk->table);
 		unio_tl_rkey_release(tl_ep, &rk->data);
 		return UNIO_ERR_INVALID_ADDR;

@@ -330,7 +330,7 @@ unio_tl_cap_string(uint64_t cap, char *buf, size_t len)
 {
 	static const char *const names[] = {
 		"am_short", "am_bcopy", "am_zcopy", "put_zcopy", "get_zcopy", "rkey_ptr",
-		"connect_iface", "event_fd", "peer_failure", "ordered",
+		"connect_iface", "event_fd", "peer_failure", "ordered", "rma_target",
 	};
 	size_t off = 0;
 

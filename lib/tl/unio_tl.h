@@ -59,6 +59,8 @@ extern "C" {
 #define UNIO_TL_CAP_EVENT_FD      (1ull << 7)  /**< event fd + arm for sleeping */
 #define UNIO_TL_CAP_PEER_FAILURE  (1ull << 8)  /**< detects dead peers, reports ep errors */
 #define UNIO_TL_CAP_ORDERED       (1ull << 9)  /**< AMs on one ep arrive in send order */
+/** put/get are carried out by the target's driver, which validates its own keys (tcp) */
+#define UNIO_TL_CAP_RMA_TARGET    (1ull << 10)
 
 /** Reachability classes, from nearest to farthest. */
 enum unio_tl_reach {
