@@ -16,9 +16,10 @@
  *
  * Suites: fast (unit tests, also run under ASan+UBSan), mp (several real processes),
  * slow (long or heavy), open (the acceptance check of a requirement that is not met yet:
- * kept, run by hand, not by CI, and listed in the driver's doc).  Multi-process tests start children with test_spawn(), which
- * re-executes this binary as "unio-test --child NAME ARGS..." and runs the function
- * registered with UNIO_TEST_CHILD(NAME).
+ * kept, run by hand, not by CI, and listed in the driver's doc).  Multi-process tests
+ * start children with test_spawn(), which re-executes this binary as
+ * "unio-test --child NAME ARGS..." and runs the function registered with
+ * UNIO_TEST_CHILD(NAME).
  */
 
 #include <inttypes.h>
