@@ -447,8 +447,7 @@ recv_pull(struct unio_request *req, const struct am_desc *d)
 	size_t max = tl_ep->iface->attr.max_get_zcopy, off = 0;
 	uint64_t base = req->rkey.remote_base;
 
-	if (d->addr < base || d->size > req->rkey.remote_len ||
-	    d->addr - base > req->rkey.remote_len - d->size) {
+	if (!unio_tl_rkey_covers(&req->rkey, d->addr, d->size)) {
 		proto_rndv_finish(req, UNIO_ERR_OUT_OF_RANGE);
 		return;
 	}

@@ -323,8 +323,7 @@ rndv_get(struct unio_request *req, const struct proto_rts_hdr *h)
 	size_t max = tl_ep->iface->attr.max_get_zcopy, off = 0, end;
 	uint64_t base = req->rkey.remote_base;
 
-	if (h->addr < base || h->size > req->rkey.remote_len ||
-	    h->addr - base > req->rkey.remote_len - h->size)
+	if (!unio_tl_rkey_covers(&req->rkey, h->addr, h->size))
 		return UNIO_ERR_OUT_OF_RANGE;
 	if (req->rkey.local_ptr != NULL) {
 		memcpy(req->rbuf, (uint8_t *)req->rkey.local_ptr + (h->addr - base), h->size);

@@ -360,8 +360,7 @@ proto_rndv_put_part(struct unio_request *req, const struct proto_rtp_hdr *h, con
 		return;
 	}
 	req->comp = (struct unio_tl_completion){ .func = put_part_done, .count = 1 };
-	if (h->addr < rk->remote_base || len > rk->remote_len ||
-	    h->addr - rk->remote_base > rk->remote_len - len)
+	if (!unio_tl_rkey_covers(rk, h->addr, len))
 		st = UNIO_ERR_OUT_OF_RANGE;
 	else
 		st = unio_tl_ep_put_zcopy(tl_ep, &iov, 1, h->addr, rk, &req->comp);

@@ -172,6 +172,17 @@ struct unio_tl_rkey {
 	void *priv;
 };
 
+/**
+ * Does [@p addr, @p addr + @p len) lie inside the range @p rkey grants?  The one bounds
+ * check of every put, get and rendezvous pull (no overflow for any input).
+ */
+static inline bool
+unio_tl_rkey_covers(const struct unio_tl_rkey *rkey, uint64_t addr, uint64_t len)
+{
+	return addr >= rkey->remote_base && len <= rkey->remote_len &&
+	       addr - rkey->remote_base <= rkey->remote_len - len;
+}
+
 /** Hot operations of an iface, resolved once at open.  See the inline wrappers. */
 struct unio_tl_ops {
 	unio_status_t (*ep_am_short)(struct unio_tl_ep *ep, uint8_t id, uint64_t hdr,

@@ -151,8 +151,7 @@ rkey_range_check(const struct unio_tl_rkey *rkey, uint64_t addr, const struct io
 
 	for (size_t i = 0; i < iovcnt; i++)
 		total += iov[i].iov_len;
-	if (rkey->local_ptr == NULL || addr < rkey->remote_base ||
-	    total > rkey->remote_len || addr - rkey->remote_base > rkey->remote_len - total)
+	if (rkey->local_ptr == NULL || !unio_tl_rkey_covers(rkey, addr, total))
 		return UNIO_ERR_OUT_OF_RANGE;
 	*ptr = (uint8_t *)rkey->local_ptr + (addr - rkey->remote_base);
 	return UNIO_OK;

@@ -236,8 +236,7 @@ range_check(const struct unio_tl_rkey *rkey, uint64_t addr, const struct iovec *
 
 	for (size_t i = 0; i < iovcnt; i++)
 		t += iov[i].iov_len;
-	if (addr < rkey->remote_base || t > rkey->remote_len ||
-	    addr - rkey->remote_base > rkey->remote_len - t)
+	if (!unio_tl_rkey_covers(rkey, addr, t))
 		return UNIO_ERR_OUT_OF_RANGE;
 	*total = t;
 	return UNIO_OK;

@@ -267,14 +267,6 @@ tcp_ep_am_zcopy(struct unio_tl_ep *ep, uint8_t id, const void *hdr, size_t hdr_l
 	return zc_send(c, h, HDR_LEN + hdr_len, iov, iovcnt, comp);
 }
 
-/* Does [addr, addr+len) lie inside the key's range? */
-static bool
-rkey_covers(const struct unio_tl_rkey *rkey, uint64_t addr, size_t len)
-{
-	return addr >= rkey->remote_base && len <= rkey->remote_len &&
-	       addr - rkey->remote_base <= rkey->remote_len - len;
-}
-
 /* The entries of @p iov covering [off, off + len), into @p out; returns their count. */
 static size_t
 iov_slice(const struct iovec *iov, size_t iovcnt, size_t off, size_t len, struct iovec *out)
@@ -346,7 +338,7 @@ tcp_ep_put_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size_t iovcnt,
 
 	if (unlikely(c->state == TCP_CONN_FAILED))
 		return c->err;
-	if (!rkey_covers(rkey, remote_addr, len) || len > TCP_MAX_PUT)
+	if (!unio_tl_rkey_covers(rkey, remote_addr, len) || len > TCP_MAX_PUT)
 		return UNIO_ERR_OUT_OF_RANGE;
 	n = len == 0 ? 1 : (len + TCP_MAX_RMA - 1) / TCP_MAX_RMA;
 	if (!put_room(c, n))
@@ -398,7 +390,7 @@ tcp_ep_get_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size_t iovcnt,
 
 	if (unlikely(c->state == TCP_CONN_FAILED))
 		return c->err;
-	if (!rkey_covers(rkey, remote_addr, len) || len > TCP_MAX_RMA)
+	if (!unio_tl_rkey_covers(rkey, remote_addr, len) || len > TCP_MAX_RMA)
 		return UNIO_ERR_OUT_OF_RANGE;
 	g = &c->gets[c->get_seq % TCP_GETS_MAX];
 	if (g->used)
