@@ -6,6 +6,7 @@
  * pulls the data with unio_am_recv_data() (get, or a copy from the peer's mapping), then an
  * ATS (the tag protocol's) completes the sender, with UNIO_ERR_REJECTED when the handler
  * refused.  Sends that meet a full transport wait in a per-worker queue, in order.
+ * w->n_am_pending counts them together with the put / get chunks waiting in rma.c.
  */
 
 #include <stdlib.h>
@@ -161,7 +162,7 @@ proto_am_progress(struct unio_worker *w)
 		if (st != UNIO_INPROGRESS)
 			proto_req_complete(req, st);
 	}
-	return n;
+	return n + proto_rma_progress(w);
 }
 
 /* Send an eager AM at once through am_short: header, user header and data in one copy. */
@@ -642,9 +643,9 @@ proto_am_fini(struct unio_worker *w)
 		return;
 	while ((req = TAILQ_FIRST(&w->am->pending)) != NULL) {
 		TAILQ_REMOVE(&w->am->pending, req, link);
+		w->n_am_pending--;   /* the rest counts put / get chunks (proto_rma_fini) */
 		proto_req_complete(req, UNIO_ERR_CANCELED);
 	}
-	w->n_am_pending = 0;
 	while ((it = TAILQ_FIRST(&w->am->held)) != NULL) {
 		TAILQ_REMOVE(&w->am->held, it, link);
 		free(it);

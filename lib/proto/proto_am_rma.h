@@ -29,13 +29,14 @@ struct rma_entry {
 
 /** Per-worker mapping state (w->rma). */
 struct rma_worker {
-	struct rma_entry *table;                 /**< RMA_TABLE_SLOTS entries */
+	struct rma_entry *table;                 /**< RMA_TABLE_SLOTS entries, NULL until mapped */
 	struct unio_tl_iface *table_iface;       /**< allocated by this iface, or NULL (heap) */
 	struct unio_tl_memh table_alloc;
 	struct unio_tl_memh table_memh[WORKER_MAX_IFACES];
 	bool table_reg[WORKER_MAX_IFACES];
 	unsigned int n_used;
 	uint32_t next_slot;
+	TAILQ_HEAD(, rma_wait) chunk_wait;       /**< put / get waiting for transport room */
 	struct unio_mem *slots[RMA_TABLE_SLOTS];
 };
 
@@ -106,7 +107,9 @@ unsigned int proto_am_progress(struct unio_worker *w);
 
 /* ---- rma.c ---- */
 
-/** Unmap every region still mapped (worker destruction). */
+/** Unmap every region still mapped, cancel queued chunks (worker destruction). */
 void proto_rma_fini(struct unio_worker *w);
+/** Issue put / get chunks that waited for transport room (from proto_am_progress). */
+unsigned int proto_rma_progress(struct unio_worker *w);
 
 #endif /* PROTO_AM_RMA_H */

@@ -8,6 +8,11 @@
  * key for the data and for the table.  The accessing side checks the range and then the
  * owner's entry right before each copy: a forged, mutated or stale key never reaches the
  * transport.
+ *
+ * A put or get longer than the lane's per-call limit (max_put_zcopy / max_get_zcopy: tcp's
+ * frames) goes out in chunks of at most that size; the request completes when the last chunk
+ * did, with the first error.  Chunks the transport has no room for now wait in a per-worker
+ * queue that worker progress retries in order (new operations queue behind it).
  */
 
 #include <stdlib.h>
@@ -121,11 +126,23 @@ reg_all(struct unio_worker *w, void *addr, size_t len, struct unio_tl_iface *own
 
 /* ---- the table ---- */
 
+/* w->rma without a table yet: an accessor that never maps needs only the chunk queue */
+static struct rma_worker *
+rma_state(struct unio_worker *w)
+{
+	if (w->rma == NULL) {
+		w->rma = calloc(1, sizeof(*w->rma));
+		if (w->rma != NULL)
+			TAILQ_INIT(&w->rma->chunk_wait);
+	}
+	return w->rma;
+}
+
 static unio_status_t
 table_create(struct unio_worker *w)
 {
 	size_t sz = RMA_TABLE_SLOTS * sizeof(struct rma_entry);
-	struct rma_worker *r = calloc(1, sizeof(*r));
+	struct rma_worker *r = rma_state(w);
 	struct unio_tl_iface *ai = alloc_iface(w);
 
 	if (r == NULL)
@@ -134,7 +151,7 @@ table_create(struct unio_worker *w)
 		r->table_iface = ai;
 		r->table = r->table_alloc.addr;
 	} else if (posix_memalign((void **)&r->table, 4096, sz) != 0) {
-		free(r);
+		r->table = NULL;
 		return UNIO_ERR_NO_MEMORY;
 	}
 	memset(r->table, 0, sz);
@@ -146,10 +163,10 @@ table_create(struct unio_worker *w)
 			unio_tl_mem_free(r->table_iface, &r->table_alloc);
 		else
 			free(r->table);
-		free(r);
+		r->table = NULL;
+		r->table_iface = NULL;
 		return UNIO_ERR_NO_RESOURCE;
 	}
-	w->rma = r;
 	return UNIO_OK;
 }
 
@@ -158,11 +175,13 @@ table_destroy(struct unio_worker *w)
 {
 	struct rma_worker *r = w->rma;
 
-	dereg_all(w, r->table_memh, r->table_reg);
-	if (r->table_iface != NULL)
-		unio_tl_mem_free(r->table_iface, &r->table_alloc);
-	else
-		free(r->table);
+	if (r->table != NULL) {
+		dereg_all(w, r->table_memh, r->table_reg);
+		if (r->table_iface != NULL)
+			unio_tl_mem_free(r->table_iface, &r->table_alloc);
+		else
+			free(r->table);
+	}
 	free(r);
 	w->rma = NULL;
 }
@@ -269,7 +288,7 @@ mem_map_locked(struct unio_worker *w, const struct unio_mem_map_params *p, unsig
 	unio_status_t st;
 	int slot;
 
-	if (w->rma == NULL && (st = table_create(w)) != UNIO_OK)
+	if ((w->rma == NULL || w->rma->table == NULL) && (st = table_create(w)) != UNIO_OK)
 		return st;
 	slot = slot_get(w->rma);
 	if (slot < 0) {
@@ -343,7 +362,7 @@ mem_unmap_locked(struct unio_worker *w, struct unio_mem *m)
 unio_status_t
 unio_mem_unmap(unio_worker_t *w, unio_mem_h m)
 {
-	if (w == NULL || m == NULL || m->w != w || w->rma == NULL ||
+	if (w == NULL || m == NULL || m->w != w || w->rma == NULL || w->rma->table == NULL ||
 	    m->slot >= RMA_TABLE_SLOTS || w->rma->slots[m->slot] != m)
 		return UNIO_ERR_INVALID_PARAM;
 	worker_lock(w);
@@ -352,11 +371,14 @@ unio_mem_unmap(unio_worker_t *w, unio_mem_h m)
 	return UNIO_OK;
 }
 
+static void chunk_wait_drop(struct unio_worker *w);
+
 void
 proto_rma_fini(struct unio_worker *w)
 {
 	if (w->rma == NULL)
 		return;
+	chunk_wait_drop(w);
 	for (unsigned int i = 0; i < RMA_TABLE_SLOTS; i++)
 		if (w->rma->slots[i] != NULL)
 			mem_unmap_locked(w, w->rma->slots[i]);
@@ -469,7 +491,7 @@ rkey_locate_entry(struct unio_rkey *rk)
 	rk->table_sync = false;
 	if (rk->tl_ep->iface->attr.reach == UNIO_TL_REACH_SELF) {
 		/* the owner is this very worker: its own table, whatever the key says */
-		if (rk->ep->worker->rma != NULL)
+		if (rk->ep->worker->rma != NULL && rk->ep->worker->rma->table != NULL)
 			rk->entry = &rk->ep->worker->rma->table[rk->slot];
 		return;
 	}
@@ -627,6 +649,126 @@ rkey_check(struct unio_rkey *rk, uint64_t raddr, size_t len)
 
 /* ---- put / get ---- */
 
+/*
+ * A put or get in flight: the request keeps the buffer (sbuf), the length (slen), what was
+ * handed to the transport (offset), the remote address (tag), the direction (sync: put) and
+ * the driver's key (rkey, a copy: unio_rkey_destroy() must wait for the completion anyway).
+ * comp counts one per chunk in flight plus one held while chunks are still to be issued.
+ */
+
+/* A request waiting for transport room, named by its id: the ep may fail it meanwhile. */
+struct rma_wait {
+	TAILQ_ENTRY(rma_wait) link;
+	uint64_t req_id;
+};
+
+static size_t
+op_max(const struct unio_request *req)
+{
+	const struct unio_tl_iface_attr *a = &req->ep->lane.tl_ep->iface->attr;
+	size_t max = req->sync ? a->max_put_zcopy : a->max_get_zcopy;
+
+	return max == 0 ? SIZE_MAX : max;
+}
+
+/*
+ * Hand the chunks still to go to the transport.  UNIO_ERR_NO_RESOURCE: it has no room now,
+ * retry later; anything else: nothing is left to issue (an error is recorded in comp).
+ */
+static unio_status_t
+op_issue(struct unio_request *req)
+{
+	struct unio_tl_ep *tl_ep = req->ep->lane.tl_ep;
+	size_t max = op_max(req);
+
+	while (req->offset < req->slen) {
+		size_t n = RTE_MIN(max, req->slen - req->offset);
+		struct iovec iov = { (void *)(uintptr_t)(req->sbuf + req->offset), n };
+		uint64_t raddr = req->tag + req->offset;
+		unio_status_t st;
+
+		req->comp.count++;
+		st = req->sync ?
+		     unio_tl_ep_put_zcopy(tl_ep, &iov, 1, raddr, &req->rkey, &req->comp) :
+		     unio_tl_ep_get_zcopy(tl_ep, &iov, 1, raddr, &req->rkey, &req->comp);
+		if (st == UNIO_ERR_NO_RESOURCE) {
+			req->comp.count--;
+			return st;
+		}
+		req->offset += n;
+		if (st != UNIO_INPROGRESS) {
+			unio_tl_completion_done(&req->comp, st);
+			if (UNIO_IS_ERR(st)) {
+				req->offset = req->slen;   /* the rest is not sent: first error */
+				return st;
+			}
+		}
+	}
+	return UNIO_OK;
+}
+
+static unio_status_t
+op_wait(struct unio_worker *w, struct unio_request *req)
+{
+	struct rma_worker *r = rma_state(w);
+	struct rma_wait *q = malloc(sizeof(*q));
+
+	if (r == NULL || q == NULL) {
+		free(q);
+		return UNIO_ERR_NO_MEMORY;
+	}
+	q->req_id = proto_req_id(req);
+	TAILQ_INSERT_TAIL(&r->chunk_wait, q, link);
+	w->n_am_pending++;   /* worker progress calls proto_am_progress, which retries these */
+	return UNIO_OK;
+}
+
+unsigned int
+proto_rma_progress(struct unio_worker *w)
+{
+	struct rma_worker *r = w->rma;
+	struct rma_wait *q;
+	unsigned int n = 0;
+
+	while (r != NULL && (q = TAILQ_FIRST(&r->chunk_wait)) != NULL) {
+		struct unio_request *req = proto_req_lookup(w, q->req_id);
+
+		/* still ours unless the ep failed it (proto_ep_fail_requests) */
+		if (req != NULL && req->state == REQ_ACTIVE && req->on_ep) {
+			if (req->ep->state != EP_CONNECTED) {
+				unio_tl_completion_done(&req->comp, UNIO_ERR_CONNECTION_RESET);
+			} else if (op_issue(req) == UNIO_ERR_NO_RESOURCE) {
+				break;
+			} else {
+				unio_tl_completion_done(&req->comp, UNIO_OK);  /* all issued */
+			}
+		}
+		TAILQ_REMOVE(&r->chunk_wait, q, link);
+		free(q);
+		w->n_am_pending--;
+		n++;
+	}
+	return n;
+}
+
+static void
+chunk_wait_drop(struct unio_worker *w)
+{
+	struct rma_wait *q;
+
+	while ((q = TAILQ_FIRST(&w->rma->chunk_wait)) != NULL) {
+		struct unio_request *req = proto_req_lookup(w, q->req_id);
+
+		TAILQ_REMOVE(&w->rma->chunk_wait, q, link);
+		free(q);
+		w->n_am_pending--;
+		if (req != NULL && req->state == REQ_ACTIVE && req->on_ep) {
+			req->offset = req->slen;
+			unio_tl_completion_done(&req->comp, UNIO_ERR_CANCELED);
+		}
+	}
+}
+
 static void
 op_done(struct unio_tl_completion *comp)
 {
@@ -640,10 +782,12 @@ op_done(struct unio_tl_completion *comp)
 }
 
 static unio_status_t
-op_start(struct unio_ep *ep, struct iovec *iov, uint64_t raddr, struct unio_rkey *rk,
+op_start(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_rkey *rk,
 	 bool put, const struct unio_request_param *param, unio_request_t **req_p)
 {
-	struct unio_request *req = proto_req_get(ep->worker);
+	struct unio_worker *w = ep->worker;
+	struct unio_request *req = proto_req_get(w);
+	bool behind = w->rma != NULL && !TAILQ_EMPTY(&w->rma->chunk_wait);
 	unio_status_t st;
 
 	if (unlikely(req == NULL))
@@ -651,13 +795,22 @@ op_start(struct unio_ep *ep, struct iovec *iov, uint64_t raddr, struct unio_rkey
 	req->type = REQ_SEND;
 	req->ep = ep;
 	req->proto = RMA_PROTO_OP;
+	req->sbuf = buf;
+	req->slen = len;
+	req->tag = raddr;
+	req->sync = put;
+	req->rkey = rk->data;
 	req->comp = (struct unio_tl_completion){ .func = op_done, .count = 1 };
 	TAILQ_INSERT_TAIL(&ep->outstanding, req, ep_link);
 	req->on_ep = true;
-	st = put ? unio_tl_ep_put_zcopy(rk->tl_ep, iov, 1, raddr, &rk->data, &req->comp) :
-		   unio_tl_ep_get_zcopy(rk->tl_ep, iov, 1, raddr, &rk->data, &req->comp);
-	if (st != UNIO_INPROGRESS)
-		unio_tl_completion_done(&req->comp, st);
+	st = behind ? UNIO_ERR_NO_RESOURCE : op_issue(req);   /* in order behind the queue */
+	if (st == UNIO_ERR_NO_RESOURCE) {
+		st = op_wait(w, req);
+		if (st != UNIO_OK)
+			req->offset = req->slen;
+	}
+	if (req->offset == req->slen)
+		unio_tl_completion_done(&req->comp, st);   /* all issued: release the hold */
 	return proto_req_hand_out(req, param, req_p);
 }
 
@@ -665,7 +818,6 @@ static unio_status_t
 rma_op(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_rkey *rk,
        bool put, const struct unio_request_param *param, unio_request_t **req_p)
 {
-	struct iovec iov = { buf, len };
 	unio_status_t st;
 
 	if (unlikely(ep == NULL || rk == NULL || rk->ep != ep || (buf == NULL && len != 0)))
@@ -692,7 +844,7 @@ rma_op(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_rk
 			memcpy(buf, p, len);
 		goto out;
 	}
-	st = op_start(ep, &iov, raddr, rk, put, param, req_p);
+	st = op_start(ep, buf, len, raddr, rk, put, param, req_p);
 out:
 	worker_unlock(ep->worker);
 	return st;

@@ -28,13 +28,16 @@ struct pair {
 	unio_ep_t *ep;            /* a -> b */
 };
 
+/* Config overrides of the tcp variants: the host lane is tcp (puts and gets in chunks). */
+static const char *const tcp_only[] = { "TLS", "tcp,self", NULL };
+
 static int
-pair_open(struct pair *p, bool self)
+pair_open_ovr(struct pair *p, bool self, const char *const *ovr)
 {
 	unio_status_t st;
 
 	memset(p, 0, sizeof(*p));
-	p->ctx = api_ctx(NULL);
+	p->ctx = api_ctx(ovr);
 	TEST_ASSERT(p->ctx != NULL, "context");
 	p->a = unio_worker_create(p->ctx, NULL, &st);
 	TEST_ASSERT(p->a != NULL, "worker: %s", unio_status_string(st));
@@ -49,6 +52,12 @@ pair_open(struct pair *p, bool self)
 	}
 	TEST_ASSERT(p->ep->state == EP_CONNECTED, "ep never connected");
 	return TEST_OK;
+}
+
+static int
+pair_open(struct pair *p, bool self)
+{
+	return pair_open_ovr(p, self, NULL);
 }
 
 static void
@@ -84,7 +93,9 @@ put(struct pair *p, const void *buf, size_t len, uint64_t raddr, unio_rkey_t *rk
 {
 	unio_request_t *req = NULL;
 
-	return op_wait(p, unio_put(p->ep, buf, len, raddr, rk, NULL, &req), req);
+	unio_status_t st = unio_put(p->ep, buf, len, raddr, rk, NULL, &req);
+
+	return op_wait(p, st, req);
 }
 
 static unio_status_t
@@ -92,7 +103,9 @@ get(struct pair *p, void *buf, size_t len, uint64_t raddr, unio_rkey_t *rk)
 {
 	unio_request_t *req = NULL;
 
-	return op_wait(p, unio_get(p->ep, buf, len, raddr, rk, NULL, &req), req);
+	unio_status_t st = unio_get(p->ep, buf, len, raddr, rk, NULL, &req);
+
+	return op_wait(p, st, req);
 }
 
 /* A region of b: allocated, or registered in the middle of a guarded heap buffer. */
@@ -191,7 +204,7 @@ sizes_on(struct pair *p, struct region *r, uint8_t *src, uint8_t *dst)
 }
 
 static int
-rma_sizes(bool self)
+rma_sizes(bool self, const char *const *ovr)
 {
 	size_t len = 8 * MIB;
 	uint8_t *src = malloc(len + 1), *dst = malloc(len + 1);
@@ -200,8 +213,11 @@ rma_sizes(bool self)
 	int rc = TEST_FAIL;
 
 	TEST_ASSERT(src != NULL && dst != NULL, "malloc");
-	if (pair_open(&p, self) != TEST_OK)
+	if (pair_open_ovr(&p, self, ovr) != TEST_OK)
 		goto out;
+	if (ovr != NULL)
+		TEST_ASSERT(strcmp(p.ep->lane.iface->driver->name, self ? "self" : "tcp") == 0,
+			    "lane %s", p.ep->lane.iface->driver->name);
 	for (int alloc = 0; alloc < 2; alloc++) {
 		if (region_map(&p, &r[alloc], len, alloc) != TEST_OK ||
 		    sizes_on(&p, &r[alloc], src, dst) != TEST_OK)
@@ -221,12 +237,83 @@ out:
 
 UNIO_TEST(rma_self_sizes, fast)
 {
-	return rma_sizes(true);
+	return rma_sizes(true, NULL);
 }
 
 UNIO_TEST(rma_host_sizes, fast)
 {
-	return rma_sizes(false);
+	return rma_sizes(false, NULL);
+}
+
+/* tcp takes at most 256 KiB per get and 8 MiB per put: larger ones go in chunks */
+UNIO_TEST(rma_host_sizes_tcp, fast)
+{
+	return rma_sizes(false, tcp_only);
+}
+
+/*
+ * More chunks than tcp takes at once (64 zero-copy frames per connection): 16 puts of 1 MiB
+ * and 4 of 4 MiB issued without progress wait in the worker's queue, complete in any order
+ * with their bytes in place; then gets of 1 MiB and one of the whole region; then a get
+ * whose region is unmapped before it ran fails with the target's error, not a hang.
+ */
+UNIO_TEST(rma_tcp_chunk_queue, fast)
+{
+	size_t len = 32 * MIB, off;
+	uint8_t *src = malloc(len), *dst = malloc(len);
+	unio_request_t *req[24];
+	unsigned int n = 0, queued;
+	unio_status_t st;
+	struct region r;
+	struct pair p;
+
+	TEST_ASSERT(src != NULL && dst != NULL, "malloc");
+	TEST_ASSERT_EQ(pair_open_ovr(&p, false, tcp_only), TEST_OK);
+	TEST_ASSERT(strcmp(p.ep->lane.iface->driver->name, "tcp") == 0, "lane %s",
+		    p.ep->lane.iface->driver->name);
+	TEST_ASSERT_EQ(region_map(&p, &r, len, false), TEST_OK);
+	test_fill(src, len, 4242);
+	for (off = 0; off < len; n++) {
+		size_t l = n < 16 ? 1 * MIB : 4 * MIB;
+
+		req[n] = NULL;
+		st = unio_put(p.ep, src + off, l, (uintptr_t)r.base + off, r.rk, NULL, &req[n]);
+		TEST_ASSERT(st == UNIO_INPROGRESS, "put %u: %s", n, unio_status_string(st));
+		off += l;
+	}
+	queued = p.a->n_am_pending;
+	TEST_ASSERT(queued > 0, "%u puts of %zu bytes all went to tcp at once", n, len);
+	for (unsigned int i = 0; i < n; i++)
+		TEST_ASSERT_STATUS(op_wait(&p, UNIO_INPROGRESS, req[i]), UNIO_OK);
+	TEST_ASSERT(p.a->n_am_pending == 0, "%u still queued", p.a->n_am_pending);
+	TEST_ASSERT(memcmp(r.base, src, len) == 0, "remote bytes differ after the puts");
+	TEST_ASSERT(guards_intact(&r), "bytes outside the region changed");
+	test_fill(r.base, len, 777);
+	memset(dst, 0, len);
+	for (n = 0; n < 16; n++) {
+		req[n] = NULL;
+		st = unio_get(p.ep, dst + n * MIB, MIB, (uintptr_t)r.base + n * MIB, r.rk, NULL,
+			      &req[n]);
+		TEST_ASSERT(st == UNIO_INPROGRESS, "get %u: %s", n, unio_status_string(st));
+	}
+	for (unsigned int i = 0; i < n; i++)
+		TEST_ASSERT_STATUS(op_wait(&p, UNIO_INPROGRESS, req[i]), UNIO_OK);
+	TEST_ASSERT(memcmp(dst, r.base, 16 * MIB) == 0, "local bytes differ after the gets");
+	memset(dst, 0, len);
+	TEST_ASSERT_STATUS(get(&p, dst, len, (uintptr_t)r.base, r.rk), UNIO_OK);
+	TEST_ASSERT(memcmp(dst, r.base, len) == 0, "a %zu-byte get differs", len);
+	/* the owner unmaps while the get's chunks are on their way: the first error wins */
+	req[0] = NULL;
+	st = unio_get(p.ep, dst, len, (uintptr_t)r.base, r.rk, NULL, &req[0]);
+	TEST_ASSERT(st == UNIO_INPROGRESS, "get: %s", unio_status_string(st));
+	TEST_ASSERT_STATUS(unio_mem_unmap(p.b, r.memh), UNIO_OK);
+	r.memh = NULL;
+	TEST_ASSERT_STATUS(op_wait(&p, UNIO_INPROGRESS, req[0]), UNIO_ERR_OUT_OF_RANGE);
+	region_unmap(&p, &r);
+	pair_close(&p);
+	free(src);
+	free(dst);
+	return TEST_OK;
 }
 
 /* Requests: NO_IMM_COMPLETION always hands out a request that completes with the data. */
@@ -431,7 +518,7 @@ mp_one(unio_worker_t *w, unio_ep_t *ep, unio_rkey_t *rk, uint64_t raddr, unsigne
 }
 
 static int
-mp_accessor(unio_worker_t *w, unio_ep_t *ep)
+mp_accessor(unio_worker_t *w, unio_ep_t *ep, const char *lane)
 {
 	static struct mp_keys k;
 	struct mp_check end = { .region = 2 };
@@ -440,6 +527,8 @@ mp_accessor(unio_worker_t *w, unio_ep_t *ep)
 	unio_rkey_t *rk[2];
 
 	TEST_ASSERT(src != NULL && dst != NULL, "malloc");
+	TEST_ASSERT(lane == NULL || strcmp(ep->lane.iface->driver->name, lane) == 0,
+		    "lane %s, not %s", ep->lane.iface->driver->name, lane);
 	TEST_ASSERT_STATUS(api_recv(w, &k, sizeof(k), TAG_KEYS, UINT64_MAX, &info), UNIO_OK);
 	for (unsigned int r = 0; r < 2; r++)
 		TEST_ASSERT_STATUS(unio_ep_rkey_unpack(ep, k.key[r], k.klen[r], &rk[r]), UNIO_OK);
@@ -462,7 +551,8 @@ mp_accessor(unio_worker_t *w, unio_ep_t *ep)
 	return TEST_OK;
 }
 
-UNIO_TEST(rma_mp_sizes, mp)
+static int
+rma_mp(const char *lane)
 {
 	unio_context_t *ctx = api_ctx(NULL);
 	int port = test_free_port(), rc, status = 0;
@@ -482,7 +572,7 @@ UNIO_TEST(rma_mp_sizes, mp)
 	pid = test_spawn("rma_mp_owner", args);
 	while (ep == NULL && waitpid(pid, NULL, WNOHANG) == 0)
 		api_progress_until(w, (volatile int *)&ep, 100);
-	rc = ep != NULL ? mp_accessor(w, ep) : TEST_FAIL;
+	rc = ep != NULL ? mp_accessor(w, ep, lane) : TEST_FAIL;
 	for (uint64_t t0 = rte_get_timer_cycles();; ) {
 		if (waitpid(pid, &status, WNOHANG) == pid)
 			break;
@@ -503,6 +593,22 @@ UNIO_TEST(rma_mp_sizes, mp)
 	TEST_ASSERT_EQ(rc, TEST_OK);
 	TEST_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "owner exit status %#x", status);
 	return TEST_OK;
+}
+
+UNIO_TEST(rma_mp_sizes, mp)
+{
+	return rma_mp(NULL);
+}
+
+/* The same over tcp (UNIO_TLS in the environment reaches the owner process too). */
+UNIO_TEST(rma_mp_sizes_tcp, mp)
+{
+	int rc;
+
+	setenv("UNIO_TLS", "tcp,self", 1);
+	rc = rma_mp("tcp");
+	unsetenv("UNIO_TLS");
+	return rc;
 }
 
 /* Flush: puts left running complete by unio_ep_flush / unio_worker_flush, data in place. */
