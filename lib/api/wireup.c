@@ -311,6 +311,7 @@ listener_take(struct unio_listener *l)
 		l->pend_fd[i] = fd;
 		l->pend_peer[i] = peer;
 		l->pend_deadline[i] = deadline_of(l->worker);
+		worker_efd_watch(l->worker, fd);   /* its HELLO wakes a sleeping worker */
 	}
 }
 
@@ -439,8 +440,11 @@ wireup_efd_add_all(struct unio_worker *w)
 {
 	struct unio_listener *l;
 
-	TAILQ_FOREACH(l, &w->listeners, link)
+	TAILQ_FOREACH(l, &w->listeners, link) {
 		worker_efd_watch(w, l->fd);
+		for (unsigned int i = 0; i < LISTENER_PEND_MAX; i++)
+			worker_efd_watch(w, l->pend_fd[i]);
+	}
 	for (uint32_t i = 0; i < w->n_eps; i++)
 		if (w->eps[i] != NULL && w->eps[i]->ctl_fd >= 0)
 			worker_efd_watch(w, w->eps[i]->ctl_fd);

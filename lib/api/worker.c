@@ -326,11 +326,14 @@ unio_worker_arm(unio_worker_t *w)
 	if (w == NULL || w->efd < 0)
 		return UNIO_ERR_INVALID_PARAM;
 	worker_lock(w);
-	if (read(w->sig_fd, &v, sizeof(v)) == sizeof(v) || w->n_pending != 0)
+	if (read(w->sig_fd, &v, sizeof(v)) == sizeof(v) || w->n_pending != 0 ||
+	    w->n_am_pending != 0)
 		st = UNIO_ERR_BUSY;
 	for (unsigned int i = 0; i < w->n_ifaces && st == UNIO_OK; i++)
 		if (w->ifaces[i]->ctl->iface_event_arm != NULL)
 			st = w->ifaces[i]->ctl->iface_event_arm(w->ifaces[i]);
+	/* whatever wakes the worker, its next progress looks at the control plane too */
+	w->ctl_next_tsc = 0;
 	worker_unlock(w);
 	return st;
 }

@@ -4,11 +4,16 @@
  * itself.  Sends copy the message into a small per-iface queue and return at once; the
  * next progress() delivers what was queued before it started, so a handler that sends again
  * never re-enters itself.  put / get are memcpy inside the rkey's range.
+ *
+ * Wakeup: the event fd is an eventfd made on first request; arm reports BUSY while messages
+ * are queued, else sets a flag that the next send clears before it writes the eventfd (a
+ * send to itself from a callback, or from another thread of a MULTI worker).
  */
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <rte_common.h>
@@ -44,6 +49,8 @@ struct self_iface {
 	uint64_t head;                /**< messages queued so far */
 	uint64_t tail;                /**< messages delivered so far */
 	unsigned int n_flush;
+	bool armed;                   /**< the worker sleeps: the next send writes ev_fd */
+	int ev_fd;                    /**< eventfd, -1 until asked for */
 	struct self_flush flush[SELF_MAX_FLUSH];
 	struct self_msg queue[SELF_QUEUE_LEN];
 };
@@ -73,6 +80,25 @@ ep_iface(struct unio_tl_ep *ep)
 
 /* ---- fast path ---- */
 
+static __rte_noinline void
+self_wake(struct self_iface *si)
+{
+	uint64_t one = 1;
+
+	si->armed = false;
+	if (write(si->ev_fd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+		SELF_LOG(DEBUG, "eventfd write failed");
+}
+
+/* a message was queued: wake the worker when it sleeps */
+static inline void
+queue_commit(struct self_iface *si)
+{
+	si->head++;
+	if (unlikely(si->armed))
+		self_wake(si);
+}
+
 static inline struct self_msg *
 queue_reserve(struct self_iface *si)
 {
@@ -94,7 +120,7 @@ self_am_short(struct unio_tl_ep *ep, uint8_t id, uint64_t hdr, const void *paylo
 		memcpy(m->data + sizeof(hdr), payload, len);
 	m->len = (uint32_t)(sizeof(hdr) + len);
 	m->id = id;
-	si->head++;
+	queue_commit(si);
 	return UNIO_OK;
 }
 
@@ -113,7 +139,7 @@ self_am_bcopy(struct unio_tl_ep *ep, uint8_t id, unio_tl_pack_cb_t pack, void *a
 	RTE_VERIFY(len <= SELF_MSG_MAX);
 	m->len = (uint32_t)len;
 	m->id = id;
-	si->head++;
+	queue_commit(si);
 	return (ssize_t)len;
 }
 
@@ -139,7 +165,7 @@ self_am_zcopy(struct unio_tl_ep *ep, uint8_t id, const void *hdr, size_t hdr_len
 	}
 	m->len = (uint32_t)off;
 	m->id = id;
-	si->head++;
+	queue_commit(si);
 	return UNIO_OK;   /* the payload was copied: the caller's buffer is free now */
 }
 
@@ -236,6 +262,7 @@ self_progress(struct unio_tl_iface *iface)
 	}
 	if (si->n_flush != 0)
 		complete_flushes(si);
+	si->armed = false;   /* awake */
 	return n;
 }
 
@@ -248,6 +275,8 @@ self_iface_close(struct unio_tl_iface *iface)
 
 	if (si->n_flush != 0)
 		SELF_LOG(DEBUG, "closing with %u flushes pending", si->n_flush);
+	if (si->ev_fd >= 0)
+		close(si->ev_fd);
 	free(si);
 }
 
@@ -258,7 +287,7 @@ self_iface_query(struct unio_tl_iface *iface, struct unio_tl_iface_attr *attr)
 	memset(attr, 0, sizeof(*attr));
 	attr->cap = UNIO_TL_CAP_AM_SHORT | UNIO_TL_CAP_AM_BCOPY | UNIO_TL_CAP_AM_ZCOPY |
 		    UNIO_TL_CAP_PUT_ZCOPY | UNIO_TL_CAP_GET_ZCOPY | UNIO_TL_CAP_RKEY_PTR |
-		    UNIO_TL_CAP_CONNECT_IFACE | UNIO_TL_CAP_ORDERED;
+		    UNIO_TL_CAP_CONNECT_IFACE | UNIO_TL_CAP_ORDERED | UNIO_TL_CAP_EVENT_FD;
 	attr->max_short = SELF_MSG_MAX - sizeof(uint64_t);
 	attr->max_bcopy = SELF_MSG_MAX;
 	attr->max_zcopy_hdr = SELF_ZCOPY_HDR;
@@ -272,6 +301,36 @@ self_iface_query(struct unio_tl_iface *iface, struct unio_tl_iface_attr *attr)
 	/* a queued copy plus a delivery at the next progress; memcpy bandwidth */
 	attr->perf = (struct unio_tl_perf){ .latency_ns = 10, .overhead_ns = 5,
 					    .bandwidth_MBps = 20000, .zcopy_overhead_ns = 5 };
+	return UNIO_OK;
+}
+
+static unio_status_t
+self_event_fd(struct unio_tl_iface *iface, int *fd)
+{
+	struct self_iface *si = (struct self_iface *)iface;
+
+	if (si->ev_fd < 0)
+		si->ev_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (si->ev_fd < 0)
+		return UNIO_ERR_IO;
+	*fd = si->ev_fd;
+	return UNIO_OK;
+}
+
+/* drain the eventfd, then sleep only when nothing is queued */
+static unio_status_t
+self_event_arm(struct unio_tl_iface *iface)
+{
+	struct self_iface *si = (struct self_iface *)iface;
+	uint64_t v;
+
+	if (si->ev_fd < 0)
+		return UNIO_ERR_INVALID_PARAM;
+	if (read(si->ev_fd, &v, sizeof(v)) < 0)
+		v = 0;   /* EAGAIN: nothing signalled */
+	if (si->head != si->tail || si->n_flush != 0)
+		return UNIO_ERR_BUSY;
+	si->armed = true;
 	return UNIO_OK;
 }
 
@@ -401,6 +460,8 @@ static const struct unio_tl_iface_ctl_ops self_ctl_ops = {
 	.iface_query = self_iface_query,
 	.iface_get_address = self_get_address,
 	.iface_is_reachable = self_is_reachable,
+	.iface_event_fd = self_event_fd,
+	.iface_event_arm = self_event_arm,
 	.ep_create = self_ep_create,
 	.ep_destroy = self_ep_destroy,
 	.mem_reg = self_mem_reg,
@@ -421,6 +482,7 @@ self_iface_open(const struct unio_tl_iface_params *params, struct unio_tl_iface 
 	if (posix_memalign((void **)&si, RTE_CACHE_LINE_SIZE, sizeof(*si)) != 0)
 		return UNIO_ERR_NO_MEMORY;
 	memset(si, 0, offsetof(struct self_iface, queue));
+	si->ev_fd = -1;
 	si->super.ops = (struct unio_tl_ops){
 		.ep_am_short = self_am_short,
 		.ep_am_bcopy = self_am_bcopy,

@@ -7,10 +7,13 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <linux/membarrier.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,6 +33,62 @@ static inline uint64_t *
 cell_word(uint8_t *ring, uint64_t pos)
 {
 	return (uint64_t *)(void *)(ring + pos * SHM_CELL);
+}
+
+/* ---- wakeup ---- */
+
+/*
+ * Where an ep's armed pointer points when the plain load is not enough: always set, so that
+ * every send takes shm_wake(), which fences first (the peer has no membarrier, or this
+ * process could not register for it).
+ */
+static const uint64_t shm_wake_always = 1;
+
+/* this process registered for MEMBARRIER_CMD_GLOBAL_EXPEDITED: 0 unknown, 1 yes, -1 no */
+static int shm_mb_registered;
+
+static int
+shm_membarrier(int cmd)
+{
+#ifdef SYS_membarrier
+	return (int)syscall(SYS_membarrier, cmd, 0, 0);
+#else
+	RTE_SET_USED(cmd);
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+/* a sender's stores must be visible to a receiver that arms without them fencing */
+static bool
+shm_mb_register(void)
+{
+	int v = __atomic_load_n(&shm_mb_registered, __ATOMIC_ACQUIRE);
+
+	if (v == 0) {
+		int q = shm_membarrier(MEMBARRIER_CMD_QUERY);
+
+		v = q >= 0 && (q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
+		    shm_membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0 ? 1 : -1;
+		__atomic_store_n(&shm_mb_registered, v, __ATOMIC_RELEASE);
+	}
+	return v > 0;
+}
+
+/* the peer armed (or the plain load is not enough): wake it once, the winner of the exchange */
+static __rte_noinline void
+shm_wake(struct shm_ep *ep)
+{
+	uint64_t *armed = &ep->peer_hdr->armed, one = 1;
+
+	if (ep->wake_fence) {
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (__atomic_load_n(armed, __ATOMIC_RELAXED) == 0)
+			return;
+	}
+	if (ep->ev_fd >= 0 && __atomic_exchange_n(armed, 0, __ATOMIC_ACQ_REL) != 0 &&
+	    write(ep->ev_fd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+		SHM_LOG(DEBUG, "eventfd write to pid %d: %s", (int)ep->peer_pid, strerror(errno));
 }
 
 /* ---- send ---- */
@@ -77,13 +136,18 @@ msg_cells(size_t len)
 	return (sizeof(uint64_t) + len + SHM_CELL - 1) / SHM_CELL;
 }
 
-/* the header word last, with release: the receiver sees the data once it sees the header */
+/*
+ * The header word last, with release: the receiver sees the data once it sees the header.
+ * Then one load of the peer's armed word: a receiver asleep in epoll is woken.
+ */
 static inline void
 ring_publish(struct shm_ep *ep, uint8_t *cell, uint8_t id, size_t len)
 {
 	__atomic_store_n((uint64_t *)(void *)cell, shm_hdr_word(SHM_TYPE_MSG, id, (uint32_t)len),
 			 __ATOMIC_RELEASE);
 	ep->head += msg_cells(len);
+	if (unlikely(__atomic_load_n(ep->armed, __ATOMIC_RELAXED) != 0))
+		shm_wake(ep);
 }
 
 static unio_status_t
@@ -247,6 +311,10 @@ shm_progress(struct unio_tl_iface *iface)
 	struct shm_iface *si = shm_iface_of(iface);
 	unsigned int n = 0;
 
+	if (unlikely(si->armed)) {   /* awake again: senders stop writing the eventfd */
+		si->armed = false;
+		__atomic_store_n(&si->hdr->armed, 0, __ATOMIC_RELAXED);
+	}
 	/* an idle ring costs one load of a line that stays in this core's cache */
 	for (unsigned int i = 0; i < si->n_active; i++)
 		if (__atomic_load_n(si->active[i].next, __ATOMIC_RELAXED) != 0)
@@ -465,9 +533,35 @@ claim_slot(struct shm_iface *si, struct shm_ep *ep)
 	return UNIO_ERR_NO_RESOURCE;
 }
 
+/*
+ * Take the peer's eventfd so that sends can wake it.  Checked after taking it: the segment
+ * is still open, so the number still named the live eventfd (the owner closes it last).
+ */
+static void
+ep_wake_init(struct shm_ep *ep)
+{
+	uint64_t fd = __atomic_load_n(&ep->peer_hdr->ev_fd, __ATOMIC_RELAXED);
+
+	ep->wake_fence = !shm_mb_register() ||
+			 __atomic_load_n(&ep->peer_hdr->wake_fence, __ATOMIC_RELAXED) != 0;
+	ep->armed = ep->wake_fence ? &shm_wake_always : &ep->peer_hdr->armed;
+	if (fd <= INT32_MAX)
+		ep->ev_fd = shm_open_peer_efd(ep->peer_pid, ep->pidfd, (int)fd,
+					      ep->peer_iface_id);
+	if (ep->ev_fd >= 0 && __atomic_load_n(&ep->peer_hdr->closed, __ATOMIC_ACQUIRE) != 0) {
+		close(ep->ev_fd);
+		ep->ev_fd = -1;
+	}
+	if (ep->ev_fd < 0)
+		SHM_LOG(WARNING, "no eventfd of pid %d: it cannot sleep waiting for this sender",
+			(int)ep->peer_pid);
+}
+
 static void
 ep_free(struct shm_ep *ep)
 {
+	if (ep->ev_fd >= 0)
+		close(ep->ev_fd);
 	if (ep->peer_seg != NULL)
 		munmap(ep->peer_seg, ep->peer_seg_size);
 	if (ep->pidfd >= 0)
@@ -502,7 +596,8 @@ shm_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *param
 	if (posix_memalign((void **)&ep, RTE_CACHE_LINE_SIZE, sizeof(*ep)) != 0)
 		return UNIO_ERR_NO_MEMORY;
 	memset(ep, 0, sizeof(*ep));
-	ep->pidfd = -1;
+	ep->pidfd = ep->ev_fd = -1;
+	ep->armed = &shm_wake_always;   /* set for real once the peer is mapped */
 	ep->peer_pid = (pid_t)a.pid;
 	ep->peer_iface_id = a.iface_id;
 	st = map_peer_seg(ep, &a);
@@ -513,6 +608,7 @@ shm_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *param
 		return st;
 	}
 	ep->pidfd = shm_pidfd_open(ep->peer_pid);
+	ep_wake_init(ep);
 	ep->super.cap = iface->attr.cap;
 	if (!si->cma || !shm_cma_probe(ep->peer_pid, a.probe_addr, a.iface_id))
 		ep->super.cap &= ~(UNIO_TL_CAP_GET_ZCOPY | UNIO_TL_CAP_PUT_ZCOPY);
@@ -550,7 +646,7 @@ shm_iface_query(struct unio_tl_iface *iface, struct unio_tl_iface_attr *attr)
 	memset(attr, 0, sizeof(*attr));
 	attr->cap = UNIO_TL_CAP_AM_SHORT | UNIO_TL_CAP_AM_BCOPY | UNIO_TL_CAP_AM_ZCOPY |
 		    UNIO_TL_CAP_RKEY_PTR | UNIO_TL_CAP_CONNECT_IFACE |
-		    UNIO_TL_CAP_PEER_FAILURE | UNIO_TL_CAP_ORDERED;
+		    UNIO_TL_CAP_PEER_FAILURE | UNIO_TL_CAP_ORDERED | UNIO_TL_CAP_EVENT_FD;
 	if (si->cma)
 		attr->cap |= UNIO_TL_CAP_GET_ZCOPY | UNIO_TL_CAP_PUT_ZCOPY;
 	attr->max_short = RTE_MIN((size_t)SHM_MAX_SHORT, si->max_data) - sizeof(uint64_t);
@@ -579,6 +675,52 @@ shm_get_address(struct unio_tl_iface *iface, void *addr)
 	return UNIO_OK;
 }
 
+static unio_status_t
+shm_event_fd(struct unio_tl_iface *iface, int *fd)
+{
+	*fd = shm_iface_of(iface)->ev_fd;
+	return UNIO_OK;
+}
+
+/* a message waits in a ring, or a sender connected since the last progress */
+static bool
+rx_pending(struct shm_iface *si)
+{
+	if (__atomic_load_n(si->gen, __ATOMIC_ACQUIRE) != si->seen_gen)
+		return true;
+	for (unsigned int i = 0; i < si->n_active; i++)
+		if (__atomic_load_n(si->active[i].next, __ATOMIC_ACQUIRE) != 0)
+			return true;
+	return false;
+}
+
+/*
+ * Drain the eventfd, publish "armed", order it against every sender's last publish, then
+ * look at the rings again: a message published before a sender could see the flag is found
+ * here (BUSY), one published after it makes that sender write the eventfd.
+ */
+static unio_status_t
+shm_event_arm(struct unio_tl_iface *iface)
+{
+	struct shm_iface *si = shm_iface_of(iface);
+	uint64_t v;
+
+	if (read(si->ev_fd, &v, sizeof(v)) < 0)
+		v = 0;   /* EAGAIN: nothing was signalled */
+	if (rx_pending(si))
+		return UNIO_ERR_BUSY;
+	si->armed = true;
+	__atomic_store_n(&si->hdr->armed, 1, __ATOMIC_RELAXED);
+	if (!si->membarrier || shm_membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0)
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);   /* the senders fence (wake_fence) */
+	if (rx_pending(si)) {
+		si->armed = false;
+		__atomic_store_n(&si->hdr->armed, 0, __ATOMIC_RELAXED);
+		return UNIO_ERR_BUSY;
+	}
+	return UNIO_OK;
+}
+
 static void
 shm_iface_close(struct unio_tl_iface *iface)
 {
@@ -590,6 +732,8 @@ shm_iface_close(struct unio_tl_iface *iface)
 		if (si->active[i].pidfd >= 0)
 			close(si->active[i].pidfd);
 	shm_seg_destroy(si);
+	if (si->ev_fd >= 0)
+		close(si->ev_fd);   /* after the segment says closed: see ep_wake_init() */
 	shm_maps_release_all(si);
 	for (unsigned int i = 0; i < SHM_MAX_ALLOCS; i++)
 		if (si->allocs[i].fd >= 0)
@@ -604,6 +748,8 @@ const struct unio_tl_iface_ctl_ops shm_ctl_ops = {
 	.iface_query = shm_iface_query,
 	.iface_get_address = shm_get_address,
 	.iface_is_reachable = shm_is_reachable,
+	.iface_event_fd = shm_event_fd,
+	.iface_event_arm = shm_event_arm,
 	.ep_create = shm_ep_create,
 	.ep_destroy = shm_ep_destroy,
 	.mem_reg = shm_mem_reg,
@@ -654,6 +800,13 @@ iface_init(struct shm_iface *si, const struct unio_config *cfg)
 	si->cma = cfg->shm_cma;
 	si->hugepages = cfg->hugepages;
 	si->listen_fd = si->seg_fd = -1;
+	si->ev_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (si->ev_fd < 0) {
+		SHM_LOG(ERR, "eventfd: %s", strerror(errno));
+		return UNIO_ERR_IO;
+	}
+	/* arm orders senders with membarrier when this kernel has it, else they fence */
+	si->membarrier = shm_mb_register();
 	for (unsigned int i = 0; i < SHM_MAX_ALLOCS; i++)
 		si->allocs[i].fd = -1;
 	si->check_cycles = tsc_per_ms() * SHM_CHECK_MS;
@@ -674,17 +827,22 @@ shm_iface_open(const struct unio_tl_iface_params *params, struct unio_tl_iface *
 	if (posix_memalign((void **)&si, RTE_CACHE_LINE_SIZE, sizeof(*si)) != 0)
 		return UNIO_ERR_NO_MEMORY;
 	memset(si, 0, sizeof(*si));
+	si->ev_fd = -1;
 	st = iface_init(si, params->config);
 	if (st == UNIO_OK)
 		st = shm_seg_create(si, params->config);
 	if (st != UNIO_OK) {
 		if (si->active != NULL)
 			pthread_mutex_destroy(&si->lock);
+		if (si->ev_fd >= 0)
+			close(si->ev_fd);
 		free(si->active);
 		free(si);
 		return st;
 	}
 	si->gen = &si->hdr->gen;
+	si->hdr->ev_fd = (uint64_t)si->ev_fd;
+	si->hdr->wake_fence = !si->membarrier;
 	si->super.ops = (struct unio_tl_ops){
 		.ep_am_short = shm_am_short,
 		.ep_am_bcopy = shm_am_bcopy,

@@ -22,6 +22,14 @@
  * header.  A message never wraps: the sender writes a PAD header to skip the ring's end.
  * The consumer's tail lives on the slot's second line and is published every half ring (or
  * when the ring is found empty); the sender keeps a cached copy.
+ *
+ * Wakeup (an application sleeping in epoll on the worker's fd): each iface has an eventfd,
+ * whose number is in its segment header next to an "armed" word.  Arm sets the word, makes
+ * every sender's earlier stores visible (membarrier(GLOBAL_EXPEDITED): the senders pay no
+ * fence), then re-checks the rings and reports BUSY when a message came meanwhile.  A sender
+ * loads the word after each message it publishes (one load of a line that stays shared while
+ * nobody sleeps); finding it set, it clears it with an exchange and the winner writes the
+ * eventfd, which it took at ep creation with pidfd_getfd() (SCM_RIGHTS for another user).
  */
 
 #include <pthread.h>
@@ -79,6 +87,9 @@ struct shm_seg_hdr {
 	uint64_t seg_size;
 	uint64_t closed;                  /**< the owner closed the iface */
 	uint64_t gen __rte_aligned(64);   /**< bumped when a slot is claimed or released */
+	uint64_t armed;                   /**< the owner sleeps: a sender clears it, wakes it */
+	uint64_t ev_fd;                   /**< the owner's eventfd, as numbered in the owner */
+	uint64_t wake_fence;              /**< the owner has no membarrier: senders fence */
 } __rte_aligned(64);
 
 struct shm_slot_ctl {
@@ -178,6 +189,10 @@ struct shm_iface {
 	int hugepages;
 	/* send side */
 	struct shm_ep *eps;               /**< list of this iface's eps */
+	/* wakeup */
+	int ev_fd;                        /**< eventfd that senders write when armed */
+	bool armed;                       /**< hdr->armed was set by arm, not yet cleared */
+	bool membarrier;                  /**< arm orders senders with membarrier() */
 	/* fd passing for peers of other users */
 	int listen_fd;
 	pthread_t server;
@@ -197,6 +212,7 @@ struct shm_ep {
 	uint64_t n_cells;
 	uint64_t mask;
 	uint64_t *tail;
+	const uint64_t *armed;            /**< the peer's armed word (or shm_wake_always) */
 	/* control */
 	struct shm_seg_hdr *peer_hdr;
 	struct shm_geom peer_geom;        /**< validated copy of the peer's geometry */
@@ -206,6 +222,8 @@ struct shm_ep {
 	pid_t peer_pid;
 	uint64_t peer_iface_id;
 	int pidfd;
+	int ev_fd;                        /**< the peer's eventfd here, -1 when not obtained */
+	bool wake_fence;                  /**< fence before loading the peer's armed word */
 	bool dead;
 	struct shm_ep *next;
 } __rte_cache_aligned;
@@ -216,6 +234,8 @@ void shm_seg_destroy(struct shm_iface *si);
 void shm_local_addr(const struct shm_iface *si, struct shm_iface_addr *a);
 bool shm_addr_same_host(const struct shm_iface_addr *a);
 int shm_open_peer_fd(pid_t pid, int fd, uint64_t iface_id, uint64_t want_id);
+/** The eventfd @p fd of the peer iface @p iface_id of @p pid (pidfd_getfd, SCM_RIGHTS). */
+int shm_open_peer_efd(pid_t pid, int pidfd, int fd, uint64_t iface_id);
 int shm_memfd(const char *prefix, uint64_t id, size_t *len, int hugepages);
 int shm_pidfd_open(pid_t pid);
 bool shm_pid_dead(pid_t pid, int pidfd);

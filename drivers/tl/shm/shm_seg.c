@@ -241,6 +241,8 @@ lookup_fd(struct shm_iface *si, uint64_t want_id)
 
 	if (want_id == si->iface_id)
 		return si->seg_fd;
+	if (want_id == ~si->iface_id)
+		return si->ev_fd;   /* shm_open_peer_efd */
 	pthread_mutex_lock(&si->lock);
 	for (unsigned int i = 0; i < SHM_MAX_ALLOCS; i++)
 		if (si->allocs[i].fd >= 0 && si->allocs[i].id == want_id)
@@ -392,6 +394,40 @@ shm_open_peer_fd(pid_t pid, int fd, uint64_t iface_id, uint64_t want_id)
 	if (local < 0 && (errno == EACCES || errno == EPERM))
 		local = request_fd(pid, iface_id, want_id);
 	if (local >= 0 && !fd_has_id(local, want_id)) {
+		close(local);
+		return -1;
+	}
+	return local;
+}
+
+static bool
+fd_is_eventfd(int fd)
+{
+	char path[64], target[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n <= 0)
+		return false;
+	target[n] = '\0';
+	return strcmp(target, "anon_inode:[eventfd]") == 0;
+}
+
+int
+shm_open_peer_efd(pid_t pid, int pidfd, int fd, uint64_t iface_id)
+{
+	int local = -1;
+
+#ifdef SYS_pidfd_getfd
+	if (pidfd >= 0)
+		local = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+#else
+	RTE_SET_USED(pidfd);
+#endif
+	if (local < 0)
+		local = request_fd(pid, iface_id, ~iface_id);
+	if (local >= 0 && !fd_is_eventfd(local)) {
 		close(local);
 		return -1;
 	}
