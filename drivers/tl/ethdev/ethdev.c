@@ -784,6 +784,12 @@ ep_free(struct eth_ep *ep)
 	struct eth_iface *ei = ep->ei;
 	unsigned int i, j = 0;
 
+	if (ep->ack_pending && !ep->failed && !ep->resolving) {
+		/* the peer's last frames: acked before we go, or it retransmits them until
+		 * it declares us dead */
+		send_ack(ep, rte_rdtsc());
+		eth_txq_flush(ei);
+	}
 	for (i = 0; i < ei->n_peers; i++)
 		if (ei->peers[i] != ep)
 			ei->peers[j++] = ei->peers[i];

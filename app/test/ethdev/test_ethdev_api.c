@@ -1,0 +1,545 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The public API over the ethdev driver: two processes in two network namespaces joined by
+ * a veth pair, each with EAL `--vdev net_af_packet0,iface=...` (or net_af_xdp0) and
+ * UNIO_TLS=ethdev,self, connect through a listener (the control connection is kernel TCP)
+ * and exchange tagged messages of every size class with wildcard receives (echoed back,
+ * payloads checksummed both ways), and active messages eager and by rendezvous.  The lane
+ * must be the ethdev one.
+ *
+ * af_packet shares the veth with the kernel, so the control connection runs over it (kernel
+ * addresses 10.77.0.1/.2, the DPDK ifaces 10.77.0.11/.12); af_xdp takes every frame of the
+ * veth's queue, so the control connection runs over a second veth pair (10.78.0.1/.2).
+ * memif joins two processes of the root namespace (control connection on loopback).
+ */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_common.h>
+
+#include "../api/api_common.h"
+#include "unio_am.h"
+#include "unio_env.h"
+#include "unio_proto.h"
+#include "unio_test.h"
+
+#define MIB (1024 * 1024)
+#define SIZES_TAG 0xfeedfacecafe0001ull
+#define DONE_TAG  0xfeedfacecafe0003ull
+#define MAX_SIZES 32
+#define AM_ID     7
+
+static const uint64_t masks[] = { UINT64_MAX, 0xffffffffffff0000ull, 0 };
+static const size_t am_sizes[] = { 0, 1, 100, 1300, 1400, 1500, 9000, 65536, 200000, MIB };
+
+static uint64_t
+rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s & ~0xffull;  /* low byte 0: never equal to the control tags */
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int
+enter_netns(const char *ns)
+{
+	char path[128];
+	int fd, rc;
+
+	if (strcmp(ns, "-") == 0)
+		return 0;      /* memif: no namespace */
+	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	rc = setns(fd, CLONE_NEWNET);
+	close(fd);
+	return rc;
+}
+
+/* ---- the tagged echo: role 0 sends every size class, role 1 echoes with wildcards ---- */
+
+static int
+tag_drive(unio_worker_t *w, unio_ep_t *ep, uint64_t seed)
+{
+	uint64_t sizes[MAX_SIZES];
+	size_t sz[MAX_SIZES];
+	unio_request_t *sreq[MAX_SIZES];
+	uint8_t *bufs[MAX_SIZES], *rbuf;
+	struct unio_recv_info info;
+	unsigned int n = api_size_classes(ep, 4 * MIB, sz);
+	unio_status_t st;
+
+	for (unsigned int i = 0; i < n; i++)
+		sizes[i] = sz[i];
+	TEST_ASSERT_STATUS(api_send(w, ep, sizes, n * sizeof(sizes[0]), SIZES_TAG, 0), UNIO_OK);
+	for (unsigned int i = 0; i < n; i++) {
+		uint64_t tag = rnd(&seed);
+
+		bufs[i] = malloc(sizes[i] + 1);
+		TEST_ASSERT(bufs[i] != NULL, "malloc");
+		test_fill(bufs[i], sizes[i], tag);
+		st = i % 4 == 3 ? unio_tag_send_sync(ep, bufs[i], sizes[i], tag, NULL, &sreq[i]) :
+		     unio_tag_send(ep, bufs[i], sizes[i], tag, NULL, &sreq[i]);
+		TEST_ASSERT(st == UNIO_OK || st == UNIO_INPROGRESS, "send: %s",
+			    unio_status_string(st));
+		if (st == UNIO_OK)
+			sreq[i] = NULL;
+	}
+	rbuf = malloc(4 * MIB + 1);
+	TEST_ASSERT(rbuf != NULL, "malloc");
+	for (unsigned int i = 0; i < n; i++) {
+		st = api_recv(w, rbuf, sizes[i], 0, 0, &info);
+		TEST_ASSERT(st == UNIO_OK && info.length == sizes[i], "echo %u: %s, %zu bytes", i,
+			    unio_status_string(st), info.length);
+		TEST_ASSERT(test_checksum(rbuf, sizes[i]) == test_checksum(bufs[i], sizes[i]),
+			    "echo %u of %" PRIu64 " bytes differs", i, sizes[i]);
+		if (sreq[i] != NULL)
+			TEST_ASSERT_STATUS(unio_request_wait(w, sreq[i], NULL), UNIO_OK);
+		free(bufs[i]);
+	}
+	free(rbuf);
+	TEST_LOG("tagged: %u size classes (0 .. 4 MiB) echoed and verified", n);
+	return TEST_OK;
+}
+
+static int
+tag_echo(unio_worker_t *w, unio_ep_t *ep, uint64_t seed)
+{
+	uint64_t sizes[MAX_SIZES];
+	unio_request_t *sreq[MAX_SIZES];
+	uint8_t *bufs[MAX_SIZES];
+	struct unio_recv_info info;
+	unio_status_t st;
+	unsigned int n;
+
+	TEST_ASSERT_STATUS(api_recv(w, sizes, sizeof(sizes), SIZES_TAG, UINT64_MAX, &info),
+			   UNIO_OK);
+	n = (unsigned int)(info.length / sizeof(sizes[0]));
+	for (unsigned int i = 0; i < n; i++) {
+		uint64_t tag = rnd(&seed), mask = masks[i % RTE_DIM(masks)];
+		uint8_t *want = malloc(sizes[i] + 1);
+
+		bufs[i] = malloc(sizes[i] + 1);
+		TEST_ASSERT(want != NULL && bufs[i] != NULL, "malloc");
+		bufs[i][sizes[i]] = 0xee;
+		st = api_recv(w, bufs[i], sizes[i], tag & mask, mask, &info);
+		test_fill(want, sizes[i], tag);
+		TEST_ASSERT(st == UNIO_OK && info.tag == tag && info.length == sizes[i] &&
+			    test_checksum(want, sizes[i]) == test_checksum(bufs[i], sizes[i]) &&
+			    bufs[i][sizes[i]] == 0xee,
+			    "message %u (%" PRIu64 " bytes): %s, tag %#" PRIx64 " length %zu", i,
+			    sizes[i], unio_status_string(st), info.tag, info.length);
+		free(want);
+		st = unio_tag_send(ep, bufs[i], sizes[i], tag, NULL, &sreq[i]);
+		TEST_ASSERT(st == UNIO_OK || st == UNIO_INPROGRESS, "echo send: %s",
+			    unio_status_string(st));
+		if (st == UNIO_OK)
+			sreq[i] = NULL;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		if (sreq[i] != NULL)
+			TEST_ASSERT_STATUS(unio_request_wait(w, sreq[i], NULL), UNIO_OK);
+		free(bufs[i]);
+	}
+	return TEST_OK;
+}
+
+/* ---- active messages: each side sends every size eagerly where it fits and by rndv ---- */
+
+struct am_state {
+	unio_worker_t *w;
+	unsigned int got;        /* messages verified */
+	unsigned int bad;
+	unsigned int rndv;       /* of them by rendezvous */
+	unsigned int pending;    /* rendezvous receives in flight */
+	uint8_t *rbuf[2 * RTE_DIM(am_sizes)];
+	uint64_t want[2 * RTE_DIM(am_sizes)];
+	size_t rlen[2 * RTE_DIM(am_sizes)];
+	unio_request_t *rreq[2 * RTE_DIM(am_sizes)];
+	unsigned int n_rreq;
+};
+
+static struct am_state ams;
+
+struct am_hdr {
+	uint64_t seed;
+	uint64_t len;
+	uint32_t idx;
+};
+
+static unio_status_t
+am_cb(void *arg, const void *header, size_t header_len, void *data, size_t length,
+      const struct unio_am_recv_param *param)
+{
+	struct am_state *s = arg;
+	struct am_hdr h;
+	uint8_t *want;
+
+	if (header_len != sizeof(h)) {
+		s->bad++;
+		return UNIO_OK;
+	}
+	memcpy(&h, header, sizeof(h));
+	if (h.len != length || s->n_rreq >= RTE_DIM(s->rbuf)) {
+		s->bad++;
+		return UNIO_OK;
+	}
+	if (param->recv_attr & UNIO_AM_RECV_ATTR_FLAG_RNDV) {
+		unsigned int k = s->n_rreq++;
+		unio_status_t st;
+
+		s->rbuf[k] = malloc(length + 1);
+		s->want[k] = h.seed;
+		s->rlen[k] = length;
+		s->rndv++;
+		st = unio_am_recv_data(s->w, data, s->rbuf[k], length, NULL, &s->rreq[k]);
+		if (st == UNIO_OK)
+			s->rreq[k] = NULL;
+		else if (st != UNIO_INPROGRESS)
+			s->bad++;
+		return UNIO_OK;
+	}
+	want = malloc(length + 1);
+	test_fill(want, length, h.seed);
+	if (test_checksum(want, length) == test_checksum(data, length) &&
+	    (length == 0 || memcmp(want, data, length) == 0))
+		s->got++;
+	else
+		s->bad++;
+	free(want);
+	return UNIO_OK;
+}
+
+/* Send every AM size eagerly (where the lane takes it) and by rendezvous. */
+static int
+am_send_all(unio_worker_t *w, unio_ep_t *ep, int role, unsigned int *n_sent)
+{
+	unio_request_t *req[2 * RTE_DIM(am_sizes)];
+	struct am_hdr hdr[2 * RTE_DIM(am_sizes)];
+	uint8_t *buf[2 * RTE_DIM(am_sizes)];
+	unsigned int n = 0, n_eager = 0;
+
+	for (unsigned int i = 0; i < RTE_DIM(am_sizes); i++)
+		for (unsigned int rndv = 0; rndv < 2; rndv++) {
+			unsigned int flags = rndv ? UNIO_AM_SEND_FLAG_RNDV : UNIO_AM_SEND_FLAG_EAGER;
+			unio_status_t st;
+
+			hdr[n] = (struct am_hdr){ .seed = 0xa11ull * (n + 1) + (uint64_t)role,
+						  .len = am_sizes[i], .idx = n };
+			buf[n] = malloc(am_sizes[i] + 1);
+			TEST_ASSERT(buf[n] != NULL, "malloc");
+			test_fill(buf[n], am_sizes[i], hdr[n].seed);
+			st = unio_am_send(ep, AM_ID, &hdr[n], sizeof(hdr[n]), buf[n], am_sizes[i],
+					  NULL, flags, &req[n]);
+			if (st == UNIO_ERR_UNSUPPORTED && !rndv) {
+				free(buf[n]);      /* too large for an eager message on this lane */
+				continue;
+			}
+			TEST_ASSERT(st == UNIO_OK || st == UNIO_INPROGRESS, "am %zu B %s: %s",
+				    am_sizes[i], rndv ? "rndv" : "eager", unio_status_string(st));
+			if (st == UNIO_OK)
+				req[n] = NULL;
+			n_eager += !rndv;
+			n++;
+		}
+	for (unsigned int i = 0; i < n; i++) {
+		if (req[i] != NULL)
+			TEST_ASSERT_STATUS(unio_request_wait(w, req[i], NULL), UNIO_OK);
+		free(buf[i]);
+	}
+	TEST_ASSERT(n_eager >= 6, "only %u eager AMs fit the lane", n_eager);
+	*n_sent = n;
+	return TEST_OK;
+}
+
+static int
+am_run(unio_worker_t *w, unio_ep_t *ep, int role)
+{
+	unsigned int n_sent = 0;
+	double end;
+	uint32_t peer_sent = 0, ours;
+	struct unio_recv_info info;
+
+	ams.w = w;
+	TEST_ASSERT_STATUS(unio_worker_set_am_handler(w, AM_ID, am_cb, &ams, 0), UNIO_OK);
+	TEST_ASSERT(am_send_all(w, ep, role, &n_sent) == TEST_OK, "am sends");
+	ours = n_sent;
+	TEST_ASSERT_STATUS(api_send(w, ep, &ours, sizeof(ours), DONE_TAG, 0), UNIO_OK);
+	TEST_ASSERT_STATUS(api_recv(w, &peer_sent, sizeof(peer_sent), DONE_TAG, UINT64_MAX,
+				    &info), UNIO_OK);
+	end = now_s() + 30;
+	for (;;) {
+		unsigned int done = 0;
+
+		unio_worker_progress(w);
+		for (unsigned int k = 0; k < ams.n_rreq; k++)
+			done += ams.rreq[k] == NULL ||
+				unio_request_test(ams.rreq[k], NULL) != UNIO_INPROGRESS;
+		if ((ams.got + ams.rndv >= peer_sent && done == ams.n_rreq) || now_s() > end)
+			break;
+	}
+	for (unsigned int k = 0; k < ams.n_rreq; k++) {
+		if (ams.rreq[k] != NULL) {
+			TEST_ASSERT_STATUS(unio_request_test(ams.rreq[k], NULL), UNIO_OK);
+			unio_request_free(ams.rreq[k]);
+		}
+		uint8_t *want = malloc(ams.rlen[k] + 1);
+
+		test_fill(want, ams.rlen[k], ams.want[k]);
+		TEST_ASSERT(memcmp(want, ams.rbuf[k], ams.rlen[k]) == 0,
+			    "rendezvous AM of %zu bytes differs", ams.rlen[k]);
+		free(want);
+		free(ams.rbuf[k]);
+	}
+	TEST_ASSERT_EQ(ams.bad, 0);
+	TEST_ASSERT_EQ(ams.got + ams.rndv, peer_sent);
+	TEST_ASSERT(ams.rndv >= RTE_DIM(am_sizes), "rendezvous AMs %u", ams.rndv);
+	TEST_LOG("role %d: AMs received %u eager + %u rendezvous, all verified", role, ams.got,
+		 ams.rndv);
+	return TEST_OK;
+}
+
+/* ---- the processes ---- */
+
+struct conn {
+	unio_context_t *ctx;
+	unio_worker_t *w;
+	unio_ep_t *ep;
+	unio_listener_t *l;
+};
+
+static void
+on_conn(unio_conn_request_t *cr, void *arg)
+{
+	struct conn *c = arg;
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_CONN_REQUEST, .conn_request = cr };
+	unio_status_t st;
+
+	c->ep = unio_ep_create(c->w, &p, &st);
+	if (c->ep == NULL)
+		TEST_LOG("accept: %s", unio_status_string(st));
+}
+
+static int
+connect_ctl(struct conn *c, int role, const char *ctl_ip, int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	unio_status_t st = UNIO_OK;
+	double end = now_s() + 20;
+
+	a.sin_addr.s_addr = inet_addr(ctl_ip);
+	if (role == 0) {
+		struct unio_listener_params lp = {
+			.field_mask = UNIO_LISTENER_PARAM_SOCKADDR | UNIO_LISTENER_PARAM_HANDLER,
+			.sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a),
+			.conn_handler = on_conn, .arg = c,
+		};
+
+		c->l = unio_listener_create(c->w, &lp, &st);
+		TEST_ASSERT(c->l != NULL, "listen on %s:%d: %s", ctl_ip, port,
+			    unio_status_string(st));
+		while (c->ep == NULL && now_s() < end)
+			unio_worker_progress(c->w);
+	} else {
+		struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_SOCKADDR,
+					    .sockaddr = (struct sockaddr *)&a,
+					    .addrlen = sizeof(a) };
+		struct timespec ts = { 0, 20 * 1000 * 1000 };
+
+		while (c->ep == NULL && now_s() < end) {
+			c->ep = unio_ep_create(c->w, &p, &st);
+			if (c->ep == NULL && st != UNIO_ERR_UNREACHABLE)
+				break;
+			nanosleep(&ts, NULL);
+		}
+	}
+	TEST_ASSERT(c->ep != NULL, "role %d: no connection: %s", role, unio_status_string(st));
+	TEST_ASSERT(strcmp(c->ep->lane.iface->driver->name, "ethdev") == 0, "lane %s",
+		    c->ep->lane.iface->driver->name);
+	return TEST_OK;
+}
+
+/*
+ * Everything we sent is acked (flush), then each side waits for the other's goodbye: after
+ * that neither needs anything from the other, so a forced close loses nothing (a flushing
+ * close would wait for the ack of the goodbye, which the peer may no longer send).
+ */
+static int
+goodbye(struct conn *c)
+{
+	struct unio_recv_info info;
+	uint32_t bye = 0xb7e, got = 0;
+
+	TEST_ASSERT_STATUS(unio_ep_flush(c->ep, NULL, NULL), UNIO_OK);
+	TEST_ASSERT_STATUS(api_send(c->w, c->ep, &bye, sizeof(bye), DONE_TAG + 1, 0), UNIO_OK);
+	TEST_ASSERT_STATUS(api_recv(c->w, &got, sizeof(got), DONE_TAG + 1, UINT64_MAX, &info),
+			   UNIO_OK);
+	TEST_ASSERT_EQ(got, bye);
+	return TEST_OK;
+}
+
+/* argv: netns vdev dpdk_ip role ctl_ip ctl_port ready_file|- */
+UNIO_TEST_CHILD(ethdev_api_peer)
+{
+	static struct conn c;
+	struct unio_context_params cp = {
+		.field_mask = UNIO_CONTEXT_PARAM_FEATURES,
+		.features = UNIO_FEATURE_TAG | UNIO_FEATURE_AM | UNIO_FEATURE_RMA,
+	};
+	char vdev_arg[256], lcore[8];
+	char *eal[] = { (char *)"unio-test", (char *)"-l", lcore, vdev_arg, (char *)"--" };
+	unio_status_t st;
+	int role, rc;
+
+	TEST_ASSERT(argc == 7, "argc %d", argc);
+	role = atoi(argv[3]);
+	TEST_ASSERT(enter_netns(argv[0]) == 0, "setns %s: %s", argv[0], strerror(errno));
+	snprintf(vdev_arg, sizeof(vdev_arg), "--vdev=%s", argv[1]);
+	snprintf(lcore, sizeof(lcore), "%d", role);
+	setenv("UNIO_TLS", "ethdev,self", 1);
+	setenv("UNIO_ETHDEV_IP", argv[2], 1);
+	/* this shared 2-core host delays the kernel's forwarding by milliseconds */
+	setenv("UNIO_ETHDEV_TARGET_DELAY", "5ms", 1);
+	TEST_ASSERT(unio_env_init((int)RTE_DIM(eal), eal) >= 0, "EAL init failed");
+	c.ctx = unio_context_create(&cp, &st);
+	TEST_ASSERT(c.ctx != NULL, "context: %s", unio_status_string(st));
+	c.w = unio_worker_create(c.ctx, NULL, &st);
+	TEST_ASSERT(c.w != NULL, "worker: %s", unio_status_string(st));
+	if (strcmp(argv[6], "-") != 0)
+		close(open(argv[6], O_CREAT | O_WRONLY | O_CLOEXEC, 0600));   /* port started */
+	rc = connect_ctl(&c, role, argv[4], atoi(argv[5]));
+	if (rc == TEST_OK)
+		rc = role == 0 ? tag_drive(c.w, c.ep, 0x5eedull) : tag_echo(c.w, c.ep, 0x5eedull);
+	if (rc == TEST_OK)
+		rc = am_run(c.w, c.ep, role);
+	if (rc == TEST_OK)
+		rc = goodbye(&c);
+	if (c.ep != NULL)
+		unio_ep_close(c.ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_listener_destroy(c.l);
+	unio_worker_destroy(c.w);
+	unio_context_destroy(c.ctx);
+	return rc;
+}
+
+/* ---- the tests ---- */
+
+static int
+can_netns(void)
+{
+	return geteuid() == 0 && test_system("ip netns list >/dev/null 2>&1") == 0;
+}
+
+static int
+topo(const char *op, const char *name)
+{
+	const char *src = getenv("UNIO_TEST_SOURCE_DIR");
+
+	return test_system("%s/usertools/unio-topology.sh veth %s %s >/dev/null 2>&1",
+			   src != NULL ? src : ".", op, name);
+}
+
+static int
+api_pair(const char *pmd)
+{
+	bool xdp = strcmp(pmd, "net_af_xdp") == 0;
+	const char *ctl_a = xdp ? "10.78.0.1" : "10.77.0.1";
+	char name[32], na[40], nb[40], port_s[16];
+	int rc = TEST_FAIL, ra = -1, rb = -1;
+	pid_t a, b;
+
+	if (!can_netns())
+		TEST_SKIP_BECAUSE("needs root and iproute2 network namespaces");
+	snprintf(name, sizeof(name), "unioapi-%d", getpid());
+	snprintf(na, sizeof(na), "%s-a", name);
+	snprintf(nb, sizeof(nb), "%s-b", name);
+	snprintf(port_s, sizeof(port_s), "%d", 20000 + getpid() % 20000);
+	if (topo("up", name) != 0)
+		goto out;
+	if (xdp ? test_system("ip link add ca netns %s type veth peer name cb netns %s && "
+			      "ip -n %s addr add 10.78.0.1/24 dev ca && "
+			      "ip -n %s addr add 10.78.0.2/24 dev cb && "
+			      "ip -n %s link set ca up && ip -n %s link set cb up",
+			      na, nb, na, nb, na, nb) != 0 :
+		  test_system("ip -n %s addr add 10.77.0.1/24 dev va && "
+			      "ip -n %s addr add 10.77.0.2/24 dev vb", na, nb) != 0) {
+		TEST_LOG("control addresses");
+		goto out;
+	}
+	{
+		char va[64], vb[64];
+		const char *args_a[] = { na, va, xdp ? "10.77.0.1" : "10.77.0.11", "0", ctl_a,
+					 port_s, "-", NULL };
+		const char *args_b[] = { nb, vb, xdp ? "10.77.0.2" : "10.77.0.12", "1", ctl_a,
+					 port_s, "-", NULL };
+
+		snprintf(va, sizeof(va), "%s0,iface=va", pmd);
+		snprintf(vb, sizeof(vb), "%s0,iface=vb", pmd);
+		a = test_spawn("ethdev_api_peer", args_a);
+		b = test_spawn("ethdev_api_peer", args_b);
+		ra = test_wait(a, 120000);
+		rb = test_wait(b, 120000);
+	}
+	if (ra != 0 || rb != 0)
+		TEST_LOG("peer exit codes %d %d", ra, rb);
+	rc = ra == 0 && rb == 0 ? TEST_OK : TEST_FAIL;
+out:
+	topo("down", name);
+	return rc;
+}
+
+/* memif between two processes of the root namespace; the control connection on loopback */
+UNIO_TEST(ethdev_api_memif, mp)
+{
+	char sock[64], va[160], vb[160], port_s[16], ready[80];
+	const char *args_a[] = { "-", va, "10.79.0.1", "0", "127.0.0.1", port_s, ready, NULL };
+	const char *args_b[] = { "-", vb, "10.79.0.2", "1", "127.0.0.1", port_s, "-", NULL };
+	int ra, rb;
+	pid_t a, b;
+
+	snprintf(port_s, sizeof(port_s), "%d", test_free_port());
+	snprintf(sock, sizeof(sock), "/tmp/unio-memif-api-%d.sock", getpid());
+	snprintf(ready, sizeof(ready), "%s.ready", sock);
+	snprintf(va, sizeof(va), "net_memif0,role=server,socket=%s,mac=02:00:00:00:02:0a", sock);
+	snprintf(vb, sizeof(vb), "net_memif0,role=client,socket=%s,mac=02:00:00:00:02:0b", sock);
+	a = test_spawn("ethdev_api_peer", args_a);
+	for (int i = 0; i < 400 && access(ready, F_OK) != 0; i++)
+		usleep(50000);     /* a memif client cannot start before the server's port */
+	b = test_spawn("ethdev_api_peer", args_b);
+	ra = test_wait(a, 120000);
+	rb = test_wait(b, 120000);
+	unlink(sock);
+	unlink(ready);
+	if (ra != 0 || rb != 0)
+		TEST_LOG("peer exit codes %d %d", ra, rb);
+	return ra == 0 && rb == 0 ? TEST_OK : TEST_FAIL;
+}
+
+UNIO_TEST(ethdev_api_af_packet, mp)
+{
+	return api_pair("net_af_packet");
+}
+
+UNIO_TEST(ethdev_api_af_xdp, mp)
+{
+	return api_pair("net_af_xdp");
+}
