@@ -320,7 +320,11 @@ recv_len_ok(struct perf_side *s, const struct unio_recv_info *info, size_t want,
 	return 0;
 }
 
-/* Client ping-pong: post the receive, send, wait for the echo. */
+/*
+ * Client ping-pong: send, post the receive for the echo, wait for both.  The receive is
+ * posted while the message is in flight (as ucx_perftest does), not before the send: a
+ * round trip is far longer than posting a receive, so the echo still finds it posted.
+ */
 static int
 client_pingpong_one(struct perf_side *s, struct perf_round *r, void *sbuf, void *rbuf,
 		    uint64_t i)
@@ -329,10 +333,14 @@ client_pingpong_one(struct perf_side *s, struct perf_round *r, void *sbuf, void 
 	unio_request_t *rreq, *sreq;
 	unio_status_t rst, st;
 
-	rst = post_recv(s, rbuf, r->size, PERF_TAG_DATA, TAG_FULL, &info, &rreq);
-	if (UNIO_IS_ERR(rst))
-		return fail(s, "posting a receive", rst);
 	st = post_send(s, sbuf, r->size, PERF_TAG_DATA, perf_tests[r->test].sync, &sreq);
+	if (UNIO_IS_ERR(st))
+		return fail(s, "send", st);
+	rst = post_recv(s, rbuf, r->size, PERF_TAG_DATA, TAG_FULL, &info, &rreq);
+	if (UNIO_IS_ERR(rst)) {
+		drop(s, st == UNIO_INPROGRESS ? sreq : NULL);
+		return fail(s, "posting a receive", rst);
+	}
 	st = finish(s, st, sreq, NULL);
 	if (UNIO_IS_ERR(st)) {
 		drop(s, rreq);
@@ -381,7 +389,8 @@ free_bufs:
 	return rc;
 }
 
-/* Server ping-pong: echo each message; the next receive is posted before the echo. */
+/* Server ping-pong: echo each message, then post the next receive (the client's next
+ * message cannot come before the echo has reached it). */
 static int
 server_pingpong(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end)
 {
@@ -419,9 +428,9 @@ server_pingpong(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end
 			goto free_bufs;
 		if (r->validate && r->bad_iter == UINT64_MAX && !pattern_ok(buf[cur], r->size, i))
 			r->bad_iter = i;
-		st[cur ^ 1] = post_recv(s, buf[cur ^ 1], len, 0, 0, &info[cur ^ 1], &req[cur ^ 1]);
 		sst = post_send(s, buf[cur], r->size, PERF_TAG_DATA, perf_tests[r->test].sync,
 				&sreq);
+		st[cur ^ 1] = post_recv(s, buf[cur ^ 1], len, 0, 0, &info[cur ^ 1], &req[cur ^ 1]);
 		sst = finish(s, sst, sreq, NULL);
 		if (UNIO_IS_ERR(sst)) {
 			fail(s, "echo send", sst);
@@ -810,7 +819,7 @@ perf_side_open(struct perf_side *s)
 {
 	struct unio_context_params cp = {
 		.field_mask = UNIO_CONTEXT_PARAM_FEATURES | UNIO_CONTEXT_PARAM_NAME,
-		.features = UNIO_FEATURE_TAG,
+		.features = UNIO_FEATURE_TAG | UNIO_FEATURE_AM | UNIO_FEATURE_RMA,
 		.name = s->is_server ? "unio-perf-server" : "unio-perf",
 	};
 	unio_status_t st = UNIO_OK;
