@@ -12,7 +12,8 @@ api_ctx(const char *const *overrides)
 {
 	struct unio_context_params p = { .field_mask = UNIO_CONTEXT_PARAM_CONFIG |
 						       UNIO_CONTEXT_PARAM_FEATURES,
-					 .features = UNIO_FEATURE_TAG | UNIO_FEATURE_WAKEUP };
+					 .features = UNIO_FEATURE_TAG | UNIO_FEATURE_WAKEUP |
+						     UNIO_FEATURE_AM | UNIO_FEATURE_RMA };
 	struct unio_config *cfg;
 	unio_context_t *ctx;
 	unio_status_t st;
