@@ -458,6 +458,24 @@ tcp_ep_flush(struct unio_tl_ep *ep, struct unio_tl_completion *comp)
 	return UNIO_ERR_NO_RESOURCE;
 }
 
+/*
+ * Move this side's sending from @p old (ours, idle) to @p next (the peer's): MOVE_END
+ * closes what we sent on @p old, MOVE_START opens @p next.  Both fit: @p old is empty and
+ * @p next holds at most answers.  A failure shows on the connection's state.
+ */
+void
+tcp_conn_send_move(struct tcp_conn *old, struct tcp_conn *next)
+{
+	uint8_t h[HDR_LEN];
+
+	tcp_hdr_set((struct tcp_hdr *)h, 0, TCP_F_MOVE_END, 0);
+	send_small(old, h, sizeof(h));
+	old->dirty = false;
+	tcp_hdr_set((struct tcp_hdr *)h, 0, TCP_F_MOVE_START, 0);
+	if (send_small(next, h, sizeof(h)) == UNIO_ERR_NO_RESOURCE)
+		tcp_conn_fail(next, UNIO_ERR_NO_RESOURCE);
+}
+
 /* Complete every queued zcopy and outstanding get with @p st (the connection is gone). */
 void
 tcp_conn_cancel_ops(struct tcp_conn *c, unio_status_t st)
@@ -589,9 +607,66 @@ hdr_valid(const struct tcp_hdr *h, size_t len)
 		return len == RMA_LEN;
 	case TCP_F_GET_RESP:
 		return len >= RMA_LEN && len <= RMA_LEN + TCP_MAX_RMA;
+	case TCP_F_MOVE_END:
+	case TCP_F_MOVE_START:
+		return len == 0;
 	default:
 		return false;
 	}
+}
+
+/*
+ * The peer sends no more on @p c (an incoming connection of a simultaneous connect): what
+ * it held back on the twin may go on.  Later, @p c carries only answers to requests we
+ * send on it (none: we send on the twin), so busy mode stops reading it.
+ */
+static int
+rx_move_end(struct tcp_conn *c)
+{
+	if (!c->anon || c->end_seen) {
+		tcp_conn_malformed(c, "MOVE_END on a connection that is not the peer's");
+		return -1;
+	}
+	c->end_seen = true;
+	c->dual = true;
+	if (c->twin != NULL && c->twin->rx_stalled)
+		c->iface->rx_retry = true;
+	return 0;
+}
+
+/*
+ * The peer's frames continue on @p c (ours): only after everything it sent on the twin,
+ * i.e. once the twin's MOVE_END was read (1: retry later; also while the twin may not be
+ * accepted yet).  A twin that failed before its
+ * MOVE_END lost frames that came before these: the order cannot be kept, fail.
+ */
+static int
+rx_move_start(struct tcp_conn *c)
+{
+	struct tcp_conn *t = c->twin;
+
+	if (!c->await_end) {
+		/*
+		 * The peer's own connection may not be accepted or its HELLO not read yet: wait
+		 * for it, at most UNIO_PEER_TIMEOUT.
+		 */
+		if (c->anon || tcp_conn_wait_expired(c)) {
+			tcp_conn_malformed(c, "MOVE_START where no simultaneous connect happened");
+			return -1;
+		}
+		c->iface->rx_retry = true;
+		return 1;
+	}
+	if (t != NULL && t->end_seen) {
+		c->await_end = false;
+		return 0;
+	}
+	if (t == NULL || t->state == TCP_CONN_FAILED) {
+		tcp_conn_fail(c, UNIO_ERR_CONNECTION_RESET);
+		return -1;
+	}
+	c->iface->rx_retry = true;
+	return 1;
 }
 
 /* Handle one complete frame: 0 done, 1 retry later, -1 the connection was closed. */
@@ -612,6 +687,10 @@ rx_frame(struct tcp_conn *c, const struct tcp_hdr *h, const uint8_t *p, size_t l
 	case TCP_F_GET_RESP:
 	case TCP_F_PUT_ACK:
 		return rx_answer(c, h->type, p, len);
+	case TCP_F_MOVE_END:
+		return rx_move_end(c);
+	case TCP_F_MOVE_START:
+		return rx_move_start(c);
 	default:  /* hdr_valid() let no other type through */
 		return -1;
 	}

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <rte_branch_prediction.h>
 #include <rte_log.h>
 
 #include "tcp_priv.h"
@@ -339,10 +340,22 @@ conn_drain(struct tcp_conn *c)
 }
 
 static void
+move_done(struct tcp_conn *c)
+{
+	if (c->move_pending) {
+		c->move_pending = false;
+		c->iface->n_move--;
+	}
+}
+
+static void
 conn_free(struct tcp_conn *c)
 {
 	struct tcp_iface *ti = c->iface;
 
+	move_done(c);
+	if (c->twin != NULL)
+		c->twin->twin = NULL;
 	conn_drain(c);
 	item_close(ti, &c->item);
 	if (c->state != TCP_CONN_FAILED)
@@ -360,6 +373,8 @@ conn_set_state(struct tcp_conn *c, enum tcp_conn_state s)
 
 	c->iface->n_slow += (unsigned int)slow - (unsigned int)was_slow;
 	c->state = s;
+	if (s == TCP_CONN_ESTABLISHED)
+		c->deadline_ns = 0;  /* the connect's; tcp_conn_wait_expired() may set another */
 }
 
 static struct tcp_conn *
@@ -441,6 +456,37 @@ tcp_conn_malformed(struct tcp_conn *c, const char *what)
 	tcp_conn_fail(c, UNIO_ERR_PROTO);
 }
 
+/*
+ * Ours lost the simultaneous connect: once it is idle (nothing queued, no answer due), its
+ * eps move to the peer's connection (MOVE_END here, MOVE_START there) and send there.
+ */
+static void
+conn_try_move(struct tcp_conn *c)
+{
+	struct tcp_conn *next = c->twin;
+	struct tcp_ep *e;
+
+	if (next == NULL || c->dead || next->dead || c->state == TCP_CONN_FAILED ||
+	    next->state == TCP_CONN_FAILED) {
+		move_done(c);  /* stays two one-way connections */
+		return;
+	}
+	if (c->state != TCP_CONN_ESTABLISHED || next->state != TCP_CONN_ESTABLISHED ||
+	    !tcp_conn_tx_idle(c) || c->n_gets != 0 || c->rx_stalled)
+		return;
+	move_done(c);
+	tcp_conn_send_move(c, next);
+	for (e = c->eps; e != NULL; e = e->next)
+		e->conn = next;
+	next->eps = c->eps;
+	c->eps = NULL;
+	next->anon = false;
+	c->anon = true;
+	c->iface->stats.conns_moved++;
+	if (c->state == TCP_CONN_FAILED)
+		c->dead = true;  /* its eps are gone to next: nobody to notify */
+}
+
 /* Put HELLO (this iface's address) first in the copy buffer: it leaves before any frame. */
 static void
 queue_hello(struct tcp_conn *c)
@@ -519,6 +565,17 @@ conn_adopt(struct tcp_conn *c, int fd)
 
 /* ---- accepting ---- */
 
+/* A wait of an established connection (deadline_ns; 0: none yet) ran past the peer timeout. */
+bool
+tcp_conn_wait_expired(struct tcp_conn *c)
+{
+	if (c->deadline_ns == 0) {
+		c->deadline_ns = deadline(c->iface);
+		return false;
+	}
+	return now_ns() > c->deadline_ns;
+}
+
 static void
 pending_close(struct tcp_iface *ti, unsigned int i)
 {
@@ -568,6 +625,7 @@ hello_attach(struct tcp_iface *ti, int fd, const struct tcp_addr *peer)
 	bool self = memcmp(peer, &ti->addr, sizeof(*peer)) == 0;
 	bool dual = self || conn_find(ti, peer) != NULL;
 	struct tcp_conn *c = conn_new(ti, peer);
+	char p[32];
 
 	if (c == NULL) {
 		close(fd);
@@ -577,11 +635,27 @@ hello_attach(struct tcp_iface *ti, int fd, const struct tcp_addr *peer)
 	if (dual && !self) {
 		struct tcp_conn *mine = conn_find(ti, peer);
 
-		/* ours carries only answers to us now: busy mode reads it only when one is due */
-		mine->dual = true;
 		ti->stats.conns_dual++;
+		TCP_LOG(DEBUG, "%s: simultaneous connect with %s (fd %d, ours fd %d): %s",
+			ti->super.dev_name, peer_str(peer, p, sizeof(p)), fd, mine->item.fd,
+			memcmp(&ti->addr, peer, sizeof(*peer)) < 0 ? "ours stays" : "we move");
+		mine->twin = c;
+		c->twin = mine;
+		if (memcmp(&ti->addr, peer, sizeof(*peer)) < 0) {
+			/* ours survives: the peer moves here, after a MOVE_END on c */
+			mine->await_end = true;
+			ti->rx_retry |= mine->rx_stalled;  /* its MOVE_START may wait already */
+		} else {
+			/* ours carries only answers to us now: busy mode reads it when one is due;
+			 * it moves to c once idle */
+			mine->dual = true;
+			mine->move_pending = true;
+			ti->n_move++;
+		}
 	}
 	conn_adopt(c, fd);
+	if (c->twin != NULL && c->twin->move_pending)
+		conn_try_move(c->twin);
 }
 
 static void
@@ -715,6 +789,17 @@ tcp_iface_progress(struct unio_tl_iface *iface)
 	unsigned int n = 0;
 	struct tcp_conn *c;
 
+	if (unlikely(ti->n_move > 0 || ti->rx_retry)) {
+		bool retry = ti->rx_retry;
+
+		ti->rx_retry = false;
+		TAILQ_FOREACH(c, &ti->conns, next) {
+			if (c->move_pending)
+				conn_try_move(c);
+			if (retry && c->rx_stalled)
+				n += tcp_conn_rx(c);
+		}
+	}
 	if (ti->poll_mode == UNIO_TCP_POLL_BUSY) {
 		TAILQ_FOREACH(c, &ti->conns, next) {
 			if (c->state != TCP_CONN_ESTABLISHED)

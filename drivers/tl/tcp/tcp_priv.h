@@ -9,6 +9,13 @@
  * Wire format: every frame is an 8-byte header [len u32 LE, type u8, am id u8, magic u16 LE]
  * followed by len bytes.  A connection starts with HELLO (the connecting iface's address);
  * the frames queued behind it follow at once, without waiting for an answer.
+ *
+ * Simultaneous connect: both sides opened a connection to each other.  The connection
+ * opened by the side with the smaller address (memcmp of struct tcp_addr) carries both
+ * directions in the end; the other side, once its own connection is idle, sends MOVE_END
+ * on it and MOVE_START on the survivor, then sends there only.  The survivor's side holds
+ * back what follows MOVE_START until it has read MOVE_END on the other connection, so
+ * every direction keeps its order.  One socket per pair: acks ride on the data.
  */
 
 #include <stdbool.h>
@@ -26,7 +33,7 @@ extern int unio_logtype_tcp;
 
 #define TCP_MAGIC          0x5475u      /* "uT" */
 #define TCP_ADDR_MAGIC     0x554e494fu  /* "UNIO" */
-#define TCP_WIRE_VERSION   1
+#define TCP_WIRE_VERSION   2            /* 2: MOVE_START / MOVE_END */
 
 #define TCP_MAX_SHORT      (1024 - 8)          /* am_short payload beyond the 8-byte header */
 #define TCP_MAX_BCOPY      (64 * 1024)
@@ -51,6 +58,8 @@ enum tcp_frame_type {
 	TCP_F_HELLO,
 	TCP_F_PUT_ACK,
 	TCP_F_FLUSH,
+	TCP_F_MOVE_END,    /* no more frames from the sender on this connection (empty) */
+	TCP_F_MOVE_START,  /* the sender's frames continue here, after its MOVE_END (empty) */
 	TCP_F_LAST,
 };
 
@@ -144,6 +153,10 @@ struct tcp_conn {
 	bool rx_stalled;              /* a received get waits for room in the tx queue */
 	bool dirty;                   /* frames sent since the last flush */
 	bool dual;                    /* the peer sends on its own connection (sim. connect) */
+	bool move_pending;            /* ours loses the simultaneous connect: move when idle */
+	bool await_end;               /* ours survives: MOVE_START waits for the twin's END */
+	bool end_seen;                /* MOVE_END read on this (incoming) connection */
+	struct tcp_conn *twin;        /* the other connection of a simultaneous connect */
 	uint64_t deadline_ns;         /* connect / wait-peer timeout */
 	struct tcp_addr peer;
 	struct tcp_ep *eps;           /* eps using this connection */
@@ -192,6 +205,8 @@ struct tcp_iface {
 	bool loopback;
 	unsigned int tick;
 	unsigned int n_slow;            /* connections not yet established */
+	unsigned int n_move;            /* connections with move_pending */
+	bool rx_retry;                  /* a stalled connection may go on: parse it again */
 	struct tcp_addr addr;
 	const struct unio_config *config;
 	struct tcp_conn_list conns;
@@ -225,6 +240,7 @@ unsigned int tcp_conn_rx(struct tcp_conn *c);
 int tcp_conn_tx(struct tcp_conn *c);
 void tcp_conn_cancel_ops(struct tcp_conn *c, unio_status_t st);
 bool tcp_conn_tx_idle(const struct tcp_conn *c);
+void tcp_conn_send_move(struct tcp_conn *old, struct tcp_conn *next);
 
 /* tcp_iface.c */
 void tcp_conn_fail(struct tcp_conn *c, unio_status_t st);
@@ -232,6 +248,7 @@ void tcp_conn_malformed(struct tcp_conn *c, const char *what);
 void tcp_conn_set_out(struct tcp_conn *c, bool want);
 void tcp_conn_check_connect(struct tcp_conn *c);
 unio_status_t tcp_status_from_errno(int err);
+bool tcp_conn_wait_expired(struct tcp_conn *c);
 
 static inline struct tcp_iface *
 tcp_iface_of(struct unio_tl_iface *iface)

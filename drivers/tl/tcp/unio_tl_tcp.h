@@ -21,6 +21,8 @@ struct unio_tl_tcp_stats {
 	uint64_t conns_connected;  /**< outgoing connections that were accepted by the peer */
 	uint64_t conns_accepted;   /**< incoming connections attached to a peer */
 	uint64_t conns_dual;       /**< incoming while ours was open (simultaneous connect) */
+	uint64_t conns_moved;      /**< simultaneous connects where this side moved its sends
+				    *   to the peer's connection (one socket per pair after) */
 	uint64_t conns_failed;     /**< connections that failed: reset, EOF, timeout */
 	uint64_t malformed;        /**< connections closed because the peer sent bad frames */
 	uint64_t open_conns;       /**< connections open now (any state but failed) */
