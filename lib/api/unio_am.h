@@ -11,6 +11,9 @@
  * gets a descriptor instead, and pulls the data with unio_am_recv_data() into a buffer of
  * its choice, in the callback or later.  A handler that returns an error rejects the
  * message; a rendezvous sender then completes with UNIO_ERR_REJECTED.
+ *
+ * The context must be created with UNIO_FEATURE_AM: without it, handler registration,
+ * unio_am_send() and unio_am_recv_data() fail with UNIO_ERR_UNSUPPORTED (logged once).
  */
 
 #include <stddef.h>

@@ -18,6 +18,10 @@
  * once), or UNIO_INPROGRESS with a request; unio_ep_flush() / unio_worker_flush() wait for
  * every outstanding operation.  Operations on one endpoint are applied in order, so
  * unio_worker_fence() has nothing to wait for with the current transports.
+ *
+ * The context must be created with UNIO_FEATURE_RMA: without it, unio_mem_map(),
+ * unio_ep_rkey_unpack(), unio_put() and unio_get() fail with UNIO_ERR_UNSUPPORTED (logged
+ * once).
  */
 
 #include <stddef.h>

@@ -67,6 +67,22 @@ struct am_desc {
 #define req_hdr(req)     ((const void *)(req)->rbuf)
 #define req_hdr_len(req) ((req)->rlen)
 
+/* ---- features ---- */
+
+bool
+proto_feature_missing(const struct unio_worker *w, uint64_t feature, const char *call)
+{
+	static uint64_t logged;   /* each missing feature is logged once per process */
+	const char *name = feature == UNIO_FEATURE_AM ? "UNIO_FEATURE_AM" : "UNIO_FEATURE_RMA";
+
+	if (likely(w->ctx->features & feature))
+		return false;
+	if (!(__atomic_fetch_or(&logged, feature, __ATOMIC_RELAXED) & feature))
+		PROTO_LOG(ERR, "%s: the context was created without %s: %s", call, name,
+			  unio_status_string(UNIO_ERR_UNSUPPORTED));
+	return true;
+}
+
 /* ---- send ---- */
 
 static size_t
@@ -283,6 +299,8 @@ unio_am_send(unio_ep_t *ep, unsigned int id, const void *header, size_t header_l
 				UNIO_AM_SEND_FLAG_REPLY)) != 0 ||
 		     (flags & UNIO_AM_SEND_FLAG_EAGER && flags & UNIO_AM_SEND_FLAG_RNDV)))
 		return UNIO_ERR_INVALID_PARAM;
+	if (unlikely(proto_feature_missing(ep->worker, UNIO_FEATURE_AM, "am_send")))
+		return UNIO_ERR_UNSUPPORTED;
 	worker_lock(ep->worker);
 	st = am_send_locked(ep, id, header, header_len, buf, len, param, flags, req_p);
 	worker_unlock(ep->worker);
@@ -564,6 +582,8 @@ unio_am_recv_data(unio_worker_t *w, void *desc, void *buf, size_t len,
 
 	if (w == NULL || w->am == NULL || desc == NULL || (buf == NULL && len != 0))
 		return UNIO_ERR_INVALID_PARAM;
+	if (proto_feature_missing(w, UNIO_FEATURE_AM, "am_recv_data"))
+		return UNIO_ERR_UNSUPPORTED;
 	worker_lock(w);
 	it = held_find(w, desc);
 	if (it != NULL && it->kind == AM_ITEM_DESC)
@@ -607,6 +627,8 @@ unio_worker_set_am_handler(unio_worker_t *w, unsigned int id, unio_am_recv_cb_t 
 	if (w == NULL || w->am == NULL || id >= UNIO_AM_ID_MAX ||
 	    (flags & ~UNIO_AM_HANDLER_FLAG_PERSISTENT_DATA) != 0)
 		return UNIO_ERR_INVALID_PARAM;
+	if (proto_feature_missing(w, UNIO_FEATURE_AM, "set_am_handler"))
+		return UNIO_ERR_UNSUPPORTED;
 	worker_lock(w);
 	w->am->h[id] = (struct am_handler){ .cb = cb, .arg = cb != NULL ? arg : NULL,
 					    .flags = cb != NULL ? flags : 0 };

@@ -98,6 +98,12 @@ struct am_rts_hdr {
 
 /* ---- am.c ---- */
 
+/**
+ * True (and logged once per feature and process) when @p w's context was created without
+ * @p feature (UNIO_FEATURE_AM or UNIO_FEATURE_RMA); @p call names the refused call.
+ */
+bool proto_feature_missing(const struct unio_worker *w, uint64_t feature, const char *call);
+
 /** Register the AM handlers of active messages on every iface of @p w. */
 unio_status_t proto_am_init(struct unio_worker *w);
 /** Free AM state: kept data, descriptors, queued sends. */

@@ -325,6 +325,8 @@ unio_mem_map(unio_worker_t *w, const struct unio_mem_map_params *params, unio_me
 
 	if (w == NULL || params == NULL || memh_p == NULL)
 		return UNIO_ERR_INVALID_PARAM;
+	if (proto_feature_missing(w, UNIO_FEATURE_RMA, "mem_map"))
+		return UNIO_ERR_UNSUPPORTED;
 	st = map_check(params, &flags, &type);
 	if (st != UNIO_OK)
 		return st;
@@ -569,6 +571,8 @@ unio_ep_rkey_unpack(unio_ep_t *ep, const void *buf, size_t len, unio_rkey_t **rk
 
 	if (ep == NULL || buf == NULL || rkey_p == NULL)
 		return UNIO_ERR_INVALID_PARAM;
+	if (proto_feature_missing(ep->worker, UNIO_FEATURE_RMA, "rkey_unpack"))
+		return UNIO_ERR_UNSUPPORTED;
 	rk = malloc(sizeof(*rk));
 	if (rk == NULL)
 		return UNIO_ERR_NO_MEMORY;
@@ -820,7 +824,11 @@ rma_op(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_rk
 {
 	unio_status_t st;
 
-	if (unlikely(ep == NULL || rk == NULL || rk->ep != ep || (buf == NULL && len != 0)))
+	if (unlikely(ep == NULL || (buf == NULL && len != 0)))
+		return UNIO_ERR_INVALID_PARAM;
+	if (unlikely(proto_feature_missing(ep->worker, UNIO_FEATURE_RMA, put ? "put" : "get")))
+		return UNIO_ERR_UNSUPPORTED;
+	if (unlikely(rk == NULL || rk->ep != ep))
 		return UNIO_ERR_INVALID_PARAM;
 	worker_lock(ep->worker);
 	st = rkey_check(rk, raddr, len);

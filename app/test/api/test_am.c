@@ -443,6 +443,63 @@ count_cb(void *arg, const void *header, size_t hlen, void *data, size_t len,
 	return UNIO_OK;
 }
 
+/*
+ * A context created without UNIO_FEATURE_AM: every AM call fails with UNIO_ERR_UNSUPPORTED
+ * and the log names the missing feature once; tagged messages on it still work.
+ */
+UNIO_TEST(am_without_feature, fast)
+{
+	struct unio_context_params cp = { .field_mask = UNIO_CONTEXT_PARAM_FEATURES,
+					  .features = UNIO_FEATURE_TAG | UNIO_FEATURE_RMA };
+	unio_context_t *ctx = unio_context_create(&cp, NULL);
+	unio_worker_t *w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	uint64_t v = 0x1234, got = 0;
+	struct unio_recv_info info;
+	char *text = NULL;
+	size_t tlen = 0;
+	unio_status_t st;
+	unio_ep_t *ep;
+	const char *p;
+	uint8_t b[16];
+	FILE *f;
+	int n = 0, times = 0;
+
+	TEST_ASSERT(w != NULL, "worker");
+	ep = api_ep_to_worker(w, w, &st);
+	TEST_ASSERT(ep != NULL, "ep");
+	for (int i = 0; i < 1000 && ep->state != EP_CONNECTED; i++)
+		unio_worker_progress(w);
+	f = open_memstream(&text, &tlen);
+	TEST_ASSERT(f != NULL, "memstream");
+	rte_openlog_stream(f);
+	for (int i = 0; i < 3; i++) {
+		TEST_ASSERT_STATUS(unio_worker_set_am_handler(w, 1, count_cb, &n, 0),
+				   UNIO_ERR_UNSUPPORTED);
+		TEST_ASSERT_STATUS(unio_am_send(ep, 1, NULL, 0, b, sizeof(b), NULL, 0, NULL),
+				   UNIO_ERR_UNSUPPORTED);
+		TEST_ASSERT_STATUS(unio_am_send(ep, 1, NULL, 0, b, sizeof(b), NULL,
+						UNIO_AM_SEND_FLAG_RNDV, NULL),
+				   UNIO_ERR_UNSUPPORTED);
+		TEST_ASSERT_STATUS(unio_am_recv_data(w, b, b, sizeof(b), NULL, NULL),
+				   UNIO_ERR_UNSUPPORTED);
+	}
+	rte_openlog_stream(NULL);
+	fclose(f);
+	for (p = text; p != NULL && (p = strstr(p, "UNIO_FEATURE_AM")) != NULL; p++)
+		times++;
+	TEST_LOG("log: %s", text != NULL ? text : "");
+	free(text);
+	TEST_ASSERT(times == 1, "the missing feature was logged %d times, not once", times);
+	TEST_ASSERT_STATUS(api_send(w, ep, &v, sizeof(v), 7, 0), UNIO_OK);
+	TEST_ASSERT_STATUS(api_recv(w, &got, sizeof(got), 7, UINT64_MAX, &info), UNIO_OK);
+	TEST_ASSERT(got == v, "tag message on the context without AM: %#" PRIx64, got);
+	TEST_ASSERT(n == 0, "a handler ran");
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return TEST_OK;
+}
+
 UNIO_TEST(am_bad_input, fast)
 {
 	unio_context_t *ctx = api_ctx(NULL);

@@ -344,6 +344,72 @@ UNIO_TEST(rma_requests, fast)
 	return TEST_OK;
 }
 
+/*
+ * A context created without UNIO_FEATURE_RMA: mapping, unpacking, put and get fail with
+ * UNIO_ERR_UNSUPPORTED (before looking at their arguments) and the log names the missing
+ * feature once; a key of a context with the feature is refused too.
+ */
+UNIO_TEST(rma_without_feature, fast)
+{
+	struct unio_context_params cp = { .field_mask = UNIO_CONTEXT_PARAM_FEATURES,
+					  .features = UNIO_FEATURE_TAG | UNIO_FEATURE_AM };
+	struct unio_mem_map_params mp = { .field_mask = UNIO_MEM_MAP_PARAM_LENGTH |
+							UNIO_MEM_MAP_PARAM_FLAGS,
+					  .length = 4096, .flags = UNIO_MEM_MAP_FLAG_ALLOCATE };
+	unio_context_t *ctx = unio_context_create(&cp, NULL);
+	unio_worker_t *w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	unio_rkey_t *rk = NULL;
+	unio_mem_h memh = NULL;
+	char *text = NULL;
+	size_t tlen = 0, klen;
+	struct pair p;
+	unio_status_t st;
+	unio_ep_t *ep;
+	uint8_t b[64];
+	const char *s;
+	void *key;
+	FILE *f;
+	int times = 0;
+
+	TEST_ASSERT(w != NULL, "worker");
+	ep = api_ep_to_worker(w, w, &st);
+	TEST_ASSERT(ep != NULL, "ep");
+	for (int i = 0; i < 1000 && ep->state != EP_CONNECTED; i++)
+		unio_worker_progress(w);
+	/* a real key, from a context that has the feature */
+	TEST_ASSERT_EQ(pair_open(&p, true), TEST_OK);
+	TEST_ASSERT_STATUS(unio_mem_map(p.a, &mp, &memh), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_rkey_pack(memh, &key, &klen), UNIO_OK);
+	f = open_memstream(&text, &tlen);
+	TEST_ASSERT(f != NULL, "memstream");
+	rte_openlog_stream(f);
+	for (int i = 0; i < 3; i++) {
+		TEST_ASSERT_STATUS(unio_mem_map(w, &mp, &memh), UNIO_ERR_UNSUPPORTED);
+		TEST_ASSERT_STATUS(unio_ep_rkey_unpack(ep, key, klen, &rk), UNIO_ERR_UNSUPPORTED);
+		TEST_ASSERT_STATUS(unio_ep_rkey_unpack(ep, b, sizeof(b), &rk),
+				   UNIO_ERR_UNSUPPORTED);
+		TEST_ASSERT_STATUS(unio_put(ep, b, 8, (uintptr_t)b, NULL, NULL, NULL),
+				   UNIO_ERR_UNSUPPORTED);
+		TEST_ASSERT_STATUS(unio_get(ep, b, 8, (uintptr_t)b, NULL, NULL, NULL),
+				   UNIO_ERR_UNSUPPORTED);
+	}
+	rte_openlog_stream(NULL);
+	fclose(f);
+	for (s = text; s != NULL && (s = strstr(s, "UNIO_FEATURE_RMA")) != NULL; s++)
+		times++;
+	TEST_LOG("log: %s", text != NULL ? text : "");
+	free(text);
+	TEST_ASSERT(times == 1, "the missing feature was logged %d times, not once", times);
+	TEST_ASSERT(rk == NULL, "a key was unpacked");
+	unio_rkey_buffer_release(key);
+	TEST_ASSERT_STATUS(unio_mem_unmap(p.a, memh), UNIO_OK);
+	pair_close(&p);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return TEST_OK;
+}
+
 UNIO_TEST(rma_bad_input, fast)
 {
 	struct unio_mem_map_params mp = { .field_mask = UNIO_MEM_MAP_PARAM_LENGTH,
