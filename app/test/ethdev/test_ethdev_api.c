@@ -4,8 +4,9 @@
  * a veth pair, each with EAL `--vdev net_af_packet0,iface=...` (or net_af_xdp0) and
  * UNIO_TLS=ethdev,self, connect through a listener (the control connection is kernel TCP)
  * and exchange tagged messages of every size class with wildcard receives (echoed back,
- * payloads checksummed both ways), and active messages eager and by rendezvous.  The lane
- * must be the ethdev one.
+ * payloads checksummed both ways), active messages eager and by rendezvous, and put / get
+ * (every size class, up to 4 MiB, read back and checked at the owner, a stale key refused
+ * by the target).  The lane must be the ethdev one.
  *
  * af_packet shares the veth with the kernel, so the control connection runs over it (kernel
  * addresses 10.77.0.1/.2, the DPDK ifaces 10.77.0.11/.12); af_xdp takes every frame of the
@@ -29,9 +30,10 @@
 #include "unio_am.h"
 #include "unio_env.h"
 #include "unio_proto.h"
+#include "unio_rma.h"
 #include "unio_test.h"
 
-#define MIB (1024 * 1024)
+#define MIB ((size_t)1024 * 1024)
 #define SIZES_TAG 0xfeedfacecafe0001ull
 #define DONE_TAG  0xfeedfacecafe0003ull
 #define MAX_SIZES 32
@@ -240,7 +242,8 @@ am_send_all(unio_worker_t *w, unio_ep_t *ep, int role, unsigned int *n_sent)
 
 	for (unsigned int i = 0; i < RTE_DIM(am_sizes); i++)
 		for (unsigned int rndv = 0; rndv < 2; rndv++) {
-			unsigned int flags = rndv ? UNIO_AM_SEND_FLAG_RNDV : UNIO_AM_SEND_FLAG_EAGER;
+			unsigned int flags = rndv ? UNIO_AM_SEND_FLAG_RNDV :
+					     UNIO_AM_SEND_FLAG_EAGER;
 			unio_status_t st;
 
 			hdr[n] = (struct am_hdr){ .seed = 0xa11ull * (n + 1) + (uint64_t)role,
@@ -318,6 +321,132 @@ am_run(unio_worker_t *w, unio_ep_t *ep, int role)
 	return TEST_OK;
 }
 
+/* ---- put / get: each side maps a region, the other writes and reads it ---- */
+
+#define RMA_LEN  (4 * MIB + 4096)
+#define RKEY_TAG 0xfeedfacecafe0004ull
+#define SYNC_TAG 0xfeedfacecafe0005ull
+
+struct rkey_msg {
+	uint64_t addr;
+	uint8_t key[256];
+};
+
+static const struct { size_t off, len; } puts_done[] = {
+	{ 0, 1 }, { 17, 1000 }, { 4096, 65536 + 3 }, { 200000, 300001 }, { 1 * MIB, 3 * MIB + 5 },
+};
+
+/* What the region of @p role holds once its peer's puts landed. */
+static void
+rma_expect(uint8_t *buf, int role)
+{
+	test_fill(buf, RMA_LEN, 0x5151ull + (uint64_t)role);
+	for (unsigned int i = 0; i < RTE_DIM(puts_done); i++)
+		test_fill(buf + puts_done[i].off, puts_done[i].len,
+			  0x9090ull + i + (uint64_t)!role);
+}
+
+/* @p req_p: read after the call that set it (argument order is unspecified) */
+static unio_status_t
+rma_wait(unio_worker_t *w, unio_status_t st, unio_request_t **req_p)
+{
+	return st == UNIO_INPROGRESS ? unio_request_wait(w, *req_p, NULL) : st;   /* frees it */
+}
+
+static int
+sync_peer(unio_worker_t *w, unio_ep_t *ep, uint32_t step)
+{
+	struct unio_recv_info info;
+	uint32_t got = 0;
+
+	TEST_ASSERT_STATUS(api_send(w, ep, &step, sizeof(step), SYNC_TAG, 0), UNIO_OK);
+	TEST_ASSERT_STATUS(api_recv(w, &got, sizeof(got), SYNC_TAG, UINT64_MAX, &info), UNIO_OK);
+	TEST_ASSERT_EQ(got, step);
+	return TEST_OK;
+}
+
+static int
+rma_run(unio_worker_t *w, unio_ep_t *ep, int role)
+{
+	struct unio_mem_map_params mp = { .field_mask = UNIO_MEM_MAP_PARAM_ADDRESS |
+							UNIO_MEM_MAP_PARAM_LENGTH,
+					  .length = RMA_LEN };
+	uint8_t *region = malloc(RMA_LEN), *local = malloc(RMA_LEN), *want = malloc(RMA_LEN);
+	struct rkey_msg mine = { 0 }, theirs;
+	struct unio_recv_info info;
+	unio_rkey_t *rkey = NULL;
+	unio_request_t *req = NULL;
+	unio_mem_h memh;
+	void *packed;
+	size_t plen;
+
+	TEST_ASSERT(region != NULL && local != NULL && want != NULL, "malloc");
+	test_fill(region, RMA_LEN, 0x5151ull + (uint64_t)role);
+	mp.address = region;
+	TEST_ASSERT_STATUS(unio_mem_map(w, &mp, &memh), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_rkey_pack(memh, &packed, &plen), UNIO_OK);
+	TEST_ASSERT(plen <= sizeof(mine.key), "rkey of %zu bytes", plen);
+	mine.addr = (uint64_t)(uintptr_t)region;
+	memcpy(mine.key, packed, plen);
+	unio_rkey_buffer_release(packed);
+	TEST_ASSERT_STATUS(api_send(w, ep, &mine, sizeof(mine), RKEY_TAG, 0), UNIO_OK);
+	TEST_ASSERT_STATUS(api_recv(w, &theirs, sizeof(theirs), RKEY_TAG, UINT64_MAX, &info),
+			   UNIO_OK);
+	TEST_ASSERT_STATUS(unio_ep_rkey_unpack(ep, theirs.key, plen, &rkey), UNIO_OK);
+
+	/* get the whole region in pieces of the driver's largest get, and check it */
+	test_fill(want, RMA_LEN, 0x5151ull + (uint64_t)!role);
+	memset(local, 0, RMA_LEN);
+	for (size_t off = 0; off < RMA_LEN; off += MIB) {
+		size_t n = RTE_MIN(MIB, RMA_LEN - off);
+
+		TEST_ASSERT_STATUS(rma_wait(w, unio_get(ep, local + off, n, theirs.addr + off, rkey,
+							 NULL, &req), &req), UNIO_OK);
+	}
+	TEST_ASSERT(memcmp(local, want, RMA_LEN) == 0, "get of %zu bytes: data differs", RMA_LEN);
+	/* puts of every size class, then a get of each range behind them (ordered) */
+	for (unsigned int i = 0; i < RTE_DIM(puts_done); i++) {
+		size_t off = puts_done[i].off, len = puts_done[i].len;
+
+		test_fill(local, len, 0x9090ull + i + (uint64_t)role);
+		TEST_ASSERT_STATUS(rma_wait(w, unio_put(ep, local, len, theirs.addr + off, rkey,
+							 NULL, &req), &req), UNIO_OK);
+	}
+	for (unsigned int i = 0; i < RTE_DIM(puts_done); i++) {
+		size_t off = puts_done[i].off, len = RTE_MIN(puts_done[i].len, (size_t)MIB);
+
+		memset(local, 0, len);
+		TEST_ASSERT_STATUS(rma_wait(w, unio_get(ep, local, len, theirs.addr + off, rkey,
+							 NULL, &req), &req), UNIO_OK);
+		test_fill(want, len, 0x9090ull + i + (uint64_t)role);
+		TEST_ASSERT(memcmp(local, want, len) == 0, "get after put %u differs", i);
+	}
+	/* outside the key's range: refused before anything is sent */
+	TEST_ASSERT_STATUS(unio_put(ep, local, 2, theirs.addr + RMA_LEN - 1, rkey, NULL, &req),
+			   UNIO_ERR_OUT_OF_RANGE);
+	TEST_ASSERT_STATUS(unio_ep_flush(ep, NULL, NULL), UNIO_OK);
+	TEST_ASSERT(sync_peer(w, ep, 1) == TEST_OK, "sync 1");
+	/* the peer's puts landed in our region, and nothing else changed */
+	rma_expect(want, role);
+	TEST_ASSERT(memcmp(region, want, RMA_LEN) == 0, "our region after the peer's puts");
+	/* a stale key: the peer unmapped its region; the target refuses, nothing is touched */
+	TEST_ASSERT_STATUS(unio_mem_unmap(w, memh), UNIO_OK);
+	TEST_ASSERT(sync_peer(w, ep, 2) == TEST_OK, "sync 2");
+	TEST_ASSERT_STATUS(rma_wait(w, unio_get(ep, local, 64, theirs.addr, rkey, NULL, &req),
+				    &req), UNIO_ERR_INVALID_ADDR);
+	TEST_ASSERT_STATUS(rma_wait(w, unio_put(ep, local, 64, theirs.addr, rkey, NULL, &req),
+				    &req), UNIO_ERR_INVALID_ADDR);
+	TEST_ASSERT(sync_peer(w, ep, 3) == TEST_OK, "sync 3");
+	TEST_ASSERT(memcmp(region, want, RMA_LEN) == 0, "a stale key's put changed the region");
+	unio_rkey_destroy(rkey);
+	free(region);
+	free(local);
+	free(want);
+	TEST_LOG("role %d: put / get over ethdev: %zu puts, %zu bytes got in 1 MiB gets, stale key "
+		 "refused, all verified", role, RTE_DIM(puts_done), RMA_LEN);
+	return TEST_OK;
+}
+
 /* ---- the processes ---- */
 
 struct conn {
@@ -379,9 +508,10 @@ connect_ctl(struct conn *c, int role, const char *ctl_ip, int port)
 }
 
 /*
- * Everything we sent is acked (flush), then each side waits for the other's goodbye: after
- * that neither needs anything from the other, so a forced close loses nothing (a flushing
- * close would wait for the ack of the goodbye, which the peer may no longer send).
+ * Everything we sent is acked (flush), then each side waits for the other's goodbye and
+ * keeps progressing a little, so that the acks of the goodbyes cross too (memif drops what
+ * is still in its rings when a side closes its port).  Then neither needs anything from the
+ * other, and a forced close loses nothing.
  */
 static int
 goodbye(struct conn *c)
@@ -394,6 +524,8 @@ goodbye(struct conn *c)
 	TEST_ASSERT_STATUS(api_recv(c->w, &got, sizeof(got), DONE_TAG + 1, UINT64_MAX, &info),
 			   UNIO_OK);
 	TEST_ASSERT_EQ(got, bye);
+	for (double end = now_s() + 0.1; now_s() < end;)
+		unio_worker_progress(c->w);
 	return TEST_OK;
 }
 
@@ -431,6 +563,8 @@ UNIO_TEST_CHILD(ethdev_api_peer)
 		rc = role == 0 ? tag_drive(c.w, c.ep, 0x5eedull) : tag_echo(c.w, c.ep, 0x5eedull);
 	if (rc == TEST_OK)
 		rc = am_run(c.w, c.ep, role);
+	if (rc == TEST_OK)
+		rc = rma_run(c.w, c.ep, role);
 	if (rc == TEST_OK)
 		rc = goodbye(&c);
 	if (c.ep != NULL)

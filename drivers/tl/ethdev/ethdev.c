@@ -228,6 +228,7 @@ ep_fail(struct eth_ep *ep, unio_status_t st)
 	ei->st.ep_failures++;
 	snd_release(ep);
 	comps_complete(ep, true, st);
+	eth_rma_cancel(ep, st);
 	if (ep->user_owned && ei->super.err_cb != NULL)
 		ei->super.err_cb(ei->super.err_arg, &ep->super, st);
 }
@@ -310,8 +311,8 @@ frame_commit(struct eth_ep *ep, struct rte_mbuf *m, uint16_t len, uint64_t now)
 }
 
 /* Copy @p iov (total bytes) into frames and send them as one message. */
-static unio_status_t
-send_msg(struct eth_ep *ep, uint8_t id, const struct iovec *iov, size_t iovcnt, size_t total)
+unio_status_t
+eth_send_msg(struct eth_ep *ep, uint8_t id, const struct iovec *iov, size_t iovcnt, size_t total)
 {
 	struct eth_iface *ei = ep->ei;
 	uint32_t nfr = total == 0 ? 1 : (uint32_t)((total + ei->frag - 1) / ei->frag);
@@ -449,6 +450,13 @@ send_zc(struct eth_ep *ep, uint8_t id, const void *hdr, size_t hdr_len,
 	return UNIO_INPROGRESS;
 }
 
+/* Frames of puts and gets still wait: an AM sent now would overtake them. */
+static inline bool
+rma_blocks(struct eth_ep *ep)
+{
+	return unlikely(ep->rma != NULL) && !TAILQ_EMPTY(&ep->rma->jobs) && !eth_rma_drain(ep);
+}
+
 static unio_status_t
 eth_am_short(struct unio_tl_ep *tep, uint8_t id, uint64_t hdr, const void *payload, size_t len)
 {
@@ -457,7 +465,9 @@ eth_am_short(struct unio_tl_ep *tep, uint8_t id, uint64_t hdr, const void *paylo
 		{ .iov_base = (void *)(uintptr_t)payload, .iov_len = len },
 	};
 
-	return send_msg((struct eth_ep *)tep, id, iov, len != 0 ? 2 : 1, sizeof(hdr) + len);
+	if (rma_blocks((struct eth_ep *)tep))
+		return UNIO_ERR_NO_RESOURCE;
+	return eth_send_msg((struct eth_ep *)tep, id, iov, len != 0 ? 2 : 1, sizeof(hdr) + len);
 }
 
 static ssize_t
@@ -471,6 +481,8 @@ eth_am_bcopy(struct unio_tl_ep *tep, uint8_t id, unio_tl_pack_cb_t pack, void *a
 	RTE_SET_USED(flags);
 	if (unlikely(ep->failed))
 		return ep->fail_status;
+	if (rma_blocks(ep))
+		return UNIO_ERR_NO_RESOURCE;
 	if (!can_send(ep, ETH_MAX_MSG / ep->ei->frag + 1)) {
 		eth_txq_flush(ep->ei);
 		return UNIO_ERR_NO_RESOURCE;
@@ -478,7 +490,7 @@ eth_am_bcopy(struct unio_tl_ep *tep, uint8_t id, unio_tl_pack_cb_t pack, void *a
 	iov.iov_base = ep->ei->scratch;
 	iov.iov_len = pack(ep->ei->scratch, arg);
 	RTE_VERIFY(iov.iov_len <= ETH_MAX_MSG);
-	st = send_msg(ep, id, &iov, 1, iov.iov_len);
+	st = eth_send_msg(ep, id, &iov, 1, iov.iov_len);
 	return st == UNIO_OK ? (ssize_t)iov.iov_len : st;
 }
 
@@ -492,6 +504,8 @@ eth_am_zcopy(struct unio_tl_ep *tep, uint8_t id, const void *hdr, size_t hdr_len
 	size_t total = hdr_len, n = 0;
 
 	RTE_SET_USED(flags);
+	if (rma_blocks(ep))
+		return UNIO_ERR_NO_RESOURCE;
 	for (size_t i = 0; i < iovcnt; i++)
 		total += iov[i].iov_len;
 	if (comp != NULL && ep->ei->tx_multiseg && total - hdr_len >= ETH_ZCOPY_MIN &&
@@ -507,16 +521,20 @@ eth_am_zcopy(struct unio_tl_ep *tep, uint8_t id, const void *hdr, size_t hdr_len
 	if (n == 0)
 		v[n++] = (struct iovec){ .iov_base = NULL, .iov_len = 0 };
 	/* the payload is copied into the frames: nothing to wait for */
-	return send_msg(ep, id, v, n, total);
+	return eth_send_msg(ep, id, v, n, total);
 }
 
 static unio_status_t
 eth_flush(struct unio_tl_ep *tep, struct unio_tl_completion *comp)
 {
 	struct eth_ep *ep = (struct eth_ep *)tep;
+	unio_status_t st;
 
 	if (ep->failed)
 		return ep->fail_status;
+	st = eth_rma_flush(ep, comp);     /* puts and gets first: they complete it */
+	if (st != UNIO_OK)
+		return st;
 	eth_txq_flush(ep->ei);
 	if (ep->snd_una == ep->snd_nxt)
 		return UNIO_OK;
@@ -641,7 +659,10 @@ static void
 invoke(struct eth_ep *ep, uint8_t id, const void *data, size_t len)
 {
 	ep->ei->st.msgs_delivered++;
-	unio_tl_iface_invoke_am(&ep->ei->super, id, data, len, 0);
+	if (unlikely(id >= ETH_AM_PUT))
+		eth_rma_input(ep, id, data, len);
+	else
+		unio_tl_iface_invoke_am(&ep->ei->super, id, data, len, 0);
 }
 
 /* Deliver the next in-order frame; frees it. */
@@ -806,6 +827,8 @@ ep_free(struct eth_ep *ep)
 	}
 	snd_release(ep);
 	comps_complete(ep, true, UNIO_ERR_CANCELED);
+	eth_rma_cancel(ep, ep->fail_status);
+	free(ep->rma);
 	for (i = 0; i < ETH_WIN; i++)
 		rte_pktmbuf_free(ep->rcv[i]);
 	free(ep->reasm);
@@ -954,6 +977,9 @@ eth_progress(struct unio_tl_iface *iface)
 			rx_one(ei, pkts[i], now);
 		n = (uint16_t)(n + k);
 	}
+	for (unsigned int i = 0; i < ei->n_peers; i++)
+		if (unlikely(ei->peers[i]->rma != NULL) && !ei->peers[i]->failed)
+			eth_rma_drain(ei->peers[i]);
 	if (ei->n_ack != 0)
 		send_acks(ei, now);
 	if (now - ei->last_timer >= ei->timer_period) {
@@ -1030,12 +1056,16 @@ eth_iface_query(struct unio_tl_iface *iface, struct unio_tl_iface_attr *attr)
 
 	memset(attr, 0, sizeof(*attr));
 	attr->cap = UNIO_TL_CAP_AM_SHORT | UNIO_TL_CAP_AM_BCOPY | UNIO_TL_CAP_AM_ZCOPY |
-		    UNIO_TL_CAP_CONNECT_IFACE | UNIO_TL_CAP_PEER_FAILURE | UNIO_TL_CAP_ORDERED;
+		    UNIO_TL_CAP_CONNECT_IFACE | UNIO_TL_CAP_PEER_FAILURE | UNIO_TL_CAP_ORDERED |
+		    UNIO_TL_CAP_PUT_ZCOPY | UNIO_TL_CAP_GET_ZCOPY | UNIO_TL_CAP_RMA_TARGET;
 	attr->max_short = ei->frag - sizeof(uint64_t);
 	attr->max_bcopy = ETH_MAX_MSG;
 	attr->max_zcopy = ETH_MAX_MSG - ETH_ZCOPY_HDR;
 	attr->max_zcopy_hdr = ETH_ZCOPY_HDR;
 	attr->max_iov = UNIO_TL_MAX_IOV;
+	attr->max_put_zcopy = ETH_RMA_MAX_PUT;
+	attr->max_get_zcopy = ETH_RMA_MAX_GET;
+	attr->rkey_packed_len = sizeof(struct eth_rkey);
 	attr->iface_addr_len = sizeof(struct eth_addr);
 	attr->reach = UNIO_TL_REACH_NET;
 	attr->perf.latency_ns = 5000;
@@ -1058,6 +1088,11 @@ static const struct unio_tl_iface_ctl_ops eth_ctl_ops = {
 	.iface_get_address = eth_iface_get_address,
 	.ep_create = eth_ep_create,
 	.ep_destroy = eth_ep_destroy,
+	.mem_reg = eth_mem_reg,
+	.mem_dereg = eth_mem_dereg,
+	.rkey_pack = eth_rkey_pack,
+	.rkey_unpack = eth_rkey_unpack,
+	.rkey_release = eth_rkey_release,
 };
 
 static unio_status_t
@@ -1091,6 +1126,8 @@ eth_iface_open(const struct unio_tl_iface_params *params, struct unio_tl_iface *
 		.ep_am_short = eth_am_short,
 		.ep_am_bcopy = eth_am_bcopy,
 		.ep_am_zcopy = eth_am_zcopy,
+		.ep_put_zcopy = eth_put_zcopy,
+		.ep_get_zcopy = eth_get_zcopy,
 		.ep_flush = eth_flush,
 		.iface_progress = eth_progress,
 	};

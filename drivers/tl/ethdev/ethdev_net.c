@@ -775,7 +775,9 @@ udp_check(struct eth_iface *ei, struct rte_mbuf *m, struct rte_ipv4_hdr *ip, uin
 	if (ulen < sizeof(*udp) + sizeof(*w))
 		return drop(m, &ei->st.drop_truncated), NULL;
 	if (w->magic != ETH_MAGIC || w->version != ETH_VERSION ||
-	    (w->type != ETH_FT_DATA && w->type != ETH_FT_ACK) || w->am_id >= UNIO_TL_AM_ID_MAX)
+	    (w->type != ETH_FT_DATA && w->type != ETH_FT_ACK) ||
+	    (w->am_id >= UNIO_TL_AM_ID_MAX &&
+	     (w->am_id < ETH_AM_PUT || w->am_id > ETH_AM_GET_RESP)))
 		return drop(m, &ei->st.drop_bad_hdr), NULL;
 	if (w->len != ulen - sizeof(*udp) - sizeof(*w) || (w->type == ETH_FT_ACK && w->len != 0))
 		return drop(m, &ei->st.drop_bad_len), NULL;

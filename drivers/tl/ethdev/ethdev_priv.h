@@ -9,6 +9,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/queue.h>
+#include <sys/uio.h>
 
 #include <rte_byteorder.h>
 #include <rte_ether.h>
@@ -43,6 +45,15 @@ extern int ethdev_logtype;
 #define ETH_JUMBO_MTU      9000u
 #define ETH_INBOX_LEN    1024u     /* frames other workers hand to an iface */
 #define ETH_ARP_TRIES    5u        /* ARP requests before a peer is unreachable */
+/* put / get: messages of internal AM ids (above UNIO_TL_AM_ID_MAX) on the ep's channel */
+#define ETH_AM_PUT       0xf0u     /* rma hdr + data: write at the target */
+#define ETH_AM_PUT_ACK   0xf1u     /* rma hdr: a PUT chunk was applied (or refused) */
+#define ETH_AM_GET_REQ   0xf2u     /* rma hdr: read len bytes at addr */
+#define ETH_AM_GET_RESP  0xf3u     /* rma hdr + data: off .. off + len of a GET_REQ */
+#define ETH_RMA_OPS      1024u     /* outstanding puts + gets per ep */
+#define ETH_RMA_MAX_GET  (1024u * 1024u)        /* get_zcopy bytes per call */
+#define ETH_RMA_MAX_PUT  (8u * 1024u * 1024u)   /* put_zcopy bytes per call */
+#define ETH_REGS_MAX     4096u     /* registered regions per process */
 #define ETH_L2L3L4       (sizeof(struct rte_ether_hdr) + sizeof(struct rte_ipv4_hdr) + \
 			  sizeof(struct rte_udp_hdr))
 
@@ -76,6 +87,60 @@ struct eth_wire {
 	uint64_t tsc_echo;     /**< the peer's tsc of the latest data frame received */
 	uint8_t pad[2];        /**< 62 bytes: the payload starts 8-byte aligned in the frame */
 } __rte_packed;
+
+/** The header of every put / get message (little endian). */
+struct eth_rma_hdr {
+	uint64_t addr;         /**< target address of this chunk (PUT, GET_REQ) */
+	uint32_t len;          /**< data bytes: of this chunk (PUT, GET_RESP), asked (GET_REQ) */
+	uint32_t off;          /**< GET_RESP: offset of this chunk in the get */
+	uint32_t key_idx;      /**< the target's registration slot */
+	uint32_t key_gen;      /**< and its generation */
+	uint32_t req_id;       /**< the initiator's operation */
+	int32_t status;        /**< PUT_ACK, GET_RESP: UNIO_OK or why the target refused */
+} __rte_packed;
+
+/** A packed remote key. */
+struct eth_rkey {
+	uint64_t base;
+	uint64_t len;
+	uint32_t idx;
+	uint32_t gen;
+};
+
+/** An outstanding put or get of the initiator. */
+struct eth_rma_op {
+	struct unio_tl_completion *comp;
+	struct iovec iov[UNIO_TL_MAX_IOV];   /**< get: where the data goes */
+	uint32_t iovcnt;
+	uint32_t req_id;
+	uint32_t chunks_left;  /**< put: PUT_ACKs still expected */
+	size_t length, done;   /**< get: bytes asked and received */
+	unio_status_t st;
+	bool used, put;
+};
+
+/** Frames still to send for a put, a get request or a target's answer, in order. */
+struct eth_rma_job {
+	TAILQ_ENTRY(eth_rma_job) link;
+	uint8_t id;            /**< ETH_AM_* */
+	bool started;
+	struct eth_rma_hdr h;
+	struct iovec iov[UNIO_TL_MAX_IOV];   /**< data source (put: the user's, answer: snap) */
+	uint32_t iovcnt;
+	size_t total, sent;
+	uint8_t *snap;         /**< GET_RESP: the bytes read at the request, freed at the end */
+};
+
+TAILQ_HEAD(eth_rma_jobs, eth_rma_job);
+
+/** Per-ep put / get state, allocated at the first use on either side. */
+struct eth_rma {
+	struct eth_rma_jobs jobs;
+	uint32_t n_ops, next_req;
+	unsigned int n_flush;
+	struct unio_tl_completion *flush[8];   /**< ep flushes waiting for put / get */
+	struct eth_rma_op ops[ETH_RMA_OPS];
+};
 
 /** The iface address: what a peer needs to reach us (network byte order for IP/port). */
 struct eth_addr {
@@ -158,6 +223,7 @@ struct eth_ep {
 	uint8_t reasm_id;
 	bool reasm_active;
 	uint8_t *reasm;        /**< ETH_MAX_MSG bytes */
+	struct eth_rma *rma;   /**< put / get (NULL until used) */
 };
 
 struct eth_iface {
@@ -210,6 +276,35 @@ int eth_arp_lookup(const struct eth_iface *ei, rte_be32_t ip, struct rte_ether_a
 /** Ask for @p ip's MAC (rate-limited); returns the number of requests sent so far. */
 unsigned int eth_arp_resolve(struct eth_iface *ei, rte_be32_t ip, uint64_t now);
 unsigned int eth_txq_flush(struct eth_iface *ei);
+
+/* ethdev.c, for ethdev_rma.c */
+/** Send @p iov (@p total bytes, at most ETH_MAX_MSG) as one message of AM id @p id. */
+unio_status_t eth_send_msg(struct eth_ep *ep, uint8_t id, const struct iovec *iov,
+			   size_t iovcnt, size_t total);
+
+/* ethdev_rma.c: put / get in software, the target checking every key */
+unio_status_t eth_mem_reg(struct unio_tl_iface *iface, void *addr, size_t len,
+			  struct unio_tl_memh *memh);
+void eth_mem_dereg(struct unio_tl_iface *iface, struct unio_tl_memh *memh);
+unio_status_t eth_rkey_pack(struct unio_tl_iface *iface, const struct unio_tl_memh *memh,
+			    void *buf);
+unio_status_t eth_rkey_unpack(struct unio_tl_ep *ep, const void *buf, size_t len,
+			      struct unio_tl_rkey *rkey);
+void eth_rkey_release(struct unio_tl_ep *ep, struct unio_tl_rkey *rkey);
+unio_status_t eth_put_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size_t iovcnt,
+			    uint64_t remote_addr, const struct unio_tl_rkey *rkey,
+			    struct unio_tl_completion *comp);
+unio_status_t eth_get_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size_t iovcnt,
+			    uint64_t remote_addr, const struct unio_tl_rkey *rkey,
+			    struct unio_tl_completion *comp);
+/** A put / get message arrived in order on @p ep. */
+void eth_rma_input(struct eth_ep *ep, uint8_t id, const void *data, size_t len);
+/** Send what the ep's put / get jobs can; true when none is left. */
+bool eth_rma_drain(struct eth_ep *ep);
+/** Flush: UNIO_OK when no put / get is outstanding, else UNIO_INPROGRESS (comp queued). */
+unio_status_t eth_rma_flush(struct eth_ep *ep, struct unio_tl_completion *comp);
+/** Complete every outstanding operation with @p st and drop the jobs (ep failed or freed). */
+void eth_rma_cancel(struct eth_ep *ep, unio_status_t st);
 
 static inline unsigned int
 eth_txq_room(const struct eth_iface *ei)
