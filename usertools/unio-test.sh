@@ -74,7 +74,7 @@ if [ $quick -eq 0 ]; then
 	# 2. sanitizers: fast and multi-process suites
 	rm -rf build-ci-asan
 	if step asan-setup meson setup build-ci-asan -Dwerror=true -Db_sanitize=address,undefined \
-			-Db_lundef=false -Dbuildtype=debugoptimized &&
+			-Db_lundef=false -Db_lto=false -Dbuildtype=debugoptimized &&
 	   step asan-build ninja -C build-ci-asan; then
 		meson test -C build-ci-asan --num-processes 2 --suite fast --suite mp \
 			--print-errorlogs >build-ci-asan/test.out 2>&1
