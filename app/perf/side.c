@@ -6,8 +6,9 @@
  *   client START(test, size, iterations, warmup, window, flags) -> server READY(status)
  *   data phase (tag PERF_TAG_DATA), then client END(count) -> server FIN(count, status)
  *   ... one START per size ..., then client BYE.
- * The server receives data with a wildcard tag so that END ends its loop wherever it is;
- * every field the peer sends is checked before use.
+ * The server receives data and END with exact tags, as ucx_perftest does (its END receive is
+ * posted for the whole data phase, so END ends the loop wherever it is); every field the peer
+ * sends is checked before use.
  */
 
 #include <netdb.h>
@@ -155,6 +156,37 @@ wait_req(struct perf_side *s, unio_request_t *req, struct unio_recv_info *info)
 		unio_request_cancel(s->worker, req);
 	unio_request_free(req);
 	return st;
+}
+
+/*
+ * Progress until @p req or the END receive @p creq completes (a NULL one is not waited for).
+ * Returns the status of @p req, UNIO_INPROGRESS when END came first, or an error (failed
+ * endpoint, nothing completed in time).  Neither request is freed.
+ */
+static unio_status_t
+wait_either(struct perf_side *s, unio_request_t *req, struct unio_recv_info *info,
+	    unio_request_t *creq, struct unio_recv_info *cinfo, int *ctrl_done)
+{
+	uint64_t deadline = rte_rdtsc() + s->timeout_tsc;
+	unio_status_t st, cst;
+
+	for (;;) {
+		if (req != NULL && (st = unio_request_test(req, info)) != UNIO_INPROGRESS)
+			return st;
+		cst = unio_request_test(creq, cinfo);
+		if (cst != UNIO_INPROGRESS) {
+			*ctrl_done = 1;
+			return UNIO_IS_ERR(cst) ? cst : UNIO_INPROGRESS;
+		}
+		if (unio_worker_progress(s->worker)) {
+			deadline = rte_rdtsc() + s->timeout_tsc;
+			continue;
+		}
+		if (s->ep_failed)
+			return s->ep_status < 0 ? s->ep_status : UNIO_ERR_CONNECTION_RESET;
+		if (rte_rdtsc() > deadline)
+			return UNIO_ERR_TIMED_OUT;
+	}
 }
 
 /* Finish what a post started: UNIO_OK (done), UNIO_INPROGRESS (wait), or an error. */
@@ -389,17 +421,46 @@ free_bufs:
 	return rc;
 }
 
-/* Server ping-pong: echo each message, then post the next receive (the client's next
- * message cannot come before the echo has reached it). */
+/*
+ * The END receive of a server's data phase: posted first, with its own exact tag, so that the
+ * data receives can use the exact data tag (as ucx_perftest's do).  An END that is already
+ * there completes at once: *done is set.
+ */
+static int
+ctrl_post(struct perf_side *s, struct perf_ctrl *end, struct unio_recv_info *cinfo,
+	  unio_request_t **creq, int *done)
+{
+	unio_status_t st = post_recv(s, end, sizeof(*end), PERF_TAG_CTRL, TAG_FULL, cinfo, creq);
+
+	if (UNIO_IS_ERR(st))
+		return fail(s, "posting the END receive", st);
+	*done = st == UNIO_OK;
+	return 0;
+}
+
+/* END arrived: check it, release its request. */
+static int
+ctrl_end(struct perf_side *s, struct perf_ctrl *end, const struct unio_recv_info *cinfo,
+	 unio_request_t *creq)
+{
+	unio_request_free(creq);
+	return ctrl_check(s, end, cinfo->length, CTRL_END);
+}
+
+/*
+ * Server ping-pong: wait for a message, echo it, then post the next receive (the client's
+ * next message cannot come before the echo has reached it).
+ */
 static int
 server_pingpong(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end)
 {
-	size_t len = RTE_MAX(r->size, sizeof(*end));
+	size_t len = r->size;
 	void *buf[2] = { buf_alloc(len), buf_alloc(len) };
-	struct unio_recv_info info[2] = { { 0 }, { 0 } };
+	struct unio_recv_info info[2] = { { 0 }, { 0 } }, cinfo = { 0 };
 	unio_status_t st[2];
-	unio_request_t *req[2] = { NULL, NULL }, *sreq;
+	unio_request_t *req[2] = { NULL, NULL }, *sreq, *creq = NULL;
 	unsigned int cur = 0;
+	int ctrl_done = 0;
 	struct timer t;
 	uint64_t i;
 	int rc = -1;
@@ -408,29 +469,39 @@ server_pingpong(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end
 		fail(s, "allocating buffers", UNIO_ERR_NO_MEMORY);
 		goto free_bufs;
 	}
+	if (ctrl_post(s, end, &cinfo, &creq, &ctrl_done) != 0)
+		goto free_bufs;
 	timer_init(&t);
-	st[0] = post_recv(s, buf[0], len, 0, 0, &info[0], &req[0]);
+	st[0] = post_recv(s, buf[0], len, PERF_TAG_DATA, TAG_FULL, &info[0], &req[0]);
 	for (i = 0;; i++) {
 		unio_status_t sst;
 
-		st[cur] = finish(s, st[cur], req[cur], &info[cur]);
-		req[cur] = NULL;
+		if (st[cur] == UNIO_INPROGRESS && !ctrl_done) {
+			st[cur] = wait_either(s, req[cur], &info[cur], creq, &cinfo, &ctrl_done);
+			if (UNIO_IS_ERR(st[cur]))
+				unio_request_cancel(s->worker, req[cur]);
+			if (st[cur] != UNIO_INPROGRESS) {
+				unio_request_free(req[cur]);
+				req[cur] = NULL;
+			}
+		}
+		if (ctrl_done && st[cur] == UNIO_INPROGRESS) {
+			rc = ctrl_end(s, end, &cinfo, creq);
+			creq = NULL;
+			break;
+		}
 		if (UNIO_IS_ERR(st[cur])) {
 			fail(s, "receive", st[cur]);
 			goto free_bufs;
 		}
-		if (info[cur].tag == PERF_TAG_CTRL) {
-			memcpy(end, buf[cur], RTE_MIN(info[cur].length, sizeof(*end)));
-			rc = ctrl_check(s, end, info[cur].length, CTRL_END);
-			break;
-		}
-		if (info[cur].tag != PERF_TAG_DATA || !recv_len_ok(s, &info[cur], r->size, i))
+		if (!recv_len_ok(s, &info[cur], r->size, i))
 			goto free_bufs;
 		if (r->validate && r->bad_iter == UINT64_MAX && !pattern_ok(buf[cur], r->size, i))
 			r->bad_iter = i;
 		sst = post_send(s, buf[cur], r->size, PERF_TAG_DATA, perf_tests[r->test].sync,
 				&sreq);
-		st[cur ^ 1] = post_recv(s, buf[cur ^ 1], len, 0, 0, &info[cur ^ 1], &req[cur ^ 1]);
+		st[cur ^ 1] = post_recv(s, buf[cur ^ 1], len, PERF_TAG_DATA, TAG_FULL,
+					&info[cur ^ 1], &req[cur ^ 1]);
 		sst = finish(s, sst, sreq, NULL);
 		if (UNIO_IS_ERR(sst)) {
 			fail(s, "echo send", sst);
@@ -445,16 +516,20 @@ server_pingpong(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end
 free_bufs:
 	drop(s, req[0]);
 	drop(s, req[1]);
+	drop(s, creq);
 	free(buf[0]);
 	free(buf[1]);
 	return rc;
 }
+
+struct stream_srv;
 
 struct slot {
 	void *buf;
 	unio_request_t *req;
 	unio_status_t st;
 	struct unio_recv_info info;
+	struct stream_srv *ss;   /**< server streaming: the loop this slot belongs to */
 };
 
 static struct slot *
@@ -539,48 +614,142 @@ client_stream(struct perf_side *s, struct perf_round *r)
 }
 
 /*
- * Server streaming: window receives posted; the k-th posted receive gets the k-th message.
- * Without validation they share one buffer, as the client's sends do (and as ucx_perftest's
- * receives do): a window of large messages stays in cache, as it does for the sender.
+ * Server streaming, the way ucx_perftest receives: up to the window of receives posted with
+ * the exact data tag, each completed by its callback (which counts, checks and frees it), a
+ * new one posted whenever the window has room.  Receives of one tag match in the order they
+ * were posted, so the k-th receive gets the k-th message.  Without validation they share one
+ * buffer, as the client's sends do (and as ucx_perftest's receives do): a window of large
+ * messages stays in cache, as it does for the sender.
  */
+struct stream_srv {
+	struct perf_side *s;
+	struct perf_round *r;
+	struct timer t;
+	uint64_t got;              /**< messages received (and checked), in order */
+	unsigned int outstanding;  /**< receives posted, not complete */
+	unio_status_t err;         /**< first failed receive */
+	int bad;                   /**< a message of the wrong length */
+};
+
+static void
+stream_got(struct stream_srv *ss, struct slot *k, unio_status_t st,
+	   const struct unio_recv_info *info)
+{
+	struct perf_round *r = ss->r;
+	uint64_t j;
+
+	if (UNIO_IS_ERR(st)) {
+		if (st != UNIO_ERR_CANCELED && ss->err == UNIO_OK)
+			ss->err = st;
+		return;
+	}
+	j = ss->got++;
+	if (!ss->bad && !recv_len_ok(ss->s, info, r->size, j))
+		ss->bad = 1;
+	if (r->validate && r->bad_iter == UINT64_MAX && !pattern_ok(k->buf, r->size, j))
+		r->bad_iter = j;
+	timer_tick(ss->s, r, &ss->t, j);
+}
+
+static void
+stream_recv_cb(unio_request_t *req, unio_status_t st, const struct unio_recv_info *info,
+	       void *arg)
+{
+	struct slot *k = arg;
+
+	k->req = NULL;
+	k->ss->outstanding--;
+	stream_got(k->ss, k, st, info);
+	unio_request_free(req);
+}
+
 static int
 server_stream(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end)
 {
-	size_t len = RTE_MAX(r->size, sizeof(*end));
-	struct slot *sl = slots_alloc(r->window, len, r->validate);
-	struct timer t;
-	uint64_t j;
-	int rc = -1;
+	struct slot *sl = slots_alloc(r->window, r->size, r->validate);
+	struct stream_srv ss = { .s = s, .r = r, .err = UNIO_OK };
+	uint64_t total = r->warmup + r->iters, posted = 0, deadline;
+	struct unio_recv_info cinfo = { 0 };
+	unio_request_t *creq = NULL;
+	int ctrl_done = 0, rc = -1;
+	unio_status_t cst;
 
 	if (sl == NULL)
 		return fail(s, "allocating buffers", UNIO_ERR_NO_MEMORY);
 	for (unsigned int k = 0; k < r->window; k++)
-		sl[k].st = post_recv(s, sl[k].buf, len, 0, 0, &sl[k].info, &sl[k].req);
-	timer_init(&t);
-	for (j = 0;; j++) {
-		struct slot *k = &sl[j % r->window];
+		sl[k].ss = &ss;
+	if (ctrl_post(s, end, &cinfo, &creq, &ctrl_done) != 0)
+		goto out;
+	timer_init(&ss.t);
+	deadline = rte_rdtsc() + s->timeout_tsc;
+	/*
+	 * END comes after the last data message: once it has matched, every data message has
+	 * too, or waits unexpected for a receive; receives beyond END's count never complete.
+	 */
+	while (!ctrl_done || ss.got < end->count) {
+		if (ss.err != UNIO_OK || ss.bad)
+			break;
+		if (ss.outstanding < r->window && posted < total) {
+			struct slot *k = &sl[posted % r->window];
+			struct unio_request_param p = {
+				.field_mask = UNIO_REQ_PARAM_CB | UNIO_REQ_PARAM_USER_DATA |
+					      UNIO_REQ_PARAM_RECV_INFO,
+				.cb = stream_recv_cb, .user_data = k, .recv_info = &k->info,
+			};
+			unio_status_t st = unio_tag_recv(s->worker, k->buf, r->size, PERF_TAG_DATA,
+							 TAG_FULL, &p, &k->req);
 
-		k->st = finish(s, k->st, k->req, &k->info);
-		k->req = NULL;
-		if (UNIO_IS_ERR(k->st)) {
-			fail(s, "receive", k->st);
+			posted++;
+			if (st == UNIO_INPROGRESS)
+				ss.outstanding++;
+			else
+				stream_got(&ss, k, st, &k->info);
+			continue;
+		}
+		if (!ctrl_done && (cst = unio_request_test(creq, &cinfo)) != UNIO_INPROGRESS) {
+			if (UNIO_IS_ERR(cst)) {
+				fail(s, "receiving END", cst);
+				goto out;
+			}
+			ctrl_done = 1;
+			if (ctrl_end(s, end, &cinfo, creq) != 0) {
+				creq = NULL;
+				goto out;
+			}
+			creq = NULL;
+			continue;
+		}
+		if (ctrl_done && end->count > total) {
+			fprintf(stderr, "unio-perf server: END counts %" PRIu64 " messages, more "
+				"than the %" PRIu64 " announced\n", end->count, total);
+			goto out;
+		}
+		if (unio_worker_progress(s->worker)) {
+			deadline = rte_rdtsc() + s->timeout_tsc;
+			continue;
+		}
+		if (s->ep_failed) {
+			ss.err = s->ep_status < 0 ? s->ep_status : UNIO_ERR_CONNECTION_RESET;
 			break;
 		}
-		if (k->info.tag == PERF_TAG_CTRL) {
-			memcpy(end, k->buf, RTE_MIN(k->info.length, sizeof(*end)));
-			rc = ctrl_check(s, end, k->info.length, CTRL_END);
+		if (rte_rdtsc() > deadline) {
+			ss.err = UNIO_ERR_TIMED_OUT;
 			break;
 		}
-		if (k->info.tag != PERF_TAG_DATA || !recv_len_ok(s, &k->info, r->size, j))
-			break;
-		if (r->validate && r->bad_iter == UINT64_MAX && !pattern_ok(k->buf, r->size, j))
-			r->bad_iter = j;
-		timer_tick(s, r, &t, j);
-		k->st = post_recv(s, k->buf, len, 0, 0, &k->info, &k->req);
 	}
-	r->received = j;
-	r->done = j > r->warmup ? j - r->warmup : 0;
-	r->elapsed = t.prev - t.start;
+	if (ss.err != UNIO_OK)
+		fail(s, "receive", ss.err);
+	else if (!ss.bad)
+		rc = 0;
+	r->received = ss.got;
+	r->done = ss.got > r->warmup ? ss.got - r->warmup : 0;
+	r->elapsed = ss.t.prev - ss.t.start;
+out:
+	/* receives still posted (END came early, or an error): their callbacks free them */
+	for (unsigned int k = 0; k < r->window; k++)
+		if (sl[k].req != NULL)
+			unio_request_cancel(s->worker, sl[k].req);
+	drop(s, creq);
 	slots_free(s, sl, r->window, r->validate);
 	return rc;
 }
