@@ -96,9 +96,15 @@ root(unio_worker_t *w, int port, int n, size_t elems, int iters)
 				return 1;
 	}
 	printf("root: %d iterations of %d x %zu doubles aggregated\n", iters, n, elems);
-	unio_worker_flush(w, NULL, NULL);
+	/* flush and close are futures too: start every close, then await them all */
+	st[0] = unio_worker_flush(w, NULL, &reqs[0]);
+	if (await(w, st[0], reqs[0], NULL) != UNIO_OK)
+		return 1;
 	for (int r = 0; r < n; r++)
-		unio_ep_close(eps[r], UNIO_EP_CLOSE_FLUSH, NULL);
+		st[r] = unio_ep_close(eps[r], UNIO_EP_CLOSE_FLUSH, &reqs[r]);
+	for (int r = 0; r < n; r++)
+		if (await(w, st[r], reqs[r], NULL) != UNIO_OK)
+			return 1;
 	unio_listener_destroy(l);
 	free(sum);
 	free(g);

@@ -273,17 +273,37 @@ enum unio_ep_close_mode {
 };
 
 /**
- * Close an endpoint.  Returns UNIO_OK when closed, or UNIO_INPROGRESS with *req_p to wait
- * on.  The endpoint must not be used after this call.
+ * Close an endpoint.  The endpoint must not be used after this call.
+ *
+ * UNIO_EP_CLOSE_FORCE closes at once: outstanding requests fail with UNIO_ERR_CANCELED;
+ * returns UNIO_OK.
+ *
+ * UNIO_EP_CLOSE_FLUSH first flushes (see unio_ep_flush()), then tells the peer and closes.
+ * With @p req_p: UNIO_OK when it was done at once, else UNIO_INPROGRESS and a request that
+ * completes (unio_request_test(), unio_request_wait()) once the endpoint is closed, with
+ * UNIO_OK, or with the endpoint's error when the peer died meanwhile (closed all the same).
+ * With a NULL @p req_p it waits, at most UNIO_PEER_TIMEOUT (then closes anyway and returns
+ * UNIO_ERR_TIMED_OUT), and returns the flush's status.
  */
 unio_status_t unio_ep_close(unio_ep_t *ep, enum unio_ep_close_mode mode,
 			    unio_request_t **req_p);
 
-/** Flush an endpoint: every send started on it has completed at the peer's transport. */
+/**
+ * Flush an endpoint: complete once no send, put or get started on it is outstanding (sends
+ * started after the flush count too) and its transport confirmed delivery.  Non-blocking:
+ * UNIO_OK when nothing is outstanding, else UNIO_INPROGRESS and a request (completion by
+ * @p param's callback, polling or unio_request_wait(), as for sends) that completes with
+ * UNIO_OK, or with the endpoint's error (e.g. UNIO_ERR_CONNECTION_RESET) when the peer dies.
+ * A NULL @p req_p waits instead (progressing the worker), at most UNIO_PEER_TIMEOUT
+ * (UNIO_ERR_TIMED_OUT).  UNIO_ERR_NOT_CONNECTED on a failed or closed endpoint.
+ */
 unio_status_t unio_ep_flush(unio_ep_t *ep, const struct unio_request_param *param,
 			    unio_request_t **req_p);
 
-/** Flush every endpoint of a worker. */
+/**
+ * Flush every endpoint of a worker (those connected or connecting), as unio_ep_flush():
+ * one request for all; it completes with the first endpoint error, if any.
+ */
 unio_status_t unio_worker_flush(unio_worker_t *worker, const struct unio_request_param *param,
 				unio_request_t **req_p);
 

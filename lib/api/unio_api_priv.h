@@ -84,6 +84,8 @@ void worker_efd_watch(struct unio_worker *w, int fd);
 
 /* wireup.c */
 unsigned int wireup_progress(struct unio_worker *w);
+/** Move flushes and closes with flush on; complete those that are done. */
+unsigned int wireup_flush_progress(struct unio_worker *w);
 void wireup_ep_fail(struct unio_ep *ep, unio_status_t st, bool report);
 void wireup_worker_fini(struct unio_worker *w);
 unio_status_t wireup_set_handlers(struct unio_worker *w);

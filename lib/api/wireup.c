@@ -737,65 +737,248 @@ ep_sends_outstanding(const struct unio_ep *ep)
 	return false;
 }
 
+/*
+ * Flush and close-with-flush as requests.
+ *
+ * The request the caller gets (the parent, type REQ_FLUSH, on w->flushes by its link) waits
+ * for one internal child request per endpoint.  A child sits on its endpoint's outstanding
+ * list (ep_link), so an endpoint that fails completes it with the endpoint's error like any
+ * send waiting for the peer; its callback (child_done) counts it off the parent.  A child
+ * waits until no send of its endpoint is pending or outstanding, then flushes the lane.
+ * The parent is completed only by wireup_flush_progress(), which also closes the endpoint of
+ * a close-with-flush: never from inside a driver's callback.
+ *
+ * Fields reused: parent: ep (NULL for a worker flush), info.length (children left), sync
+ * (close the ep when done), status (first error while active); child: user_data (parent),
+ * proto (FLUSH_WAIT_SENDS / FLUSH_WAIT_LANE).
+ */
+enum { FLUSH_WAIT_SENDS = 0, FLUSH_WAIT_LANE = 1 };
+
+/* the lane's flush completion; allocated apart, since a driver may call it after the child
+ * completed another way (its ep failed) and went back to the pool */
+struct flush_lane {
+	struct unio_tl_completion comp;
+	struct unio_request *child;
+	uint32_t gen;
+};
+
 static void
-flush_done(struct unio_tl_completion *c)
+child_complete(struct unio_request *c, unio_status_t st)
 {
-	RTE_SET_USED(c);
+	if (c->on_ep) {
+		TAILQ_REMOVE(&c->ep->outstanding, c, ep_link);
+		c->on_ep = false;
+	}
+	proto_req_complete(c, st);
 }
 
-/* Progress until every send on @p ep completed (or the ep failed, or the timeout). */
-static unio_status_t
-ep_flush_wait(struct unio_ep *ep)
+static void
+child_done(unio_request_t *c, unio_status_t st, const struct unio_recv_info *info, void *arg)
 {
-	struct unio_worker *w = ep->worker;
-	uint64_t deadline = deadline_of(w);
-	struct unio_tl_completion c = { .func = flush_done, .count = 1 };
+	struct unio_request *p = arg;
+
+	RTE_SET_USED(info);
+	if (st != UNIO_OK && p->status == UNIO_INPROGRESS)
+		p->status = st;
+	p->info.length--;
+	proto_req_put(c);
+}
+
+static void
+flush_lane_done(struct unio_tl_completion *comp)
+{
+	struct flush_lane *fl = (struct flush_lane *)comp;
+	struct unio_request *c = fl->child;
+
+	if (c->gen == fl->gen && c->state == REQ_ACTIVE && c->proto == FLUSH_WAIT_LANE)
+		child_complete(c, comp->status);
+	free(fl);
+}
+
+/* Move child @p c on: flush the lane once its endpoint has nothing outstanding. */
+static unsigned int
+child_step(struct unio_request *c)
+{
+	struct unio_ep *ep = c->ep;
+	struct flush_lane *fl;
 	unio_status_t st;
 
-	while (ep->state == EP_CONNECTED && ep_sends_outstanding(ep)) {
-		unio_worker_progress(w);
-		if (now_ns() >= deadline)
-			return UNIO_ERR_TIMED_OUT;
+	if (c->proto != FLUSH_WAIT_SENDS || ep->state == EP_CONNECTING || ep_sends_outstanding(ep))
+		return 0;
+	if (ep->state != EP_CONNECTED) {
+		child_complete(c, UNIO_ERR_NOT_CONNECTED);
+		return 1;
 	}
-	if (ep->state != EP_CONNECTED)
-		return UNIO_ERR_CONNECTION_RESET;
-	st = unio_tl_ep_flush(ep->lane.tl_ep, &c);
-	if (st != UNIO_INPROGRESS)
-		return st;  /* done at once (shm, self) or refused */
-	while (c.count > 0 && ep->state == EP_CONNECTED && now_ns() < deadline)
+	if (ep->remote_closed) {   /* the peer is gone in order: nothing to flush toward it */
+		child_complete(c, UNIO_OK);
+		return 1;
+	}
+	fl = malloc(sizeof(*fl));
+	if (fl == NULL)
+		return 0;   /* try again at the next progress */
+	*fl = (struct flush_lane){ .comp = { .func = flush_lane_done, .count = 1 }, .child = c,
+				   .gen = c->gen };
+	st = unio_tl_ep_flush(ep->lane.tl_ep, &fl->comp);
+	if (st == UNIO_INPROGRESS) {
+		c->proto = FLUSH_WAIT_LANE;
+		return 0;
+	}
+	free(fl);
+	if (st == UNIO_ERR_NO_RESOURCE)
+		return 0;   /* the driver is busy: again at the next progress */
+	child_complete(c, st);
+	return 1;
+}
+
+static unio_status_t
+child_add(struct unio_request *p, struct unio_ep *ep)
+{
+	struct unio_request *c = proto_req_get(ep->worker);
+
+	if (c == NULL)
+		return UNIO_ERR_NO_MEMORY;
+	c->type = REQ_FLUSH;
+	c->ep = ep;
+	c->proto = FLUSH_WAIT_SENDS;
+	c->user_owned = true;
+	c->cb = child_done;
+	c->user_data = p;
+	c->on_ep = true;
+	TAILQ_INSERT_TAIL(&ep->outstanding, c, ep_link);
+	p->info.length++;
+	child_step(c);
+	return UNIO_OK;
+}
+
+/* Close @p ep after its flush: CLOSE to the peer when the flush went well, then release. */
+static void
+ep_close_now(struct unio_ep *ep, bool tell_peer)
+{
+	if (ep->state == EP_CLOSED)
+		return;   /* closed meanwhile (force, or the worker went away) */
+	if (tell_peer && ep->ctl_fd >= 0 && ep->state == EP_CONNECTED)
+		send_ctl(ep->ctl_fd, WIRE_CLOSE, ep->id, NULL, 0);
+	if (ep->state == EP_CONNECTED || ep->state == EP_CONNECTING)
+		proto_ep_fail_requests(ep, UNIO_ERR_CANCELED);
+	ep->state = EP_CLOSED;
+	ep_free(ep);
+}
+
+/* The parent's children are all done: close if asked, then complete it. */
+static void
+parent_finish(struct unio_request *p)
+{
+	unio_status_t st = p->status == UNIO_INPROGRESS ? UNIO_OK : p->status;
+
+	TAILQ_REMOVE(&p->worker->flushes, p, link);
+	if (p->sync)
+		ep_close_now(p->ep, st == UNIO_OK);
+	proto_req_complete(p, st);
+}
+
+unsigned int
+wireup_flush_progress(struct unio_worker *w)
+{
+	struct unio_request *p, *pn, *c, *cn;
+	unsigned int n = 0;
+
+	for (uint32_t i = 0; i < w->n_eps; i++) {
+		struct unio_ep *ep = w->eps[i];
+
+		if (ep == NULL)
+			continue;
+		for (c = TAILQ_FIRST(&ep->outstanding); c != NULL; c = cn) {
+			cn = TAILQ_NEXT(c, ep_link);   /* c may complete */
+			if (c->type == REQ_FLUSH)
+				n += child_step(c);
+		}
+	}
+	for (p = TAILQ_FIRST(&w->flushes); p != NULL; p = pn) {
+		pn = TAILQ_NEXT(p, link);
+		if (p->info.length == 0) {
+			parent_finish(p);
+			n++;
+		}
+	}
+	return n;
+}
+
+/*
+ * Start a flush of @p ep (NULL: every endpoint of @p w), closing @p ep afterwards when
+ * @p close.  Hands out the request like any operation; a NULL @p req_p waits for it, bounded
+ * by UNIO_PEER_TIMEOUT (UNIO_ERR_TIMED_OUT; a close then closes at once).
+ */
+static unio_status_t
+flush_start(struct unio_worker *w, struct unio_ep *ep, bool close,
+	    const struct unio_request_param *param, unio_request_t **req_p)
+{
+	struct unio_request *p = proto_req_get(w);
+	unio_status_t st = UNIO_OK;
+	uint64_t deadline;
+
+	if (p == NULL)
+		return UNIO_ERR_NO_MEMORY;
+	p->type = REQ_FLUSH;
+	p->ep = ep;
+	p->sync = close;
+	TAILQ_INSERT_TAIL(&w->flushes, p, link);
+	if (ep != NULL) {
+		st = child_add(p, ep);
+	} else {
+		for (uint32_t i = 0; i < w->n_eps && st == UNIO_OK; i++) {
+			struct unio_ep *e = w->eps[i];
+
+			if (e != NULL && (e->state == EP_CONNECTED || e->state == EP_CONNECTING))
+				st = child_add(p, e);
+		}
+	}
+	if (st != UNIO_OK && p->status == UNIO_INPROGRESS)
+		p->status = st;   /* the children started still complete; the parent fails */
+	if (p->info.length == 0)
+		parent_finish(p);
+	if (req_p != NULL || p->state == REQ_DONE)
+		return proto_req_hand_out(p, param, req_p);
+	/* no request wanted: wait here */
+	deadline = deadline_of(w);
+	while (p->state != REQ_DONE && now_ns() < deadline)
 		unio_worker_progress(w);
-	if (c.count == 0)
-		return c.status;
-	return ep->state == EP_CONNECTED ? UNIO_ERR_TIMED_OUT : UNIO_ERR_CONNECTION_RESET;
+	if (p->state == REQ_DONE)
+		return proto_req_hand_out(p, param, NULL);
+	API_LOG(WARNING, "%s: not done within UNIO_PEER_TIMEOUT", close ? "ep close" : "flush");
+	if (close) {   /* close now: what still waits fails with UNIO_ERR_CANCELED */
+		p->sync = false;
+		ep_close_now(ep, false);
+		if (p->info.length == 0)
+			parent_finish(p);
+	}
+	if (p->state == REQ_DONE) {
+		proto_req_put(p);
+	} else {   /* let it finish on its own */
+		p->user_owned = true;
+		p->user_freed = true;
+	}
+	return UNIO_ERR_TIMED_OUT;
 }
 
 unio_status_t
 unio_ep_close(unio_ep_t *ep, enum unio_ep_close_mode mode, unio_request_t **req_p)
 {
 	struct unio_worker *w;
+	unio_status_t st = UNIO_OK;
 
-	RTE_SET_USED(req_p);
 	if (ep == NULL || (mode != UNIO_EP_CLOSE_FLUSH && mode != UNIO_EP_CLOSE_FORCE))
 		return UNIO_ERR_INVALID_PARAM;
 	w = ep->worker;
 	worker_lock(w);
-	if (ep->state == EP_CLOSED) {
-		worker_unlock(w);
-		return UNIO_ERR_NOT_CONNECTED;
-	}
-	if (mode == UNIO_EP_CLOSE_FLUSH && ep->state == EP_CONNECTING)
-		while (ep->state == EP_CONNECTING)
-			unio_worker_progress(w);
-	if (mode == UNIO_EP_CLOSE_FLUSH && ep->state == EP_CONNECTED && !ep->remote_closed)
-		ep_flush_wait(ep);
-	if (mode == UNIO_EP_CLOSE_FLUSH && ep->ctl_fd >= 0 && ep->state == EP_CONNECTED)
-		send_ctl(ep->ctl_fd, WIRE_CLOSE, ep->id, NULL, 0);
-	if (ep->state == EP_CONNECTED || ep->state == EP_CONNECTING)
-		proto_ep_fail_requests(ep, UNIO_ERR_CANCELED);
-	ep->state = EP_CLOSED;
-	ep_free(ep);
+	if (ep->state == EP_CLOSED)
+		st = UNIO_ERR_NOT_CONNECTED;
+	else if (mode == UNIO_EP_CLOSE_FLUSH && (ep->state == EP_CONNECTED ||
+						 ep->state == EP_CONNECTING))
+		st = flush_start(w, ep, true, NULL, req_p);
+	else
+		ep_close_now(ep, false);
 	worker_unlock(w);
-	return UNIO_OK;
+	return st;
 }
 
 unio_status_t
@@ -803,11 +986,11 @@ unio_ep_flush(unio_ep_t *ep, const struct unio_request_param *param, unio_reques
 {
 	unio_status_t st;
 
-	RTE_SET_USED(param), RTE_SET_USED(req_p);
 	if (ep == NULL)
 		return UNIO_ERR_INVALID_PARAM;
 	worker_lock(ep->worker);
-	st = ep->state == EP_CONNECTED ? ep_flush_wait(ep) : UNIO_ERR_NOT_CONNECTED;
+	st = ep->state == EP_CONNECTED || ep->state == EP_CONNECTING ?
+	     flush_start(ep->worker, ep, false, param, req_p) : UNIO_ERR_NOT_CONNECTED;
 	worker_unlock(ep->worker);
 	return st;
 }
@@ -816,22 +999,12 @@ unio_status_t
 unio_worker_flush(unio_worker_t *w, const struct unio_request_param *param,
 		  unio_request_t **req_p)
 {
-	unio_status_t st = UNIO_OK;
+	unio_status_t st;
 
-	RTE_SET_USED(param), RTE_SET_USED(req_p);
 	if (w == NULL)
 		return UNIO_ERR_INVALID_PARAM;
 	worker_lock(w);
-	for (uint32_t i = 0; i < w->n_eps; i++) {
-		struct unio_ep *ep = w->eps[i];
-
-		if (ep != NULL && ep->state == EP_CONNECTED && !ep->remote_closed) {
-			unio_status_t s = ep_flush_wait(ep);
-
-			if (s != UNIO_OK && st == UNIO_OK)
-				st = s;
-		}
-	}
+	st = flush_start(w, NULL, false, param, req_p);
 	worker_unlock(w);
 	return st;
 }

@@ -192,6 +192,7 @@ unio_worker_create(unio_context_t *ctx, const struct unio_worker_params *params,
 	pthread_mutex_init(&w->lock, &ma);
 	pthread_mutexattr_destroy(&ma);
 	TAILQ_INIT(&w->listeners);
+	TAILQ_INIT(&w->flushes);
 	st = worker_open_ifaces(w);
 	if (st == UNIO_OK)
 		st = proto_worker_init(w);
@@ -250,6 +251,8 @@ unio_worker_progress(unio_worker_t *w)
 		n += proto_progress_pending(w);
 	if (unlikely(w->n_am_pending != 0))
 		n += proto_am_progress(w);
+	if (unlikely(!TAILQ_EMPTY(&w->flushes)))
+		n += wireup_flush_progress(w);
 	if (unlikely(rte_rdtsc() >= w->ctl_next_tsc)) {
 		w->ctl_next_tsc = rte_rdtsc() + w->ctl_period_tsc;
 		n += wireup_progress(w);

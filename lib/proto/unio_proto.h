@@ -289,6 +289,7 @@ struct unio_worker {
 	uint16_t ep_gen;
 	struct req_list pending_eps_dummy;
 	unsigned int n_pending;     /**< eps with a non-empty pending queue */
+	struct req_list flushes;    /**< flush / close requests in progress (lib/api/wireup.c) */
 	/* matching */
 	uint64_t recv_seq;
 	unsigned int n_exp_exact;   /**< posted receives with a full mask */

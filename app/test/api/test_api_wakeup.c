@@ -114,7 +114,7 @@ UNIO_TEST_CHILD(api_wakeup_sender)
 		if (st != UNIO_OK && st != UNIO_INPROGRESS)
 			return 6;
 		if (st == UNIO_INPROGRESS) {
-					/* a rendezvous completes once the receiver pulled it: sleep until then */
+			/* a rendezvous completes once the receiver pulled it: sleep until then */
 			want++;
 			if (sleep_until(w, efd, all, want, &s) != 0)
 				return 7;
