@@ -22,13 +22,23 @@ RTE_LOG_REGISTER(unio_logtype_tl, unio.tl, WARNING);
 static const struct unio_tl_driver *tl_drivers[TL_MAX_DRIVERS];
 static unsigned int tl_n_drivers;
 
+/*
+ * Kept sorted by name: constructors run in link order, which the linker (and link-time
+ * optimisation) may change, and workers open ifaces -- and try lanes of one reachability
+ * class -- in this order.
+ */
 void
 unio_tl_driver_register(const struct unio_tl_driver *drv)
 {
+	unsigned int i;
+
 	RTE_VERIFY(drv != NULL && drv->name != NULL && drv->iface_open != NULL &&
 		   drv->query_devices != NULL);
 	RTE_VERIFY(tl_n_drivers < TL_MAX_DRIVERS);
-	tl_drivers[tl_n_drivers++] = drv;
+	for (i = tl_n_drivers; i > 0 && strcmp(tl_drivers[i - 1]->name, drv->name) > 0; i--)
+		tl_drivers[i] = tl_drivers[i - 1];
+	tl_drivers[i] = drv;
+	tl_n_drivers++;
 }
 
 unsigned int

@@ -142,6 +142,41 @@ UNIO_TEST(api_tag_two_workers_sizes, fast)
 	return all_sizes(NULL, 1, 64 * MIB);
 }
 
+/*
+ * Two workers of one host, default UNIO_TLS: the lane is shared memory, whatever order the
+ * drivers registered in (tcp on lo is of the same reachability class and slower).
+ */
+UNIO_TEST(api_lane_same_host_default, fast)
+{
+	unio_context_t *ctx = api_ctx(NULL);
+	unio_worker_t *w, *w2;
+	char *text = NULL;
+	size_t len = 0;
+	unio_status_t st;
+	unio_ep_t *ep;
+	FILE *f;
+
+	TEST_ASSERT(ctx != NULL, "context");
+	w = unio_worker_create(ctx, NULL, &st);
+	TEST_ASSERT(w != NULL, "worker: %s", unio_status_string(st));
+	w2 = unio_worker_create(ctx, NULL, &st);
+	TEST_ASSERT(w2 != NULL, "worker 2: %s", unio_status_string(st));
+	ep = api_ep_to_worker(w, w2, &st);
+	TEST_ASSERT(ep != NULL, "ep: %s", unio_status_string(st));
+	f = open_memstream(&text, &len);
+	TEST_ASSERT(f != NULL, "memstream");
+	unio_ep_print_info(ep, f);
+	fclose(f);
+	TEST_LOG("%s", text);
+	TEST_ASSERT(strstr(text, "lane shm/") != NULL, "same-host lane is not shm: %s", text);
+	free(text);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(w2);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return TEST_OK;
+}
+
 /* ---- ordering: 10,000 posted and 10,000 unexpected ---- */
 
 #define N_ORDER 10000
