@@ -112,6 +112,11 @@ static const struct cfg_row cfg_table[] = {
 	  "kernel refuses it (another user) the capability is absent whatever this says." },
 	{ "SHM_FIFO_SIZE", CFG_SIZE, "256k", OFF(shm_fifo_size), NULL, 0, 0,
 	  "Bytes of the receive FIFO each shm peer pair has (a power of two, 4k to 64m)." },
+	{ "SHM_MAP_CACHE", CFG_SIZE, "4g", OFF(shm_map_cache), NULL, 0, 0,
+	  "Most bytes of peers' allocations (UNIO_MEM_MAP_FLAG_ALLOCATE memory) one shm iface "
+	  "keeps mapped for direct-mapped remote keys.  Mappings no key uses stay cached for "
+	  "the next key of the same allocation and are unmapped, least recently used first, "
+	  "when a new one needs room; a key that does not fit is served through CMA." },
 	{ "SHM_MAX_PEERS", CFG_INT, "128", OFF(shm_max_peers), NULL, 2, 1024,
 	  "Receive rings in each shm iface's segment: how many peer ifaces can send to one "
 	  "worker at once.  A ring is taken at ep creation and given back when the sender "

@@ -2,7 +2,8 @@
 /*
  * Registration cache: page-aligned regions in an array sorted by start, reference counted,
  * bounded (LRU eviction of unreferenced regions), and checked against the mappings that
- * back them on every hit so that a re-used address never gets a stale registration.
+ * back them on every hit so that a re-used address never gets a stale registration (or,
+ * for foreign memory, against the identity the caller names).
  * Not thread-safe: its owner (a driver's iface, progressed by one thread) serialises calls.
  */
 
@@ -193,15 +194,18 @@ make_room(struct unio_rcache *rc, size_t size)
 	return UNIO_OK;
 }
 
+/* Register [start, end) with identity @p ident: local when @p foreign is false. */
 static unio_status_t
-insert(struct unio_rcache *rc, uintptr_t start, uintptr_t end, struct region **r_p)
+insert(struct unio_rcache *rc, uintptr_t start, uintptr_t end, bool foreign, uint64_t ident,
+       void *ctx, struct region **r_p)
 {
 	struct region *r;
 	unio_status_t st;
 	unsigned int i;
-	uint64_t ident = identity(start, end);
 
-	if (ident == 0)
+	if (!foreign)
+		ident = identity(start, end);
+	if (!foreign && ident == 0)
 		return UNIO_ERR_INVALID_ADDR;
 	st = make_room(rc, end - start);
 	if (st != UNIO_OK)
@@ -212,7 +216,9 @@ insert(struct unio_rcache *rc, uintptr_t start, uintptr_t end, struct region **r
 	r->pub.start = start;
 	r->pub.end = end;
 	r->ident = ident;
-	st = rc->ops.reg(rc->arg, (void *)start, end - start, &r->pub.handle);
+	st = foreign && rc->ops.reg_ctx != NULL ?
+	     rc->ops.reg_ctx(rc->arg, ctx, (void *)start, end - start, &r->pub.handle) :
+	     rc->ops.reg(rc->arg, (void *)start, end - start, &r->pub.handle);
 	if (st != UNIO_OK) {
 		free(r);
 		return st;
@@ -251,12 +257,50 @@ unio_rcache_get(struct unio_rcache *rc, void *addr, size_t len,
 		unlink_at(rc, (unsigned int)i);
 	}
 	rc->stats.misses++;
-	st = insert(rc, start, end, &r);
+	st = insert(rc, start, end, false, 0, NULL, &r);
 	if (st != UNIO_OK)
 		return st;
 	goto out;
 hit:
 	rc->stats.hits++;
+out:
+	r->refs++;
+	r->lru = ++rc->tick;
+	*region_p = &r->pub;
+	return UNIO_OK;
+}
+
+unio_status_t
+unio_rcache_get_ident(struct unio_rcache *rc, uintptr_t addr, size_t len, uint64_t ident,
+		      void *ctx, struct unio_rcache_region **region_p)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = addr & ~(page - 1), end;
+	struct region *r;
+	unio_status_t st;
+	int i;
+
+	if (rc == NULL || region_p == NULL || len == 0 || addr + len < addr ||
+	    addr + len + page - 1 < addr + len)
+		return UNIO_ERR_INVALID_PARAM;
+	end = (addr + len + page - 1) & ~(page - 1);
+	i = find(rc, start, end);
+	if (i >= 0 && rc->arr[i]->ident == ident) {
+		r = rc->arr[i];
+		rc->stats.hits++;
+		goto out;
+	}
+	/* what overlaps the range and is not this allocation was unmapped by its owner */
+	for (unsigned int k = rc->n; k-- > 0;)
+		if (rc->arr[k]->pub.start < end && rc->arr[k]->pub.end > start &&
+		    rc->arr[k]->ident != ident) {
+			rc->stats.stale++;
+			unlink_at(rc, k);
+		}
+	rc->stats.misses++;
+	st = insert(rc, start, end, true, ident, ctx, &r);
+	if (st != UNIO_OK)
+		return st;
 out:
 	r->refs++;
 	r->lru = ++rc->tick;

@@ -62,6 +62,7 @@ struct unio_config {
 	uint64_t peer_timeout_ns;
 	size_t shm_fifo_size;
 	size_t shm_seg_size;
+	size_t shm_map_cache;
 	int64_t shm_max_peers;
 	bool shm_cma;
 	size_t tcp_sndbuf;

@@ -18,6 +18,13 @@
  * (deregistered once its last user lets go) and the buffer is registered anew.  Two anonymous
  * mappings with identical bounds cannot be told apart this way; unio_rcache_invalidate() is
  * for owners that know they unmap.
+ *
+ * Foreign memory: a driver that maps another process's memory (shm's direct mapping of a
+ * peer's allocation) caches by the peer's address range with unio_rcache_get_ident(): the
+ * caller names the identity of what backs the range (the peer's allocation id), a cached
+ * region with another identity is stale, and so is every cached region the new one
+ * overlaps (a peer cannot have two live allocations at one address).  A cache serves one
+ * kind of lookup, local or foreign, not both.
  */
 
 #include <stddef.h>
@@ -37,6 +44,11 @@ struct unio_rcache_ops {
 	unio_status_t (*reg)(void *arg, void *addr, size_t len, void **handle);
 	/** Deregister a region registered by reg. */
 	void (*dereg)(void *arg, void *addr, size_t len, void *handle);
+	/**
+	 * unio_rcache_get_ident(): register [addr, addr+len) of foreign memory with the
+	 * caller's @p ctx (NULL: reg is called instead).
+	 */
+	unio_status_t (*reg_ctx)(void *arg, void *ctx, void *addr, size_t len, void **handle);
 };
 
 /** Parameters of unio_rcache_create(). */
@@ -79,7 +91,16 @@ void unio_rcache_destroy(struct unio_rcache *rc);
 unio_status_t unio_rcache_get(struct unio_rcache *rc, void *addr, size_t len,
 			      struct unio_rcache_region **region_p);
 
-/** Drop a reference taken by unio_rcache_get(). */
+/**
+ * Find or register a region of foreign memory covering [addr, addr+len) whose identity is
+ * @p ident; @p ctx goes to ops->reg_ctx on a miss.  Regions with another identity that the
+ * range overlaps are dropped (counted as stale).  Returns as unio_rcache_get().
+ */
+unio_status_t unio_rcache_get_ident(struct unio_rcache *rc, uintptr_t addr, size_t len,
+				    uint64_t ident, void *ctx,
+				    struct unio_rcache_region **region_p);
+
+/** Drop a reference taken by unio_rcache_get() or unio_rcache_get_ident(). */
 void unio_rcache_put(struct unio_rcache *rc, struct unio_rcache_region *region);
 
 /** Forget every region overlapping [addr, addr+len) (the owner is about to unmap it). */

@@ -3,10 +3,21 @@
  * shm memory domain and RMA.  Any memory can be read and written by a peer through CMA
  * (process_vm_readv / process_vm_writev) with an rkey that carries (pid, base, length).
  * Memory from mem_alloc lives in its own memfd: its rkey also names the memfd, and the
- * importing side maps it (cached per iface) and copies with memcpy: direct mapping.
+ * importing side maps it and copies with memcpy: direct mapping.
+ *
+ * Mapping a peer's memfd costs a pidfd_getfd (or an SCM_RIGHTS round trip), an fstat, an
+ * mmap, the page faults of the first touches and, later, an munmap; keys of one allocation
+ * are unpacked again and again (one per message in RPC-like use).  So the mappings sit in
+ * a registration cache per iface (lib/core/rcache.c), looked up by the peer's address range
+ * (the peer's pid folded into the bits above 47), identified by (pid, allocation id),
+ * reference counted by the unpacked keys, bounded by UNIO_SHM_MAP_CACHE bytes (least
+ * recently used unreferenced mappings go first; a key that does not fit uses CMA).  A key
+ * for a new allocation at an address the cache holds drops the old mapping: memory the
+ * peer unmapped and mapped again is never reached through the stale mapping.
  */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -15,6 +26,7 @@
 #include <unistd.h>
 
 #include "shm_priv.h"
+#include "unio_tl_shm.h"
 
 #define SHM_CMA_IOV 64
 
@@ -123,68 +135,103 @@ shm_rkey_pack(struct unio_tl_iface *iface, const struct unio_tl_memh *memh, void
 
 /* ---- direct mapping cache ---- */
 
-static struct shm_map *
-map_lookup(struct shm_iface *si, pid_t pid, uint64_t id)
+/* The cache's address of a peer's range: the pid above the 47 bits of user addresses. */
+#define MAP_ADDR_BITS 47
+
+static uint64_t
+map_ident(const struct shm_rkey_packed *k)
 {
-	for (unsigned int i = 0; i < SHM_MAP_CACHE; i++)
-		if (si->maps[i].addr != NULL && si->maps[i].pid == pid &&
-		    si->maps[i].alloc_id == id)
-			return &si->maps[i];
-	return NULL;
+	return (k->alloc_id ^ ((uint64_t)k->pid * 0x9e3779b97f4a7c15ull)) | 1;
 }
 
-static struct shm_map *
-map_victim(struct shm_iface *si)
+static unio_status_t
+map_reg(void *arg, void *addr, size_t len, void **handle)
 {
-	for (unsigned int i = 0; i < SHM_MAP_CACHE; i++)
-		if (si->maps[i].addr == NULL)
-			return &si->maps[i];
-	for (unsigned int i = 0; i < SHM_MAP_CACHE; i++)
-		if (si->maps[i].refs == 0) {
-			munmap(si->maps[i].addr, si->maps[i].len);
-			si->maps[i].addr = NULL;
-			return &si->maps[i];
-		}
-	return NULL;
+	RTE_SET_USED(arg), RTE_SET_USED(addr), RTE_SET_USED(len), RTE_SET_USED(handle);
+	return UNIO_ERR_UNSUPPORTED;   /* only foreign lookups (map_reg_key) */
 }
 
-static void *
-map_peer_alloc(struct shm_iface *si, const struct shm_rkey_packed *k)
+/* Map the peer's memfd named by the key @p ctx; the region is [base, base + map_len). */
+static unio_status_t
+map_reg_key(void *arg, void *ctx, void *addr, size_t len, void **handle)
 {
-	struct shm_map *m = map_lookup(si, (pid_t)k->pid, k->alloc_id);
+	const struct shm_rkey_packed *k = ctx;
 	struct stat st;
 	void *p;
 	int fd;
 
-	if (m == NULL) {
-		m = map_victim(si);
-		if (m == NULL)
-			return NULL;
-		fd = shm_open_peer_fd((pid_t)k->pid, (int)k->fd, k->iface_id, k->alloc_id);
-		if (fd < 0)
-			return NULL;
-		if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < k->map_len) {
-			close(fd);
-			return NULL;
-		}
-		p = mmap(NULL, k->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	RTE_SET_USED(arg), RTE_SET_USED(addr);
+	fd = shm_open_peer_fd((pid_t)k->pid, (int)k->fd, k->iface_id, k->alloc_id);
+	if (fd < 0)
+		return UNIO_ERR_PERMISSION;
+	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < len) {
 		close(fd);
-		if (p == MAP_FAILED)
-			return NULL;
-		*m = (struct shm_map){ (pid_t)k->pid, k->alloc_id, p, k->map_len, 0 };
+		return UNIO_ERR_INVALID_ADDR;
 	}
-	m->refs++;
-	return m->addr;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return UNIO_ERR_NO_MEMORY;
+	*handle = p;
+	return UNIO_OK;
+}
+
+static void
+map_dereg(void *arg, void *addr, size_t len, void *handle)
+{
+	RTE_SET_USED(arg), RTE_SET_USED(addr);
+	munmap(handle, len);
+}
+
+static const struct unio_rcache_ops map_ops = {
+	.reg = map_reg, .dereg = map_dereg, .reg_ctx = map_reg_key,
+};
+
+/* The local address of the peer allocation of @p k, its cache region in *region_p. */
+static void *
+map_peer_alloc(struct shm_iface *si, const struct shm_rkey_packed *k,
+	       struct unio_rcache_region **region_p)
+{
+	struct unio_rcache_params p = { .ops = &map_ops, .arg = si,
+					.max_regions = 4 * SHM_MAX_ALLOCS,
+					.max_bytes = si->map_cache_max };
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	unio_status_t st;
+
+	/* the region must start at the mapping (offset 0 of the memfd) and be page-sized */
+	if (k->base >= (1ull << MAP_ADDR_BITS) || k->map_len >= (1ull << MAP_ADDR_BITS) ||
+	    k->base + k->map_len > (1ull << MAP_ADDR_BITS) || (k->base & (page - 1)) != 0 ||
+	    (k->map_len & (page - 1)) != 0 || k->map_len == 0)
+		return NULL;
+	if (si->map_cache == NULL && unio_rcache_create(&p, &si->map_cache) != UNIO_OK)
+		return NULL;
+	st = unio_rcache_get_ident(si->map_cache,
+				   (uintptr_t)(k->base | ((uint64_t)(k->pid % 65521u) <<
+							  MAP_ADDR_BITS)),
+				   k->map_len, map_ident(k), (void *)(uintptr_t)k, region_p);
+	if (st != UNIO_OK) {
+		SHM_LOG(DEBUG, "rkey_unpack: %" PRIu64 " bytes of pid %u not mapped (%s): CMA",
+			k->map_len, k->pid, unio_status_string(st));
+		return NULL;
+	}
+	return (*region_p)->handle;
 }
 
 void
 shm_maps_release_all(struct shm_iface *si)
 {
-	for (unsigned int i = 0; i < SHM_MAP_CACHE; i++)
-		if (si->maps[i].addr != NULL) {
-			munmap(si->maps[i].addr, si->maps[i].len);
-			si->maps[i].addr = NULL;
-		}
+	unio_rcache_destroy(si->map_cache);
+	si->map_cache = NULL;
+}
+
+unio_status_t
+unio_tl_shm_map_stats(struct unio_tl_iface *iface, struct unio_rcache_stats *stats)
+{
+	if (iface == NULL || stats == NULL || strcmp(iface->driver->name, "shm") != 0)
+		return UNIO_ERR_INVALID_PARAM;
+	memset(stats, 0, sizeof(*stats));
+	unio_rcache_get_stats(shm_iface_of(iface)->map_cache, stats);
+	return UNIO_OK;
 }
 
 unio_status_t
@@ -208,21 +255,23 @@ shm_rkey_unpack(struct unio_tl_ep *ep, const void *buf, size_t len, struct unio_
 	rkey->remote_len = k.len;
 	rkey->local_ptr = NULL;
 	rkey->priv = NULL;
-	if ((k.flags & SHM_RKEY_F_ALLOC) && (ep->cap & UNIO_TL_CAP_RKEY_PTR))
-		rkey->local_ptr = map_peer_alloc(shm_iface_of(ep->iface), &k);
-	if (rkey->local_ptr != NULL)
-		rkey->priv = map_lookup(shm_iface_of(ep->iface), (pid_t)k.pid, k.alloc_id);
+	if ((k.flags & SHM_RKEY_F_ALLOC) && (ep->cap & UNIO_TL_CAP_RKEY_PTR)) {
+		struct unio_rcache_region *r;
+		uint8_t *p = map_peer_alloc(shm_iface_of(ep->iface), &k, &r);
+
+		if (p != NULL) {
+			rkey->local_ptr = p;
+			rkey->priv = r;
+		}
+	}
 	return UNIO_OK;
 }
 
 void
 shm_rkey_release(struct unio_tl_ep *ep, struct unio_tl_rkey *rkey)
 {
-	struct shm_map *m = rkey->priv;
-
-	RTE_SET_USED(ep);
-	if (m != NULL && m->refs > 0)
-		m->refs--;
+	if (rkey->priv != NULL)
+		unio_rcache_put(shm_iface_of(ep->iface)->map_cache, rkey->priv);
 	rkey->local_ptr = rkey->priv = NULL;
 }
 

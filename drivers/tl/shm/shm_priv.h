@@ -40,6 +40,7 @@
 #include <rte_common.h>
 
 #include "unio_log.h"
+#include "unio_rcache.h"
 #include "unio_tl.h"
 
 extern int shm_logtype;
@@ -55,7 +56,6 @@ extern int shm_logtype;
 #define SHM_ZCOPY_HDR     128u
 #define SHM_RX_BURST      16u                    /* messages per ring per progress call */
 #define SHM_CHECK_MS      2u                     /* peer liveness check period */
-#define SHM_MAP_CACHE     32u
 #define SHM_MAX_ALLOCS    64u
 
 /* header word: [63:48] magic 0xa55a | [47:40] type | [39:32] AM id | [31:0] length */
@@ -153,15 +153,6 @@ struct shm_alloc {
 	size_t map_len;
 };
 
-/** A mapped peer allocation (direct mapping cache on the importing side). */
-struct shm_map {
-	pid_t pid;
-	uint64_t alloc_id;
-	void *addr;
-	size_t len;
-	unsigned int refs;
-};
-
 struct shm_ep;
 
 struct shm_iface {
@@ -199,7 +190,9 @@ struct shm_iface {
 	bool server_running;
 	pthread_mutex_t lock;             /**< allocs, read by the server thread */
 	struct shm_alloc allocs[SHM_MAX_ALLOCS];
-	struct shm_map maps[SHM_MAP_CACHE];
+	/* peers' allocations mapped here (direct-mapped rkeys): a registration cache */
+	struct unio_rcache *map_cache;     /**< made at the first mapping */
+	size_t map_cache_max;              /**< UNIO_SHM_MAP_CACHE: most bytes mapped */
 };
 
 struct shm_ep {
@@ -260,6 +253,7 @@ unio_status_t shm_get_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size
 			    uint64_t remote_addr, const struct unio_tl_rkey *rkey,
 			    struct unio_tl_completion *comp);
 bool shm_cma_probe(pid_t pid, uint64_t addr, uint64_t want);
+/** Unmap every peer allocation this iface mapped (iface close). */
 void shm_maps_release_all(struct shm_iface *si);
 
 #endif /* SHM_PRIV_H */

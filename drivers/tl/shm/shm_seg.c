@@ -461,6 +461,7 @@ shm_seg_create(struct shm_iface *si, const struct unio_config *cfg)
 	size_t len = ring_off + (size_t)si->max_peers * si->fifo_size;
 	unio_status_t st;
 
+	si->map_cache_max = cfg->shm_map_cache;
 	si->iface_id = shm_random_id();
 	si->seg_fd = shm_memfd("unio-shm-ring", si->iface_id, &len, cfg->hugepages);
 	if (si->seg_fd < 0) {
