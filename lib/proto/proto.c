@@ -184,6 +184,33 @@ auto_rndv_thresh(const struct unio_tl_iface_attr *a, size_t max_eager)
 	return RTE_MAX(t, max_eager + 1);
 }
 
+/*
+ * Eager zero-copy (am_zcopy straight from the user's buffer, tag_send.c) saves the copy
+ * into the driver's buffer, at PROTO_COPY_BYTES_PER_NS, for the driver's fixed zero-copy
+ * cost: worth it from n = zcopy_overhead * copy speed; never below PROTO_ZCOPY_MIN (a
+ * zero-copy send keeps the buffer until the driver is done, so it usually costs the caller
+ * a request).  Up to the driver's am_zcopy limit; rendezvous still starts at rndv_thresh.
+ */
+#define PROTO_COPY_BYTES_PER_NS 10.0
+#define PROTO_ZCOPY_MIN 4096u
+
+static void
+lane_zcopy_thresh(const struct unio_config *cfg, const struct unio_tl_iface_attr *a,
+		  uint64_t cap, struct proto_lane *lane)
+{
+	lane->zcopy_thresh = UNIO_SIZE_INF;
+	lane->max_zcopy = 0;
+	if (!(cap & UNIO_TL_CAP_AM_ZCOPY) || a->max_zcopy_hdr < sizeof(struct proto_eager_hdr))
+		return;
+	lane->max_zcopy = a->max_zcopy;
+	if (cfg->zcopy_thresh != UNIO_SIZE_AUTO)
+		lane->zcopy_thresh = cfg->zcopy_thresh;
+	else
+		lane->zcopy_thresh = RTE_MAX((size_t)PROTO_ZCOPY_MIN,
+					     (size_t)(a->perf.zcopy_overhead_ns *
+						      PROTO_COPY_BYTES_PER_NS));
+}
+
 static void
 lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *a,
 		uint64_t cap, struct proto_lane *lane)
@@ -221,6 +248,7 @@ lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *
 	if (cfg->rndv_scheme == UNIO_RNDV_SCHEME_AUTO && a->reach == UNIO_TL_REACH_HOST &&
 	    (cap & UNIO_TL_CAP_GET_ZCOPY) && (cap & UNIO_TL_CAP_PUT_ZCOPY))
 		lane->split_min = RTE_MAX((size_t)PROTO_SPLIT_MIN, lane->rndv_thresh);
+	lane_zcopy_thresh(cfg, a, cap, lane);
 }
 
 void

@@ -112,6 +112,28 @@ send_frags(struct unio_request *req, uint8_t first_id, uint8_t mid_id)
 }
 
 static void
+eager_zcopy_done(struct unio_tl_completion *comp)
+{
+	proto_req_complete(container_of(comp, struct unio_request, comp), comp->status);
+}
+
+/* Eager from the user's buffer: the header copied, the payload read until completion. */
+static unio_status_t
+send_eager_zcopy(struct unio_request *req)
+{
+	struct proto_eager_hdr h = { .tag = req->tag, .ep_id = req->ep->remote_id };
+	struct iovec iov = { .iov_base = (void *)(uintptr_t)req->sbuf, .iov_len = req->slen };
+	unio_status_t st;
+
+	req->comp = (struct unio_tl_completion){ .func = eager_zcopy_done, .count = 1 };
+	st = unio_tl_ep_am_zcopy(req->ep->lane.tl_ep, PROTO_AM_EAGER, &h, sizeof(h), &iov, 1, 0,
+				 &req->comp);
+	if (st == UNIO_OK || st == UNIO_INPROGRESS)
+		req->ep->lane.n_zcopy++;
+	return st;
+}
+
+static void
 rndv_register(struct unio_request *req)
 {
 	struct unio_tl_iface *iface = req->ep->lane.iface;
@@ -151,6 +173,8 @@ send_step(struct unio_request *req)
 	case SEND_EAGER:
 		st = send_bcopy(req, PROTO_AM_EAGER, pack_eager);
 		break;
+	case SEND_EAGER_ZCOPY:   /* not sync: choose_proto() */
+		return send_eager_zcopy(req);
 	case SEND_FRAGS:
 		st = send_frags(req, PROTO_AM_EAGER_FIRST, PROTO_AM_EAGER_MID);
 		break;
@@ -187,6 +211,8 @@ choose_proto(struct unio_request *req)
 		req->proto = SEND_RNDV_GET;
 	else if (!req->sync && lane->short_ok && len <= lane->max_short)
 		req->proto = SEND_SHORT;
+	else if (!req->sync && len >= lane->zcopy_thresh && len <= lane->max_zcopy)
+		req->proto = SEND_EAGER_ZCOPY;
 	else if (len <= lane->max_eager)
 		req->proto = SEND_EAGER;
 	else

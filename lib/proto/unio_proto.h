@@ -121,7 +121,7 @@ enum req_state { REQ_FREE, REQ_ACTIVE, REQ_DONE };
 /** What a send still has to do. */
 enum send_proto {
 	SEND_SHORT, SEND_EAGER, SEND_FRAGS, SEND_RNDV_GET, SEND_RNDV_PIPE_RTS,
-	SEND_RNDV_PIPE_DATA, SEND_WAIT_ACK
+	SEND_RNDV_PIPE_DATA, SEND_WAIT_ACK, SEND_EAGER_ZCOPY
 };
 
 struct proto_unexp;
@@ -228,6 +228,9 @@ struct proto_lane {
 	size_t rndv_thresh;
 	int rndv_scheme;       /**< enum unio_rndv_scheme, resolved */
 	size_t split_min;      /**< tag rendezvous from this size: split get / put (or inf) */
+	size_t zcopy_thresh;   /**< eager from the user buffer (am_zcopy) from this size */
+	size_t max_zcopy;      /**< ... up to this payload (0: the lane has no am_zcopy) */
+	uint64_t n_zcopy;      /**< eager zero-copy sends started (unio_ep_print_info) */
 };
 
 /** Reassembly of the multi-fragment message in progress from one ep. */
