@@ -3,7 +3,8 @@
  * Sleeping in epoll on the worker's event fd (UNIO_FEATURE_WAKEUP) with the shm and self
  * drivers: a receiver that sleeps between messages sent by another process at random
  * intervals gets every one (payloads verified) and really slept; arm reports BUSY while a
- * message waits; a send to oneself while armed makes the fd readable.
+ * message waits; a send to oneself while armed makes the fd readable; a peer that dies
+ * wakes a worker asleep with a request outstanding to it.
  */
 
 #include <errno.h>
@@ -43,7 +44,7 @@ sleep_until(unio_worker_t *w, int efd, volatile int *count, int want, struct sle
 	int n;
 
 	while (*count < want) {
-		if (unio_worker_progress(w) != 0)
+		if (unio_worker_progress(w) != 0 || *count >= want)
 			continue;
 		st = unio_worker_arm(w);
 		if (st == UNIO_ERR_BUSY) {
@@ -310,4 +311,140 @@ UNIO_TEST(api_wakeup_arm, fast)
 	unio_worker_destroy(b);
 	unio_context_destroy(ctx);
 	return rc;
+}
+
+/* ---- a peer that dies while the worker sleeps (no control connection to wake it) ---- */
+
+#define ADDR_TAG  0x3a3f000000000001ull
+#define HELLO_TAG 0x3a3f000000000002ull
+#define READY_TAG 0x3a3f000000000003ull
+
+static void
+hex_encode(const uint8_t *p, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", p[i]);
+}
+
+static size_t
+hex_decode(const char *s, uint8_t *out, size_t max)
+{
+	size_t n = 0;
+	unsigned int v;
+
+	while (n < max && sscanf(s + 2 * n, "%2x", &v) == 1)
+		out[n++] = (uint8_t)v;
+	return n;
+}
+
+static unio_ep_t *
+ep_from_addr(unio_worker_t *w, const void *addr, size_t len, unio_status_t *st)
+{
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_WORKER_ADDR,
+				    .worker_addr = addr, .worker_addr_len = len };
+
+	return unio_ep_create(w, &p, st);
+}
+
+/* argv[0]: the parent's worker address in hex.  Sends its own address, answers one hello
+ * with READY, then dies on its own a little later, while the parent sleeps. */
+UNIO_TEST_CHILD(api_wakeup_dying_peer)
+{
+	unio_context_t *ctx = api_ctx(shm_only);
+	unio_worker_t *w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	static uint8_t paddr[8192];
+	struct unio_recv_info info;
+	unio_status_t st = UNIO_ERR_INVALID_PARAM;
+	size_t plen, mlen;
+	uint64_t hello = 0;
+	unio_ep_t *ep;
+	void *maddr;
+
+	RTE_SET_USED(argc);
+	plen = hex_decode(argv[0], paddr, sizeof(paddr));
+	ep = w != NULL ? ep_from_addr(w, paddr, plen, &st) : NULL;
+	if (ep == NULL || unio_worker_get_address(w, &maddr, &mlen) != UNIO_OK)
+		return 3;
+	if (api_send(w, ep, maddr, mlen, ADDR_TAG, 0) != UNIO_OK)
+		return 4;
+	if (api_recv(w, &hello, sizeof(hello), HELLO_TAG, UINT64_MAX, &info) != UNIO_OK)
+		return 5;
+	if (api_send(w, ep, &hello, sizeof(hello), READY_TAG, 0) != UNIO_OK)
+		return 6;
+	usleep(300 * 1000);   /* the parent is asleep by now, a rendezvous send outstanding */
+	raise(SIGKILL);
+	return 7;
+}
+
+UNIO_TEST(api_wakeup_peer_death_shm, mp)
+{
+	static const char *const ovr[] = { "TLS", "shm,self", "RNDV_THRESH", "64k",
+					   "RNDV_SCHEME", "get", NULL };
+	unio_context_t *ctx = api_ctx(ovr);
+	unio_worker_t *w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	static uint8_t caddr[8192], big[256 * 1024];
+	static char hex[2 * 8192 + 1];
+	struct sleep_stats s = { 0 };
+	unio_request_t *r1 = NULL, *r2 = NULL, *big_req = NULL;
+	struct unio_request_param cp = { .field_mask = UNIO_REQ_PARAM_CB |
+						       UNIO_REQ_PARAM_USER_DATA,
+					 .cb = req_done };
+	const char *args[] = { hex, NULL };
+	int efd, got = 0, sent = 0, status;
+	unsigned int failed_before;
+	struct unio_recv_info info;
+	struct timespec t0, t1;
+	uint64_t hello = 0x4e110, ready = 0;
+	unio_status_t st;
+	unio_ep_t *ep;
+	void *maddr;
+	size_t mlen;
+	double ms;
+	pid_t pid;
+
+	TEST_ASSERT(w != NULL, "worker");
+	TEST_ASSERT_STATUS(unio_worker_get_efd(w, &efd), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_worker_get_address(w, &maddr, &mlen), UNIO_OK);
+	TEST_ASSERT(mlen < sizeof(caddr), "address of %zu bytes", mlen);
+	hex_encode(maddr, mlen, hex);
+	unio_worker_release_address(w, maddr);
+	cp.user_data = &got;
+	TEST_ASSERT_STATUS(unio_tag_recv(w, caddr, sizeof(caddr), ADDR_TAG, UINT64_MAX, &cp, &r1),
+			   UNIO_INPROGRESS);
+	pid = test_spawn("api_wakeup_dying_peer", args);
+	TEST_ASSERT(sleep_until(w, efd, &got, 1, &s) == 0, "the child's address never came");
+	TEST_ASSERT_STATUS(unio_request_test(r1, &info), UNIO_OK);
+	unio_request_free(r1);
+	ep = ep_from_addr(w, caddr, info.length, &st);
+	TEST_ASSERT(ep != NULL, "ep to the child: %s", unio_status_string(st));
+	TEST_ASSERT_STATUS(unio_tag_recv(w, &ready, sizeof(ready), READY_TAG, UINT64_MAX, &cp, &r2),
+			   UNIO_INPROGRESS);
+	st = unio_tag_send(ep, &hello, sizeof(hello), HELLO_TAG, NULL, NULL);
+	TEST_ASSERT(st == UNIO_OK || st == UNIO_INPROGRESS, "hello: %s", unio_status_string(st));
+	TEST_ASSERT(sleep_until(w, efd, &got, 2, &s) == 0, "READY never came");
+	TEST_ASSERT_EQ(ready, hello);
+	unio_request_free(r2);
+	/* a rendezvous the child never pulls; then sleep until it fails */
+	cp.user_data = &sent;
+	TEST_ASSERT_STATUS(unio_tag_send(ep, big, sizeof(big), 9, &cp, &big_req), UNIO_INPROGRESS);
+	failed_before = s.armed;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	TEST_ASSERT(sleep_until(w, efd, &sent, 1, &s) == 0,
+		    "asleep with a dead peer: not woken (%u sleeps)", s.armed - failed_before);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	TEST_ASSERT(UNIO_IS_ERR(unio_request_test(big_req, NULL)), "the send to a dead peer: %s",
+		    unio_status_string(unio_request_test(big_req, NULL)));
+	TEST_ASSERT(s.armed > failed_before, "never slept while the peer lived");
+	TEST_ASSERT(ms < 2000, "the death took %.0f ms to notice", ms);
+	TEST_LOG("dead peer noticed %.0f ms after the send, %u sleeps", ms,
+		 s.armed - failed_before);
+	unio_request_free(big_req);
+	waitpid(pid, &status, 0);
+	TEST_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "child status %#x",
+		    status);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return TEST_OK;
 }

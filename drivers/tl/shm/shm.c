@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -89,6 +90,16 @@ shm_wake(struct shm_ep *ep)
 	if (ep->ev_fd >= 0 && __atomic_exchange_n(armed, 0, __ATOMIC_ACQ_REL) != 0 &&
 	    write(ep->ev_fd, &one, sizeof(one)) != (ssize_t)sizeof(one))
 		SHM_LOG(DEBUG, "eventfd write to pid %d: %s", (int)ep->peer_pid, strerror(errno));
+}
+
+/* a peer's pidfd in the iface's event fd: its death wakes a sleeping worker */
+static void
+poll_watch(struct shm_iface *si, int fd, bool on)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	if (si->poll_fd >= 0 && fd >= 0)
+		epoll_ctl(si->poll_fd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd, &ev);
 }
 
 /* ---- send ---- */
@@ -302,7 +313,7 @@ ring_poll(struct shm_iface *si, struct shm_rx_ring *r)
 	return n;
 }
 
-static void shm_check_peers(struct shm_iface *si);
+static unsigned int shm_check_peers(struct shm_iface *si);
 static void rescan_slots(struct shm_iface *si);
 
 static unsigned int
@@ -322,7 +333,7 @@ shm_progress(struct unio_tl_iface *iface)
 	if (unlikely(__atomic_load_n(si->gen, __ATOMIC_ACQUIRE) != si->seen_gen))
 		rescan_slots(si);
 	if (unlikely(rte_rdtsc() >= si->next_check))
-		shm_check_peers(si);
+		n += shm_check_peers(si);
 	return n;
 }
 
@@ -378,6 +389,7 @@ slot_activate(struct shm_iface *si, uint32_t slot, uint64_t state)
 	};
 	r->next = cell_word(r->ring, 0);
 	r->pidfd = shm_pidfd_open(r->pid);
+	poll_watch(si, r->pidfd, true);   /* closing it (slot_reclaim) takes it out */
 }
 
 /* drain what a departed sender left, then give its ring back */
@@ -414,30 +426,38 @@ ep_mark_dead(struct shm_iface *si, struct shm_ep *ep)
 {
 	ep->dead = true;
 	ep->credit_cells = 0;   /* every send takes the slow path, which fails */
+	poll_watch(si, ep->pidfd, false);   /* reported: it no longer needs to wake anyone */
 	SHM_LOG(INFO, "%s: peer pid %d is gone", si->super.dev_name, (int)ep->peer_pid);
 	if (si->super.err_cb != NULL)
 		si->super.err_cb(si->super.err_arg, &ep->super, UNIO_ERR_CONNECTION_RESET);
 }
 
-static void
+/* peers gone: their rings retired, their eps failed; returns how many (progress events) */
+static unsigned int
 shm_check_peers(struct shm_iface *si)
 {
 	struct shm_ep *next;
+	unsigned int n = 0;
 
 	si->next_check = rte_rdtsc() + si->check_cycles;
 	/* receive side first: once an ep reports the error, the dead peer's ring is free */
 	for (unsigned int i = si->n_active; i-- > 0;) {
 		struct shm_rx_ring *r = &si->active[i];
 
-		if (r->broken || shm_pid_dead(r->pid, r->pidfd))
+		if (r->broken || shm_pid_dead(r->pid, r->pidfd)) {
 			slot_retire(si, i);
+			n++;
+		}
 	}
 	for (struct shm_ep *ep = si->eps; ep != NULL; ep = next) {
 		next = ep->next;   /* the error callback may destroy the ep */
 		if (!ep->dead && (shm_pid_dead(ep->peer_pid, ep->pidfd) ||
-				  __atomic_load_n(&ep->peer_hdr->closed, __ATOMIC_ACQUIRE)))
+				  __atomic_load_n(&ep->peer_hdr->closed, __ATOMIC_ACQUIRE))) {
 			ep_mark_dead(si, ep);
+			n++;
+		}
 	}
+	return n;
 }
 
 /* ---- ep ---- */
@@ -608,6 +628,7 @@ shm_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *param
 		return st;
 	}
 	ep->pidfd = shm_pidfd_open(ep->peer_pid);
+	poll_watch(si, ep->pidfd, true);
 	ep_wake_init(ep);
 	ep->super.cap = iface->attr.cap;
 	if (!si->cma || !shm_cma_probe(ep->peer_pid, a.probe_addr, a.iface_id))
@@ -678,7 +699,7 @@ shm_get_address(struct unio_tl_iface *iface, void *addr)
 static unio_status_t
 shm_event_fd(struct unio_tl_iface *iface, int *fd)
 {
-	*fd = shm_iface_of(iface)->ev_fd;
+	*fd = shm_iface_of(iface)->poll_fd;
 	return UNIO_OK;
 }
 
@@ -703,12 +724,17 @@ static unio_status_t
 shm_event_arm(struct unio_tl_iface *iface)
 {
 	struct shm_iface *si = shm_iface_of(iface);
+	struct epoll_event ev;
 	uint64_t v;
 
 	if (read(si->ev_fd, &v, sizeof(v)) < 0)
 		v = 0;   /* EAGAIN: nothing was signalled */
 	if (rx_pending(si))
 		return UNIO_ERR_BUSY;
+	if (epoll_wait(si->poll_fd, &ev, 1, 0) > 0) {   /* a peer died: look at it now */
+		si->next_check = 0;
+		return UNIO_ERR_BUSY;
+	}
 	si->armed = true;
 	__atomic_store_n(&si->hdr->armed, 1, __ATOMIC_RELAXED);
 	if (!si->membarrier || shm_membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0)
@@ -734,6 +760,8 @@ shm_iface_close(struct unio_tl_iface *iface)
 	shm_seg_destroy(si);
 	if (si->ev_fd >= 0)
 		close(si->ev_fd);   /* after the segment says closed: see ep_wake_init() */
+	if (si->poll_fd >= 0)
+		close(si->poll_fd);
 	shm_maps_release_all(si);
 	for (unsigned int i = 0; i < SHM_MAX_ALLOCS; i++)
 		if (si->allocs[i].fd >= 0)
@@ -801,10 +829,12 @@ iface_init(struct shm_iface *si, const struct unio_config *cfg)
 	si->hugepages = cfg->hugepages;
 	si->listen_fd = si->seg_fd = -1;
 	si->ev_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (si->ev_fd < 0) {
-		SHM_LOG(ERR, "eventfd: %s", strerror(errno));
+	si->poll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (si->ev_fd < 0 || si->poll_fd < 0) {
+		SHM_LOG(ERR, "eventfd / epoll: %s", strerror(errno));
 		return UNIO_ERR_IO;
 	}
+	poll_watch(si, si->ev_fd, true);
 	/* arm orders senders with membarrier when this kernel has it, else they fence */
 	si->membarrier = shm_mb_register();
 	for (unsigned int i = 0; i < SHM_MAX_ALLOCS; i++)
@@ -827,7 +857,7 @@ shm_iface_open(const struct unio_tl_iface_params *params, struct unio_tl_iface *
 	if (posix_memalign((void **)&si, RTE_CACHE_LINE_SIZE, sizeof(*si)) != 0)
 		return UNIO_ERR_NO_MEMORY;
 	memset(si, 0, sizeof(*si));
-	si->ev_fd = -1;
+	si->ev_fd = si->poll_fd = -1;
 	st = iface_init(si, params->config);
 	if (st == UNIO_OK)
 		st = shm_seg_create(si, params->config);
@@ -836,6 +866,8 @@ shm_iface_open(const struct unio_tl_iface_params *params, struct unio_tl_iface *
 			pthread_mutex_destroy(&si->lock);
 		if (si->ev_fd >= 0)
 			close(si->ev_fd);
+		if (si->poll_fd >= 0)
+			close(si->poll_fd);
 		free(si->active);
 		free(si);
 		return st;

@@ -30,6 +30,8 @@
  * loads the word after each message it publishes (one load of a line that stays shared while
  * nobody sleeps); finding it set, it clears it with an exchange and the winner writes the
  * eventfd, which it took at ep creation with pidfd_getfd() (SCM_RIGHTS for another user).
+ * The iface's event fd is an epoll fd holding that eventfd and the pidfds of its senders and
+ * of its eps' peers, so that a peer's death wakes a sleeping worker too.
  */
 
 #include <pthread.h>
@@ -182,6 +184,7 @@ struct shm_iface {
 	struct shm_ep *eps;               /**< list of this iface's eps */
 	/* wakeup */
 	int ev_fd;                        /**< eventfd that senders write when armed */
+	int poll_fd;                      /**< the event fd: epoll of ev_fd and peers' pidfds */
 	bool armed;                       /**< hdr->armed was set by arm, not yet cleared */
 	bool membarrier;                  /**< arm orders senders with membarrier() */
 	/* fd passing for peers of other users */
