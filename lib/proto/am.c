@@ -459,11 +459,10 @@ recv_get_done(struct unio_tl_completion *comp)
 	proto_rndv_finish(container_of(comp, struct unio_request, comp), comp->status);
 }
 
+/* Pull with gets; chunks the transport has no room for wait in the worker's queue. */
 static void
 recv_pull(struct unio_request *req, const struct am_desc *d)
 {
-	struct unio_tl_ep *tl_ep = req->rndv_ep->lane.tl_ep;
-	size_t max = tl_ep->iface->attr.max_get_zcopy, off = 0;
 	uint64_t base = req->rkey.remote_base;
 
 	if (!unio_tl_rkey_covers(&req->rkey, d->addr, d->size)) {
@@ -475,21 +474,16 @@ recv_pull(struct unio_request *req, const struct am_desc *d)
 		proto_rndv_finish(req, UNIO_OK);
 		return;
 	}
-	max = max == 0 ? SIZE_MAX : max;
 	req->comp = (struct unio_tl_completion){ .func = recv_get_done, .count = 1 };
 	TAILQ_INSERT_TAIL(&req->rndv_ep->outstanding, req, ep_link);
 	req->on_ep = true;
-	while (off < d->size) {
-		struct iovec iov = { req->rbuf + off, RTE_MIN(max, d->size - off) };
-		unio_status_t st;
-
-		req->comp.count++;
-		st = unio_tl_ep_get_zcopy(tl_ep, &iov, 1, d->addr + off, &req->rkey, &req->comp);
-		if (st != UNIO_INPROGRESS)
-			unio_tl_completion_done(&req->comp, st);
-		off += iov.iov_len;
-	}
-	unio_tl_completion_done(&req->comp, UNIO_OK);
+	req->ep = req->rndv_ep;
+	req->sbuf = req->rbuf;
+	req->slen = d->size;
+	req->tag = d->addr;
+	req->sync = false;
+	req->offset = 0;
+	proto_rma_issue(req);
 }
 
 /* No key: the sender streams fragments (the tag protocol's RTR / PIPE) into the buffer. */

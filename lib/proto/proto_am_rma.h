@@ -117,5 +117,15 @@ unsigned int proto_am_progress(struct unio_worker *w);
 void proto_rma_fini(struct unio_worker *w);
 /** Issue put / get chunks that waited for transport room (from proto_am_progress). */
 unsigned int proto_rma_progress(struct unio_worker *w);
+/**
+ * Issue the chunks of a zero-copy transfer set up in @p req: ep (its lane), sbuf / slen (the
+ * local buffer), tag (the remote address), rkey, sync (true: put, false: get), offset 0, and
+ * comp with its completion function and one count held by the caller; the request is on
+ * its ep's outstanding list (on_ep).  Chunks the transport has no room for now wait in the
+ * worker's queue and go out from progress, in order; the hold is released once everything
+ * is issued, so comp completes when the last chunk does (with the first error).  The
+ * rendezvous receive pulls its data this way.
+ */
+void proto_rma_issue(struct unio_request *req);
 
 #endif /* PROTO_AM_RMA_H */

@@ -785,14 +785,28 @@ op_done(struct unio_tl_completion *comp)
 	proto_req_complete(req, comp->status);
 }
 
+void
+proto_rma_issue(struct unio_request *req)
+{
+	struct unio_worker *w = req->ep->worker;
+	bool behind = w->rma != NULL && !TAILQ_EMPTY(&w->rma->chunk_wait);
+	unio_status_t st;
+
+	st = behind ? UNIO_ERR_NO_RESOURCE : op_issue(req);   /* in order behind the queue */
+	if (st == UNIO_ERR_NO_RESOURCE) {
+		st = op_wait(w, req);
+		if (st != UNIO_OK)
+			req->offset = req->slen;
+	}
+	if (req->offset == req->slen)
+		unio_tl_completion_done(&req->comp, st);   /* all issued: release the hold */
+}
+
 static unio_status_t
 op_start(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_rkey *rk,
 	 bool put, const struct unio_request_param *param, unio_request_t **req_p)
 {
-	struct unio_worker *w = ep->worker;
-	struct unio_request *req = proto_req_get(w);
-	bool behind = w->rma != NULL && !TAILQ_EMPTY(&w->rma->chunk_wait);
-	unio_status_t st;
+	struct unio_request *req = proto_req_get(ep->worker);
 
 	if (unlikely(req == NULL))
 		return UNIO_ERR_NO_MEMORY;
@@ -807,14 +821,7 @@ op_start(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_
 	req->comp = (struct unio_tl_completion){ .func = op_done, .count = 1 };
 	TAILQ_INSERT_TAIL(&ep->outstanding, req, ep_link);
 	req->on_ep = true;
-	st = behind ? UNIO_ERR_NO_RESOURCE : op_issue(req);   /* in order behind the queue */
-	if (st == UNIO_ERR_NO_RESOURCE) {
-		st = op_wait(w, req);
-		if (st != UNIO_OK)
-			req->offset = req->slen;
-	}
-	if (req->offset == req->slen)
-		unio_tl_completion_done(&req->comp, st);   /* all issued: release the hold */
+	proto_rma_issue(req);
 	return proto_req_hand_out(req, param, req_p);
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "unio_log.h"
+#include "proto_am_rma.h"
 #include "unio_proto.h"
 
 /* Largest message a peer may announce (validation bound, 1 TiB). */
@@ -316,11 +317,14 @@ split_ask(struct unio_request *req, const struct proto_rts_hdr *h)
 	return rtp.offset;
 }
 
+/*
+ * Pull the message (up to the split point) with gets, in chunks of the transport's limit;
+ * chunks it has no room for wait in the worker's queue (proto_rma_issue), so a window of
+ * large receives never fails for want of transport slots.
+ */
 static unio_status_t
 rndv_get(struct unio_request *req, const struct proto_rts_hdr *h)
 {
-	struct unio_tl_ep *tl_ep = req->rndv_ep->lane.tl_ep;
-	size_t max = tl_ep->iface->attr.max_get_zcopy, off = 0, end;
 	uint64_t base = req->rkey.remote_base;
 
 	if (!unio_tl_rkey_covers(&req->rkey, h->addr, h->size))
@@ -330,23 +334,17 @@ rndv_get(struct unio_request *req, const struct proto_rts_hdr *h)
 		proto_rndv_finish(req, UNIO_OK);
 		return UNIO_OK;
 	}
-	if (max == 0)
-		max = SIZE_MAX;
 	req->comp = (struct unio_tl_completion){ .func = rndv_get_done, .count = 1 };
 	TAILQ_INSERT_TAIL(&req->rndv_ep->outstanding, req, ep_link);
 	req->on_ep = true;
-	end = split_ask(req, h);
-	while (off < end) {
-		struct iovec iov = { req->rbuf + off, RTE_MIN(max, end - off) };
-		unio_status_t st;
-
-		req->comp.count++;
-		st = unio_tl_ep_get_zcopy(tl_ep, &iov, 1, h->addr + off, &req->rkey, &req->comp);
-		if (st != UNIO_INPROGRESS)
-			unio_tl_completion_done(&req->comp, st);
-		off += iov.iov_len;
-	}
-	unio_tl_completion_done(&req->comp, UNIO_OK);
+	/* the transfer fields of an RMA get: proto_rma_issue() issues and queues the chunks */
+	req->ep = req->rndv_ep;
+	req->sbuf = req->rbuf;
+	req->slen = split_ask(req, h);
+	req->tag = h->addr;
+	req->sync = false;
+	req->offset = 0;
+	proto_rma_issue(req);
 	return UNIO_OK;
 }
 
