@@ -450,11 +450,14 @@ send_zc(struct eth_ep *ep, uint8_t id, const void *hdr, size_t hdr_len,
 	return UNIO_INPROGRESS;
 }
 
-/* Frames of puts and gets still wait: an AM sent now would overtake them. */
+/* Frames of our puts and get requests still wait: an AM sent now would overtake them. */
 static inline bool
 rma_blocks(struct eth_ep *ep)
 {
-	return unlikely(ep->rma != NULL) && !TAILQ_EMPTY(&ep->rma->jobs) && !eth_rma_drain(ep);
+	if (likely(ep->rma == NULL) || ep->rma->n_own == 0)
+		return false;
+	eth_rma_drain(ep);
+	return ep->rma->n_own != 0;
 }
 
 static unio_status_t

@@ -136,6 +136,7 @@ TAILQ_HEAD(eth_rma_jobs, eth_rma_job);
 /** Per-ep put / get state, allocated at the first use on either side. */
 struct eth_rma {
 	struct eth_rma_jobs jobs;
+	uint32_t n_own;        /**< jobs of our own operations (PUT, GET_REQ) */
 	uint32_t n_ops, next_req;
 	unsigned int n_flush;
 	struct unio_tl_completion *flush[8];   /**< ep flushes waiting for put / get */

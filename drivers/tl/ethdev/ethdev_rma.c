@@ -10,7 +10,9 @@
  * request; the target copies the range at once (so later operations of the ep cannot change
  * what the get returns) and streams it back in chunks.  Frames of puts, requests and
  * answers wait in a per-ep job queue while the window is full; active messages of that ep
- * wait behind them (UNIO_ERR_NO_RESOURCE), which keeps every operation of an ep in order.
+ * wait behind its own puts and requests (UNIO_ERR_NO_RESOURCE), which keeps every operation
+ * of an ep in order, but not behind answers to the peer's gets (a sender's next rendezvous
+ * request must not wait until the previous message was streamed out).
  */
 
 #include <pthread.h>
@@ -163,6 +165,7 @@ job_new(struct eth_ep *ep, uint8_t id, const struct eth_rma_hdr *h)
 	j->id = id;
 	j->h = *h;
 	TAILQ_INSERT_TAIL(&ep->rma->jobs, j, link);
+	ep->rma->n_own += id == ETH_AM_PUT || id == ETH_AM_GET_REQ;
 	return j;
 }
 
@@ -170,6 +173,7 @@ static void
 job_free(struct eth_ep *ep, struct eth_rma_job *j)
 {
 	TAILQ_REMOVE(&ep->rma->jobs, j, link);
+	ep->rma->n_own -= j->id == ETH_AM_PUT || j->id == ETH_AM_GET_REQ;
 	free(j->snap);
 	free(j);
 }
