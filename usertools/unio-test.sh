@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The README's test command (and what .ci/run calls): installs what is missing, reserves
 # hugepages when it can, builds with warnings as errors and runs every test suite, builds
-# again with ASan+UBSan and runs the fast and multi-process suites, builds a minimal
-# configuration, and ends with the line "N passed, N failed, N skipped".
+# again with ASan+UBSan and runs the fast and multi-process suites, builds with TSan and
+# runs the shared-worker thread test, builds a minimal configuration, and ends with the line
+# "N passed, N failed, N skipped".
 #
 #   usertools/unio-test.sh [--quick]     (--quick: skip the sanitizer and minimal builds)
 set -u
@@ -81,7 +82,19 @@ if [ $quick -eq 0 ]; then
 		grep -E "^ *[0-9]+/[0-9]+ " build-ci-asan/test.out | grep -vE " OK | SKIP " || true
 		count build-ci-asan "ASan+UBSan build"
 	fi
-	# 3. minimal build: the network drivers disabled (by glob), no tests or examples; the
+	# 3. ThreadSanitizer: workers shared by threads (UNIO_THREAD_MODE_MULTI); a race report
+	#    ends the test with exit code 66
+	rm -rf build-ci-tsan
+	if step tsan-setup meson setup build-ci-tsan -Dwerror=true -Db_sanitize=thread \
+			-Db_lto=false -Dbuildtype=debugoptimized -Dexamples=false &&
+	   step tsan-build ninja -C build-ci-tsan; then
+		TSAN_OPTIONS=halt_on_error=1:exitcode=66 meson test -C build-ci-tsan \
+			--num-processes 2 --print-errorlogs api_thread_multi \
+			>build-ci-tsan/test.out 2>&1
+		grep -E "^ *[0-9]+/[0-9]+ " build-ci-tsan/test.out | grep -vE " OK | SKIP " || true
+		count build-ci-tsan "TSan build"
+	fi
+	# 4. minimal build: the network drivers disabled (by glob), no tests or examples; the
 	#    summary must list them as skipped with the reason
 	rm -rf build-ci-min
 	if step min-setup meson setup build-ci-min -Dwerror=true -Ddisable_drivers=tl/tcp,tl/eth* \
