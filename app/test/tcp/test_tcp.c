@@ -1354,3 +1354,126 @@ out:
 	TEST_ASSERT(test_wait(peer, 10000) == 0, "peer exit");
 	return r;
 }
+
+/* ---- direct receive of large PUT / GET_RESP payloads ---- */
+
+struct dcomp {
+	struct unio_tl_completion c;
+	int done;
+	unio_status_t status;
+};
+
+static void
+dcomp_done(struct unio_tl_completion *c)
+{
+	struct dcomp *d = (struct dcomp *)c;
+
+	d->done++;
+	d->status = c->status;
+}
+
+static int
+dcomp_wait(struct tpeer *a, struct tpeer *b, struct dcomp *d, unio_status_t st)
+{
+	if (st != UNIO_INPROGRESS)
+		return st == UNIO_OK ? 0 : -1;
+	for (int i = 0; i < 2000000 && d->done == 0; i++)
+		progress2(a, b, 1);
+	return d->done == 1 && d->status == UNIO_OK ? 0 : -1;
+}
+
+/*
+ * Puts of 1 MiB (four 256 KiB PUT frames) and gets of 256 KiB into three iovs between two
+ * ifaces of this process: the payloads that were not yet buffered when their header was
+ * parsed are read straight into the target region / the get's iovs (direct_frames counts
+ * them, on the target for puts and on the initiator for gets); every byte checked.  A
+ * region deregistered during a direct put makes the rest be dropped and the put refused.
+ */
+UNIO_TEST(tcp_direct_receive, fast)
+{
+	const size_t size = 1 << 20, getsz = 256 * 1024;
+	uint8_t key[UNIO_TL_RKEY_MAX], *src = malloc(size), *dst = malloc(size);
+	struct unio_tl_tcp_stats sa, sb;
+	struct unio_tl_rkey rk;
+	struct tpeer a, b;
+
+	TEST_ASSERT(src != NULL && dst != NULL, "malloc");
+	/* small socket buffers: every large frame arrives in several reads */
+	setenv("UNIO_TCP_RCVBUF", "64k", 1);
+	setenv("UNIO_TCP_SNDBUF", "64k", 1);
+	TEST_ASSERT_EQ(tpeer_open(&a, "lo"), 0);
+	TEST_ASSERT_EQ(tpeer_open(&b, "lo"), 0);
+	unsetenv("UNIO_TCP_RCVBUF");
+	unsetenv("UNIO_TCP_SNDBUF");
+	TEST_ASSERT_EQ(tpeer_connect(&a, b.addr), 0);
+	b.region = calloc(1, T_REGION_SIZE);
+	TEST_ASSERT(b.region != NULL, "calloc");
+	TEST_ASSERT_STATUS(b.iface->ctl->mem_reg(b.iface, b.region, T_REGION_SIZE, &b.memh),
+			   UNIO_OK);
+	TEST_ASSERT_STATUS(b.iface->ctl->rkey_pack(b.iface, &b.memh, key), UNIO_OK);
+	TEST_ASSERT_STATUS(a.iface->ctl->rkey_unpack(a.ep, key, b.iface->attr.rkey_packed_len,
+						     &rk), UNIO_OK);
+	for (int round = 0; round < 8; round++) {
+		struct iovec iov = { src, size };
+		struct iovec g[3] = { { dst, 1000 }, { dst + 1000, getsz - 5000 },
+				      { dst + getsz - 4000, 4000 } };
+		struct dcomp d = { .c = { .func = dcomp_done, .count = 1 } };
+		size_t off = (size_t)(round % 4) * getsz;
+
+		test_fill(src, size, (uint64_t)round);
+		TEST_ASSERT_EQ(dcomp_wait(&a, &b, &d, unio_tl_ep_put_zcopy(a.ep, &iov, 1,
+						(uintptr_t)b.region, &rk, &d.c)), 0);
+		TEST_ASSERT(memcmp(b.region, src, size) == 0, "round %d: put data differs", round);
+		memset(dst, 0, getsz);
+		d = (struct dcomp){ .c = { .func = dcomp_done, .count = 1 } };
+		TEST_ASSERT_EQ(dcomp_wait(&a, &b, &d, unio_tl_ep_get_zcopy(a.ep, g, 3,
+						(uintptr_t)b.region + off, &rk, &d.c)), 0);
+		TEST_ASSERT(memcmp(dst, src + off, getsz) == 0, "round %d: get data differs", round);
+	}
+	unio_tl_tcp_stats(a.iface, &sa);
+	unio_tl_tcp_stats(b.iface, &sb);
+	TEST_LOG("direct frames: puts at the target %" PRIu64 ", gets at the initiator %"
+		 PRIu64, sb.direct_frames, sa.direct_frames);
+	TEST_ASSERT(sb.direct_frames > 0 && sa.direct_frames > 0, "no payload was read directly");
+	/* a put whose region goes away while its payload is being read: dropped, refused */
+	{
+		struct iovec iov = { src, getsz };
+		struct dcomp d = { .c = { .func = dcomp_done, .count = 1 } };
+		uint64_t before = sb.direct_frames;
+		unio_status_t st;
+
+		st = unio_tl_ep_put_zcopy(a.ep, &iov, 1, (uintptr_t)b.region, &rk, &d.c);
+		TEST_ASSERT_STATUS(st, UNIO_INPROGRESS);
+		for (int i = 0; i < 2000000 && sb.direct_frames == before; i++) {
+			progress2(&a, &b, 1);
+			unio_tl_tcp_stats(b.iface, &sb);
+		}
+		TEST_ASSERT(sb.direct_frames == before + 1, "the put was not read directly");
+		b.iface->ctl->mem_dereg(b.iface, &b.memh);
+		for (int i = 0; i < 2000000 && d.done == 0; i++)
+			progress2(&a, &b, 1);
+		TEST_ASSERT(d.done == 1 && d.status == UNIO_ERR_OUT_OF_RANGE, "put: done %d, %s",
+			    d.done, unio_status_string(d.status));
+		/* the connection goes on: the frame after it is delivered */
+		{
+			uint64_t cks = test_checksum("", 0);
+
+			TEST_ASSERT_STATUS(unio_tl_ep_am_short(a.ep, T_AM_DATA, 0, &cks, 8),
+					   UNIO_OK);
+			for (int i = 0; i < 2000000 && b.rx_next == 0; i++)
+				progress2(&a, &b, 1);
+			TEST_ASSERT(b.rx_next == 1 && b.rx_bad == 0, "message after the put");
+		}
+		TEST_ASSERT(b.iface->ctl->mem_reg(b.iface, b.region, T_REGION_SIZE,
+						  &b.memh) == UNIO_OK, "mem_reg");
+	}
+	a.iface->ctl->rkey_release(a.ep, &rk);
+	b.iface->ctl->mem_dereg(b.iface, &b.memh);
+	free(b.region);
+	b.region = NULL;
+	tpeer_close(&a);
+	tpeer_close(&b);
+	free(src);
+	free(dst);
+	return TEST_OK;
+}

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <rte_branch_prediction.h>
 #include <rte_debug.h>
@@ -480,6 +481,8 @@ tcp_conn_send_move(struct tcp_conn *old, struct tcp_conn *next)
 void
 tcp_conn_cancel_ops(struct tcp_conn *c, unio_status_t st)
 {
+	if (c->dr_active && c->dr_type == TCP_F_GET_RESP)
+		c->dr_discard = true;  /* the get's buffer is the caller's again */
 	while (c->zq_head != c->zq_tail)
 		zc_pop(c, st);
 	for (unsigned int i = 0; i < TCP_GETS_MAX && c->n_gets > 0; i++) {
@@ -696,6 +699,156 @@ rx_frame(struct tcp_conn *c, const struct tcp_hdr *h, const uint8_t *p, size_t l
 	}
 }
 
+/* ---- direct receive ---- */
+
+/* Copy @p len bytes from @p src into @p iov; returns the iov entries after them in @p out. */
+static unsigned int
+iov_fill(const struct iovec *iov, size_t iovcnt, const uint8_t *src, size_t len,
+	 size_t total, struct iovec *out)
+{
+	struct iovec head[UNIO_TL_MAX_IOV];
+	size_t k = iov_slice(iov, iovcnt, 0, len, head);
+
+	for (size_t i = 0; i < k; i++) {
+		memcpy(head[i].iov_base, src, head[i].iov_len);
+		src += head[i].iov_len;
+	}
+	return (unsigned int)iov_slice(iov, iovcnt, len, total - len, out);
+}
+
+/*
+ * The frame at @p off (header @p h, @p len bytes after it) is a PUT or GET_RESP of which
+ * at least TCP_DIRECT_MIN bytes are still unread: when it is valid, copy the part already
+ * buffered to its destination and read the rest straight there (no second copy).  An
+ * invalid one is left to the ordinary path, which refuses it once complete.
+ */
+static bool
+rx_direct_start(struct tcp_conn *c, const struct tcp_hdr *h, size_t off, size_t len)
+{
+	size_t have = c->rx_len - off - HDR_LEN, payload, got;
+	const uint8_t *p = c->rxbuf + off + HDR_LEN;
+	struct iovec dst;
+	struct tcp_rma_hdr r;
+	struct tcp_get *g;
+
+	if ((h->type != TCP_F_PUT && h->type != TCP_F_GET_RESP) || have < RMA_LEN ||
+	    len - have < TCP_DIRECT_MIN)
+		return false;
+	memcpy(&r, p, RMA_LEN);
+	payload = len - RMA_LEN;
+	got = have - RMA_LEN;
+	if (r.length != payload)
+		return false;
+	if (h->type == TCP_F_GET_RESP) {
+		g = &c->gets[r.req_id % TCP_GETS_MAX];
+		if (!g->used || g->put || g->req_id != r.req_id || r.status != UNIO_OK ||
+		    g->length != payload)
+			return false;
+		c->dr_iovcnt = iov_fill(g->iov, g->iovcnt, p + RMA_LEN, got, payload, c->dr_iov);
+	} else {
+		if (region_check(c->iface, &r) == NULL)
+			return false;
+		dst = (struct iovec){ (void *)(uintptr_t)r.addr, payload };
+		c->dr_iovcnt = iov_fill(&dst, 1, p + RMA_LEN, got, payload, c->dr_iov);
+	}
+	c->dr_active = true;
+	c->dr_discard = false;
+	c->dr_type = h->type;
+	c->dr_left = payload - got;
+	c->dr_rma = r;
+	c->iface->stats.direct_frames++;
+	return true;
+}
+
+/* Queue the ack of a directly received PUT; false when the tx queue has no room yet. */
+static bool
+rx_direct_ack(struct tcp_conn *c)
+{
+	uint8_t h[HDR_LEN + RMA_LEN];
+	struct tcp_rma_hdr *r = (struct tcp_rma_hdr *)(h + HDR_LEN);
+
+	*r = c->dr_rma;  /* its status set by rx_direct_finish() */
+	r->length = 0;
+	tcp_hdr_set((struct tcp_hdr *)h, RMA_LEN, TCP_F_PUT_ACK, 0);
+	c->ack_owed = send_small(c, h, sizeof(h)) == UNIO_ERR_NO_RESOURCE;
+	c->rx_stalled = c->ack_owed;
+	return !c->ack_owed;
+}
+
+static void
+rx_direct_finish(struct tcp_conn *c)
+{
+	struct tcp_get *g = &c->gets[c->dr_rma.req_id % TCP_GETS_MAX];
+
+	c->dr_active = false;
+	if (c->dr_type == TCP_F_PUT) {
+		/* refused like an ordinary PUT outside a region when it lost its region */
+		c->dr_rma.status = c->dr_discard ? UNIO_ERR_OUT_OF_RANGE : UNIO_OK;
+		rx_direct_ack(c);
+		return;
+	}
+	if (c->dr_discard)
+		return;
+	g->used = false;
+	c->n_gets--;
+	if (g->comp != NULL)
+		unio_tl_completion_done(g->comp, UNIO_OK);
+}
+
+/* Advance the direct iov by @p r bytes read. */
+static void
+dr_advance(struct tcp_conn *c, size_t r)
+{
+	unsigned int i = 0;
+
+	c->dr_left -= r;
+	while (i < c->dr_iovcnt && r >= c->dr_iov[i].iov_len)
+		r -= c->dr_iov[i++].iov_len;
+	if (i < c->dr_iovcnt) {
+		c->dr_iov[i].iov_base = (uint8_t *)c->dr_iov[i].iov_base + r;
+		c->dr_iov[i].iov_len -= r;
+	}
+	memmove(c->dr_iov, c->dr_iov + i, (c->dr_iovcnt - i) * sizeof(c->dr_iov[0]));
+	c->dr_iovcnt -= i;
+}
+
+/*
+ * Read the direct frame's next bytes: 1 when it is complete, 0 when the socket has no more
+ * now, -1 when the connection failed.
+ */
+static int
+rx_direct(struct tcp_conn *c)
+{
+	ssize_t r;
+
+	if (c->dr_type == TCP_F_PUT && !c->dr_discard &&
+	    region_check(c->iface, &c->dr_rma) == NULL)
+		c->dr_discard = true;  /* deregistered meanwhile: nowhere to write */
+	if (c->dr_discard)
+		r = recv(c->item.fd, c->rxbuf, RTE_MIN(c->dr_left, (size_t)TCP_RXBUF_SIZE),
+			 MSG_DONTWAIT);
+	else
+		r = readv(c->item.fd, c->dr_iov, (int)c->dr_iovcnt);
+	if (r > 0) {
+		if (c->dr_discard)
+			c->dr_left -= (size_t)r;
+		else
+			dr_advance(c, (size_t)r);
+		if (c->dr_left > 0)
+			return 0;
+		rx_direct_finish(c);
+		return 1;
+	}
+	if (r == 0) {
+		tcp_conn_malformed(c, "truncated frame before EOF");
+		return -1;
+	}
+	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+		return 0;
+	tcp_conn_fail(c, tcp_status_from_errno(errno));
+	return -1;
+}
+
 /*
  * Unparsed bytes start at @p off.  Move them to the front only when the frame they begin
  * (@p need bytes) would not fit behind them: one copy per buffer's worth, not per read.
@@ -733,8 +886,13 @@ rx_parse(struct tcp_conn *c, unsigned int *n)
 			return -1;
 		}
 		need = HDR_LEN + len;
-		if (c->rx_len - off < need)
+		if (c->rx_len - off < need) {
+			if (rx_direct_start(c, &h, off, len)) {
+				off = c->rx_len;  /* all of it went to the destination */
+				need = HDR_LEN;
+			}
 			break;
+		}
 		need = HDR_LEN;
 		r = rx_frame(c, &h, c->rxbuf + off + HDR_LEN, len);
 		if (r == 0 && c->state == TCP_CONN_FAILED)
@@ -760,9 +918,20 @@ tcp_conn_rx(struct tcp_conn *c)
 
 	if (c->state != TCP_CONN_ESTABLISHED)
 		return 0;
+	if (unlikely(c->ack_owed) && !rx_direct_ack(c))
+		return 0;  /* frames after that put wait behind its ack */
 	if (c->rx_stalled) {  /* a get waiting for tx room: retry it first */
 		c->rx_stalled = false;
 		if (rx_parse(c, &n) != 0)
+			return n;
+	}
+	if (c->dr_active) {
+		int d = rx_direct(c);
+
+		if (d <= 0)
+			return n + (d < 0);
+		n++;
+		if (c->ack_owed || c->state != TCP_CONN_ESTABLISHED)
 			return n;
 	}
 	if (unlikely(c->rx_len == TCP_RXBUF_SIZE))
@@ -771,6 +940,9 @@ tcp_conn_rx(struct tcp_conn *c)
 	if (r > 0) {
 		c->rx_len += (size_t)r;
 		rx_parse(c, &n);
+		/* a direct frame just started: its rest is likely in the socket already */
+		if (c->dr_active && c->state == TCP_CONN_ESTABLISHED)
+			n += (unsigned int)RTE_MAX(rx_direct(c), 0);
 		return n;
 	}
 	if (r == 0) {

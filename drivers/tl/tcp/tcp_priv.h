@@ -49,6 +49,8 @@ extern int unio_logtype_tcp;
 #define TCP_PENDING_MAX    64                  /* accepted sockets awaiting HELLO */
 #define TCP_MIN_RCVBUF     (64 * 1024)         /* floor of UNIO_TCP_RCVBUF */
 #define TCP_BUSY_EPOLL_EVERY 16                /* busy mode: epoll every N progress calls */
+#define TCP_DIRECT_MIN     (16 * 1024)         /* PUT / GET_RESP bytes still unread: read them
+						* straight to their destination */
 
 enum tcp_frame_type {
 	TCP_F_AM = 1,
@@ -168,6 +170,15 @@ struct tcp_conn {
 	/* rx */
 	uint8_t *rxbuf;
 	size_t rx_off, rx_len;        /* unparsed bytes: [rx_off, rx_len) */
+	/* direct receive: the rest of one large PUT / GET_RESP read straight to its place */
+	bool dr_active;
+	bool dr_discard;              /* its destination went away (get canceled): drop it */
+	bool ack_owed;                /* a directly received PUT's ack waits for tx room */
+	uint8_t dr_type;
+	unsigned int dr_iovcnt;
+	size_t dr_left;               /* payload bytes still to read */
+	struct tcp_rma_hdr dr_rma;    /* the frame's rma header */
+	struct iovec dr_iov[UNIO_TL_MAX_IOV];
 	/* gets */
 	uint32_t get_seq;
 	unsigned int n_gets;

@@ -26,6 +26,7 @@ struct unio_tl_tcp_stats {
 	uint64_t conns_failed;     /**< connections that failed: reset, EOF, timeout */
 	uint64_t malformed;        /**< connections closed because the peer sent bad frames */
 	uint64_t open_conns;       /**< connections open now (any state but failed) */
+	uint64_t direct_frames;    /**< PUT / GET_RESP payloads read straight to their place */
 };
 
 /**
