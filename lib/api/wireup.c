@@ -905,7 +905,7 @@ parent_finish(struct unio_request *p)
 unsigned int
 wireup_flush_progress(struct unio_worker *w)
 {
-	struct unio_request *p, *pn, *c, *cn;
+	struct unio_request *p, *c, *cn;
 	unsigned int n = 0;
 
 	for (uint32_t i = 0; i < w->n_eps; i++) {
@@ -919,12 +919,14 @@ wireup_flush_progress(struct unio_worker *w)
 				n += child_step(c);
 		}
 	}
-	for (p = TAILQ_FIRST(&w->flushes); p != NULL; p = pn) {
-		pn = TAILQ_NEXT(p, link);
-		if (p->info.length == 0) {
-			parent_finish(p);
-			n++;
-		}
+	for (;;) {
+		TAILQ_FOREACH(p, &w->flushes, link)
+			if (p->info.length == 0)
+				break;
+		if (p == NULL)
+			break;
+		parent_finish(p);   /* its callback may re-enter progress: look again from the start */
+		n++;
 	}
 	return n;
 }
