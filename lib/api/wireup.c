@@ -925,7 +925,7 @@ wireup_flush_progress(struct unio_worker *w)
 				break;
 		if (p == NULL)
 			break;
-		parent_finish(p);   /* its callback may re-enter progress: look again from the start */
+		parent_finish(p);   /* its callback may re-enter progress: look again */
 		n++;
 	}
 	return n;
