@@ -1428,7 +1428,7 @@ UNIO_TEST(tcp_direct_receive, fast)
 		d = (struct dcomp){ .c = { .func = dcomp_done, .count = 1 } };
 		TEST_ASSERT_EQ(dcomp_wait(&a, &b, &d, unio_tl_ep_get_zcopy(a.ep, g, 3,
 						(uintptr_t)b.region + off, &rk, &d.c)), 0);
-		TEST_ASSERT(memcmp(dst, src + off, getsz) == 0, "round %d: get data differs", round);
+		TEST_ASSERT(memcmp(dst, src + off, getsz) == 0, "round %d: get differs", round);
 	}
 	unio_tl_tcp_stats(a.iface, &sa);
 	unio_tl_tcp_stats(b.iface, &sb);
