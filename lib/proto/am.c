@@ -59,6 +59,7 @@ struct am_desc {
 	uint64_t addr;
 	bool started;           /**< received or released inside its handler */
 	bool pipeline;          /**< no key: ask the sender to stream the data (RTR) */
+	bool split;             /**< the sender offered to put a part (AM_RTS_SPLIT) */
 	uint16_t rkey_len;
 	uint8_t rkey[UNIO_TL_RKEY_MAX];
 };
@@ -84,6 +85,17 @@ proto_feature_missing(const struct unio_worker *w, uint64_t feature, const char 
 }
 
 /* ---- send ---- */
+
+/*
+ * On one host (the auto scheme) a rendezvous from the lane's split_min is split as the tag
+ * protocol's: the receiver pulls the first half while the sender puts the second, both
+ * single-copy and at once.
+ */
+static inline bool
+lane_can_split(const struct proto_lane *lane, size_t len)
+{
+	return len >= lane->split_min && (lane->tl_ep->cap & UNIO_TL_CAP_PUT_ZCOPY);
+}
 
 static size_t
 pack_eager(void *dest, void *arg)
@@ -121,6 +133,8 @@ pack_rts(void *dest, void *arg)
 	    UNIO_OK) {
 		h->rkey_len = 0;   /* the receiver asks for the pipelined fragments */
 		h->flags |= AM_RTS_PIPELINE;
+	} else if (lane_can_split(&req->ep->lane, req->slen)) {
+		h->flags |= AM_RTS_SPLIT;
 	}
 	return sizeof(*h) + req_hdr_len(req) + h->rkey_len;
 }
@@ -273,7 +287,8 @@ am_send_locked(struct unio_ep *ep, unsigned int id, const void *hdr, size_t hdr_
 	req->rlen = hdr_len;
 	req->proto = proto;
 	if (proto == AM_PROTO_RTS && lane_can_rndv(lane) &&
-	    (lane->rndv_scheme == UNIO_RNDV_SCHEME_GET || lane->frag == 0)) {
+	    (lane->rndv_scheme == UNIO_RNDV_SCHEME_GET || lane->frag == 0 ||
+	     lane_can_split(lane, len))) {
 		st = unio_tl_mem_reg(lane->iface, (void *)(uintptr_t)buf, len, &req->memh);
 		if (st != UNIO_OK) {
 			proto_req_put(req);
@@ -393,7 +408,8 @@ desc_new(struct unio_worker *w, const struct am_rts_hdr *h, const uint8_t *rkey)
 	*d = (struct am_desc){ .item.kind = AM_ITEM_DESC, .w = w, .ep_id = h->ep_id,
 			       .sreq_id = h->sreq_id, .size = h->size, .addr = h->addr,
 			       .rkey_len = h->rkey_len,
-			       .pipeline = (h->flags & AM_RTS_PIPELINE) != 0 };
+			       .pipeline = (h->flags & AM_RTS_PIPELINE) != 0,
+			       .split = (h->flags & AM_RTS_SPLIT) != 0 };
 	memcpy(d->rkey, rkey, h->rkey_len);
 	TAILQ_INSERT_TAIL(&w->am->held, &d->item, link);
 	return d;
@@ -459,6 +475,43 @@ recv_get_done(struct unio_tl_completion *comp)
 	proto_rndv_finish(container_of(comp, struct unio_request, comp), comp->status);
 }
 
+/*
+ * Split rendezvous (the tag protocol's RTP, answered by its handlers): ask the sender to put
+ * the second half into the receive buffer while this side pulls the first.  Returns where
+ * this side's part ends: d->size when the message is not split.
+ */
+static size_t
+recv_split_ask(struct unio_request *req, const struct am_desc *d)
+{
+	struct unio_ep *ep = req->rndv_ep;
+	struct unio_tl_iface *iface = ep->lane.iface;
+	uint8_t buf[sizeof(struct proto_rtp_hdr) + UNIO_TL_RKEY_MAX];
+	struct proto_rtp_hdr rtp = {
+		.r = { .sreq_id = d->sreq_id, .rreq_id = proto_req_id(req) },
+		.offset = (d->size / 2) & ~(uint64_t)63,
+	};
+
+	if (!d->split || !lane_can_split(&ep->lane, d->size) || iface->ctl->mem_reg == NULL ||
+	    iface->ctl->rkey_pack == NULL || iface->attr.rkey_packed_len > UNIO_TL_RKEY_MAX ||
+	    rtp.offset == 0 || sizeof(buf) > iface->attr.max_bcopy ||
+	    d->size - rtp.offset > iface->attr.max_put_zcopy)  /* the peer puts it at once */
+		return d->size;
+	rtp.addr = (uintptr_t)(req->rbuf + rtp.offset);
+	if (iface->ctl->mem_reg(iface, req->rbuf + rtp.offset, d->size - rtp.offset,
+				&req->memh) != UNIO_OK)
+		return d->size;
+	req->memh_valid = true;
+	req->memh_iface = iface;
+	if (iface->ctl->rkey_pack(iface, &req->memh, buf + sizeof(rtp)) != UNIO_OK)
+		return d->size;   /* memh released when the request completes */
+	rtp.rkey_len = (uint16_t)iface->attr.rkey_packed_len;
+	memcpy(buf, &rtp, sizeof(rtp));
+	req->split_wait = true;
+	req->comp.count++;    /* the sender's ATS */
+	proto_send_ctl(ep, PROTO_AM_RTR, buf, sizeof(rtp) + rtp.rkey_len);
+	return rtp.offset;
+}
+
 /* Pull with gets; chunks the transport has no room for wait in the worker's queue. */
 static void
 recv_pull(struct unio_request *req, const struct am_desc *d)
@@ -479,7 +532,7 @@ recv_pull(struct unio_request *req, const struct am_desc *d)
 	req->on_ep = true;
 	req->ep = req->rndv_ep;
 	req->sbuf = req->rbuf;
-	req->slen = d->size;
+	req->slen = recv_split_ask(req, d);   /* the first part only when split */
 	req->tag = d->addr;
 	req->sync = false;
 	req->offset = 0;

@@ -82,6 +82,7 @@ struct am_eager_hdr {
 };
 
 #define AM_RTS_PIPELINE 0x0001u  /**< no key: answer with RTR, the sender streams PIPE */
+#define AM_RTS_SPLIT    0x0002u  /**< the sender can put a part: split the transfer (RTP) */
 
 /** Rendezvous AM (PROTO_AM_USER_RTS): this, the user header, then the packed tl rkey. */
 struct am_rts_hdr {
@@ -90,7 +91,7 @@ struct am_rts_hdr {
 	uint64_t addr;
 	uint32_t ep_id;
 	uint16_t am_id;
-	uint16_t flags;          /**< AM_EAGER_REPLY, AM_RTS_PIPELINE */
+	uint16_t flags;          /**< AM_EAGER_REPLY, AM_RTS_PIPELINE, AM_RTS_SPLIT */
 	uint16_t hdr_len;
 	uint16_t rkey_len;
 	uint32_t pad;

@@ -433,6 +433,98 @@ UNIO_TEST(am_host_sizes, fast)
 	return am_local(false);
 }
 
+/* ---- split rendezvous: the receiver pulls the first half, the sender puts the second ---- */
+
+struct split_rx {
+	void *desc;
+	size_t len;
+	unsigned int n;
+	bool rndv;
+};
+
+static unio_status_t
+split_cb(void *arg, const void *header, size_t hlen, void *data, size_t len,
+	 const struct unio_am_recv_param *p)
+{
+	struct split_rx *rx = arg;
+
+	RTE_SET_USED(header), RTE_SET_USED(hlen);
+	rx->desc = data;
+	rx->len = len;
+	rx->rndv = (p->recv_attr & UNIO_AM_RECV_ATTR_FLAG_RNDV) != 0;
+	rx->n++;
+	return UNIO_INPROGRESS;   /* received after the callback */
+}
+
+/*
+ * On a shm lane with the auto scheme, a 1 MiB rendezvous AM is split: unio_am_recv_data()
+ * pulls the first half (CMA, at once) and asks the sender for the second.  Progressing
+ * only the receiver leaves the second half untouched; once the sender progresses it puts
+ * it and both requests complete, every byte checked.  With a pipelined or whole-pull
+ * rendezvous the first check fails (nothing there yet, or everything there).
+ */
+UNIO_TEST(am_rndv_split, fast)
+{
+	size_t len = 1 * MIB, half = (len / 2) & ~(size_t)63;
+	unio_context_t *ctx = api_ctx(NULL);
+	unio_worker_t *a = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	unio_worker_t *b = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	uint8_t *src = malloc(len), *dst = malloc(len);
+	unio_request_t *sreq = NULL, *rreq = NULL;
+	struct split_rx rx = { 0 };
+	unio_status_t st;
+	unio_ep_t *ep;
+
+	TEST_ASSERT(a != NULL && b != NULL && src != NULL && dst != NULL, "setup");
+	ep = api_ep_to_worker(a, b, &st);
+	TEST_ASSERT(ep != NULL, "ep: %s", unio_status_string(st));
+	for (int i = 0; i < 100000 && ep->state != EP_CONNECTED; i++) {
+		unio_worker_progress(a);
+		unio_worker_progress(b);
+	}
+	TEST_ASSERT(ep->state == EP_CONNECTED, "ep never connected");
+	TEST_ASSERT(strcmp(ep->lane.iface->driver->name, "shm") == 0 &&
+		    ep->lane.split_min <= len, "lane %s, split from %zu",
+		    ep->lane.iface->driver->name, ep->lane.split_min);
+	TEST_ASSERT_STATUS(unio_worker_set_am_handler(b, 3, split_cb, &rx, 0), UNIO_OK);
+	test_fill(src, len, 4711);
+	st = unio_am_send(ep, 3, NULL, 0, src, len, NULL, 0, &sreq);
+	TEST_ASSERT(st == UNIO_INPROGRESS, "am_send: %s", unio_status_string(st));
+	for (int i = 0; i < 100000 && rx.n == 0; i++) {
+		unio_worker_progress(a);
+		unio_worker_progress(b);
+	}
+	TEST_ASSERT(rx.n == 1 && rx.rndv && rx.len == len, "%u messages, rndv %d, %zu bytes",
+		    rx.n, rx.rndv, rx.len);
+	memset(dst, 0xee, len);
+	st = unio_am_recv_data(b, rx.desc, dst, len, NULL, &rreq);
+	TEST_ASSERT(st == UNIO_INPROGRESS, "recv_data: %s", unio_status_string(st));
+	for (int i = 0; i < 1000; i++)
+		unio_worker_progress(b);
+	TEST_ASSERT(unio_request_test(rreq, NULL) == UNIO_INPROGRESS,
+		    "the receive completed without the sender");
+	TEST_ASSERT(memcmp(dst, src, half) == 0, "the receiver did not pull the first half");
+	for (size_t i = half; i < len; i++)
+		TEST_ASSERT(dst[i] == 0xee, "byte %zu of the sender's half written early", i);
+	for (int i = 0; i < 1000000 && (unio_request_test(rreq, NULL) == UNIO_INPROGRESS ||
+					 unio_request_test(sreq, NULL) == UNIO_INPROGRESS); i++) {
+		unio_worker_progress(a);
+		unio_worker_progress(b);
+	}
+	TEST_ASSERT_STATUS(unio_request_test(rreq, NULL), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_request_test(sreq, NULL), UNIO_OK);
+	TEST_ASSERT(memcmp(dst, src, len) == 0, "received bytes differ");
+	unio_request_free(rreq);
+	unio_request_free(sreq);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(b);
+	unio_worker_destroy(a);
+	unio_context_destroy(ctx);
+	free(src);
+	free(dst);
+	return TEST_OK;
+}
+
 static unio_status_t
 count_cb(void *arg, const void *header, size_t hlen, void *data, size_t len,
 	 const struct unio_am_recv_param *p)
