@@ -393,7 +393,7 @@ run_sender(unio_worker_t *w, unio_ep_t *ep, unio_worker_t *peer, struct rx *rx)
 /* ---- inside one process ---- */
 
 static int
-am_local(bool self)
+am_local(bool self, const char *lane)
 {
 	unio_context_t *ctx = api_ctx(NULL);
 	unio_worker_t *a, *b;
@@ -410,6 +410,8 @@ am_local(bool self)
 	TEST_ASSERT(ep != NULL, "ep: %s", unio_status_string(st));
 	for (int i = 0; i < 100000 && ep->state != EP_CONNECTED; i++)
 		progress(a, b, NULL);
+	TEST_ASSERT(lane == NULL || strcmp(ep->lane.iface->driver->name, lane) == 0,
+		    "lane %s, not %s", ep->lane.iface->driver->name, lane);
 	TEST_ASSERT_EQ(rx_setup(rx, b), TEST_OK);
 	rc = run_sender(a, ep, b, rx);
 	TEST_ASSERT(rx->bad == 0, "%u malformed messages at the receiver", rx->bad);
@@ -425,12 +427,23 @@ am_local(bool self)
 
 UNIO_TEST(am_self_sizes, fast)
 {
-	return am_local(true);
+	return am_local(true, NULL);
 }
 
 UNIO_TEST(am_host_sizes, fast)
 {
-	return am_local(false);
+	return am_local(false, NULL);
+}
+
+/* The same over tcp: eager, bcopy fragments, rendezvous gets in 256 KiB chunks. */
+UNIO_TEST(am_host_sizes_tcp, fast)
+{
+	int rc;
+
+	setenv("UNIO_TLS", "tcp,self", 1);
+	rc = am_local(false, "tcp");
+	unsetenv("UNIO_TLS");
+	return rc;
 }
 
 /* ---- split rendezvous: the receiver pulls the first half, the sender puts the second ---- */
@@ -698,7 +711,8 @@ wait_child(unio_worker_t *w, pid_t pid, int ms)
 	}
 }
 
-UNIO_TEST(am_mp_sizes, mp)
+static int
+am_mp(const char *lane)
 {
 	unio_context_t *ctx = api_ctx(NULL);
 	int port = test_free_port(), rc, crc;
@@ -729,7 +743,8 @@ UNIO_TEST(am_mp_sizes, mp)
 			TEST_SKIP_BECAUSE("no built driver reaches another process of this host");
 		TEST_ASSERT(0, "the child never connected (exit %d)", crc);
 	}
-	rc = run_sender(w, ep, NULL, NULL);
+	rc = lane == NULL || strcmp(ep->lane.iface->driver->name, lane) == 0 ?
+	     run_sender(w, ep, NULL, NULL) : TEST_FAIL;
 	unio_am_send(ep, ID_END, NULL, 0, NULL, 0, NULL, 0, NULL);
 	crc = wait_child(w, pid, 30000);
 	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
@@ -739,6 +754,22 @@ UNIO_TEST(am_mp_sizes, mp)
 	TEST_ASSERT_EQ(rc, TEST_OK);
 	TEST_ASSERT_EQ(crc, 0);
 	return TEST_OK;
+}
+
+UNIO_TEST(am_mp_sizes, mp)
+{
+	return am_mp(NULL);
+}
+
+/* Over tcp between two processes (UNIO_TLS in the environment reaches the receiver). */
+UNIO_TEST(am_mp_sizes_tcp, mp)
+{
+	int rc;
+
+	setenv("UNIO_TLS", "tcp,self", 1);
+	rc = am_mp("tcp");
+	unsetenv("UNIO_TLS");
+	return rc;
 }
 
 /* Rendezvous descriptors: dropped by the handler (sender OK), or kept then released
