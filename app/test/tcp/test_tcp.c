@@ -1477,3 +1477,71 @@ UNIO_TEST(tcp_direct_receive, fast)
 	free(dst);
 	return TEST_OK;
 }
+
+/* ---- bursts of small frames: MSG_MORE ---- */
+
+static uint64_t
+burst_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static bool
+got_100(struct tpeer *p)
+{
+	return p->rx_next >= 100 || p->rx_bad > 0;
+}
+
+/*
+ * A burst of short frames with no progress call between them goes to the kernel with
+ * MSG_MORE after the first TCP_BURST_MIN (more_sends counts them), so the burst shares segments; the
+ * sender then never progresses again and the receiver still gets all of it, in order,
+ * within the kernel's cork timer (200 ms) or an ACK.  A ping-pong, where each send follows
+ * a progress call, never uses MSG_MORE; a held burst is pushed by the sender's next
+ * progress call (more_pushes).
+ */
+UNIO_TEST(tcp_burst_more, fast)
+{
+	struct unio_tl_tcp_stats sa;
+	struct tpeer a, b;
+	uint64_t cks = test_checksum("", 0), t0;
+
+	TEST_ASSERT_EQ(tpeer_open(&a, "lo"), 0);
+	TEST_ASSERT_EQ(tpeer_open(&b, "lo"), 0);
+	TEST_ASSERT_EQ(tpeer_connect(&a, b.addr), 0);
+	TEST_ASSERT_EQ(tpeer_connect(&b, a.addr), 0);
+	/* connected (and moved) by a ping-pong: no MSG_MORE in it */
+	for (uint64_t s = 0; s < 50; s++)
+		TEST_ASSERT_EQ(ping_both(&a, &b, s), 0);
+	unio_tl_tcp_stats(a.iface, &sa);
+	TEST_ASSERT_EQ(sa.more_sends, 0);
+	a.rx_next = b.rx_next = 0;
+	/* burst of 100 from a, then a stops; only b progresses */
+	unio_tl_iface_progress(a.iface);
+	for (uint64_t s = 0; s < 100; s++)
+		TEST_ASSERT_STATUS(unio_tl_ep_am_short(a.ep, T_AM_DATA, s, &cks, 8), UNIO_OK);
+	unio_tl_tcp_stats(a.iface, &sa);
+	TEST_ASSERT_EQ(sa.more_sends, 100 - TCP_BURST_MIN);
+	t0 = burst_ms();
+	TEST_ASSERT(tpeer_wait(&b, got_100, 5000), "b got %" PRIu64 " of 100 from a sender "
+		    "that stopped progressing", b.rx_next);
+	TEST_LOG("burst delivered without the sender's progress in %" PRIu64 " ms",
+		 burst_ms() - t0);
+	TEST_ASSERT_EQ(b.rx_bad, 0);
+	/* another burst: a's next progress pushes what the kernel holds */
+	b.rx_next = 0;
+	for (uint64_t s = 0; s < 100; s++)
+		TEST_ASSERT_STATUS(unio_tl_ep_am_short(a.ep, T_AM_DATA, s, &cks, 8), UNIO_OK);
+	unio_tl_iface_progress(a.iface);
+	unio_tl_tcp_stats(a.iface, &sa);
+	TEST_ASSERT_EQ(sa.more_sends, 200 - TCP_BURST_MIN);  /* no progress in between */
+	TEST_ASSERT(sa.more_pushes >= 1, "no push from progress");
+	TEST_ASSERT(tpeer_wait(&b, got_100, 5000), "second burst: %" PRIu64, b.rx_next);
+	TEST_ASSERT_EQ(b.rx_bad + a.rx_bad + a.ep_errors + b.ep_errors, 0);
+	tpeer_close(&a);
+	tpeer_close(&b);
+	return TEST_OK;
+}

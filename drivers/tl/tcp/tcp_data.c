@@ -9,6 +9,8 @@
 
 #include <errno.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -79,12 +81,19 @@ tx_advance(struct tcp_conn *c, size_t end, size_t r)
 		zc_pop(c, UNIO_OK);
 }
 
-/* Send what is queued until done or the kernel is full.  0, or a negative status. */
-int
-tcp_conn_tx(struct tcp_conn *c)
+/*
+ * Send what is queued until done or the kernel is full.  With @p more, the kernel may hold
+ * the bytes back (MSG_MORE) until a full segment, the ACK of earlier bytes, our next
+ * progress (tcp_conn_push) or, at the latest, its own 200 ms cork timer.
+ * 0, or a negative status.
+ */
+static int
+conn_tx(struct tcp_conn *c, bool more)
 {
 	struct iovec v[2 + UNIO_TL_MAX_IOV];
 	struct msghdr msg = { .msg_iov = v };
+	int flags = MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0);
+	bool sent = false;
 	ssize_t r;
 
 	c->tx_blocked = false;
@@ -104,7 +113,7 @@ tcp_conn_tx(struct tcp_conn *c)
 		if (n == 0)
 			break;
 		msg.msg_iovlen = n;
-		r = sendmsg(c->item.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		r = sendmsg(c->item.fd, &msg, flags);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -115,12 +124,36 @@ tcp_conn_tx(struct tcp_conn *c)
 			return tcp_status_from_errno(errno);
 		}
 		tx_advance(c, end, (size_t)r);
+		sent = true;
+	}
+	if (sent && more != c->more_held) {  /* a send without MSG_MORE pushed what was held */
+		c->more_held = more;
+		c->iface->n_more_held += more ? 1 : -1;
 	}
 	if (tcp_conn_tx_idle(c))
 		c->tx_head = c->tx_tail = 0;
 	if (c->tx_blocked != c->out_armed)
 		tcp_conn_set_out(c, c->tx_blocked);
 	return 0;
+}
+
+int
+tcp_conn_tx(struct tcp_conn *c)
+{
+	return conn_tx(c, false);
+}
+
+/* Make the kernel send what it holds back for MSG_MORE (setting TCP_NODELAY pushes). */
+void
+tcp_conn_push(struct tcp_conn *c)
+{
+	int one = 1;
+
+	if (c->item.fd >= 0)
+		setsockopt(c->item.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->more_held = false;
+	c->iface->n_more_held--;
+	c->iface->stats.more_pushes++;
 }
 
 /* Room for @p need bytes at the tx tail (compacting the buffer), or NULL. */
@@ -142,10 +175,19 @@ tx_reserve(struct tcp_conn *c, size_t need)
 	return c->txbuf + c->tx_tail;
 }
 
-/* After queueing: push now unless the connection is not ready or the kernel is full. */
+/*
+ * After queueing: push now unless the connection is not ready or the kernel is full.
+ * @p batch (short and bcopy frames): when TCP_BURST_MIN frames went out since the last
+ * progress call, the sender is in a burst: hand this one to the kernel with MSG_MORE, so
+ * that the frames of a burst share segments (one loopback / NIC pass for many messages)
+ * instead of one segment each.  The first frames after a progress call are never held: a
+ * ping-pong, or a protocol's pair of control messages, waits for nothing.
+ */
 static unio_status_t
-tx_kick(struct tcp_conn *c)
+tx_kick_batch(struct tcp_conn *c, bool batch)
 {
+	struct tcp_iface *ti = c->iface;
+	bool more;
 	int r;
 
 	if (unlikely(c->state == TCP_CONN_CONNECTING)) {
@@ -154,12 +196,25 @@ tx_kick(struct tcp_conn *c)
 	}
 	if (c->tx_blocked)
 		return UNIO_OK;
-	r = tcp_conn_tx(c);
+	if (c->tx_epoch != ti->epoch) {
+		c->tx_epoch = ti->epoch;
+		c->tx_epoch_sends = 0;
+	}
+	more = batch && ++c->tx_epoch_sends > TCP_BURST_MIN;
+	r = conn_tx(c, more);
 	if (r < 0) {
 		tcp_conn_fail(c, (unio_status_t)r);
 		return (unio_status_t)r;
 	}
+	if (more)
+		ti->stats.more_sends++;
 	return UNIO_OK;
+}
+
+static unio_status_t
+tx_kick(struct tcp_conn *c)
+{
+	return tx_kick_batch(c, false);
 }
 
 
@@ -181,7 +236,7 @@ tcp_ep_am_short(struct unio_tl_ep *ep, uint8_t id, uint64_t hdr, const void *pay
 	if (len != 0)
 		memcpy(p + HDR_LEN + sizeof(hdr), payload, len);
 	c->tx_tail += HDR_LEN + sizeof(hdr) + len;
-	return tx_kick(c);
+	return tx_kick_batch(c, true);
 }
 
 ssize_t
@@ -203,7 +258,7 @@ tcp_ep_am_bcopy(struct unio_tl_ep *ep, uint8_t id, unio_tl_pack_cb_t pack, void 
 	RTE_VERIFY(len <= TCP_MAX_BCOPY);
 	tcp_hdr_set((struct tcp_hdr *)p, (uint32_t)len, TCP_F_AM, id);
 	c->tx_tail += HDR_LEN + len;
-	st = tx_kick(c);
+	st = tx_kick_batch(c, true);
 	return st == UNIO_OK ? (ssize_t)len : st;
 }
 

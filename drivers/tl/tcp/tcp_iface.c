@@ -354,6 +354,10 @@ conn_free(struct tcp_conn *c)
 	struct tcp_iface *ti = c->iface;
 
 	move_done(c);
+	if (c->more_held) {
+		c->more_held = false;
+		ti->n_more_held--;
+	}
 	if (c->twin != NULL)
 		c->twin->twin = NULL;
 	conn_drain(c);
@@ -789,6 +793,12 @@ tcp_iface_progress(struct unio_tl_iface *iface)
 	unsigned int n = 0;
 	struct tcp_conn *c;
 
+	ti->epoch++;
+	if (ti->n_more_held > 0) {
+		TAILQ_FOREACH(c, &ti->conns, next)
+			if (c->more_held)
+				tcp_conn_push(c);
+	}
 	if (unlikely(ti->n_move > 0 || ti->rx_retry)) {
 		bool retry = ti->rx_retry;
 

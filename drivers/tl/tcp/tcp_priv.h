@@ -49,6 +49,8 @@ extern int unio_logtype_tcp;
 #define TCP_PENDING_MAX    64                  /* accepted sockets awaiting HELLO */
 #define TCP_MIN_RCVBUF     (64 * 1024)         /* floor of UNIO_TCP_RCVBUF */
 #define TCP_BUSY_EPOLL_EVERY 16                /* busy mode: epoll every N progress calls */
+#define TCP_BURST_MIN      2                   /* sends after a progress call before
+						* MSG_MORE: a burst */
 #define TCP_DIRECT_MIN     (16 * 1024)         /* PUT / GET_RESP bytes still unread: read them
 						* straight to their destination */
 
@@ -154,6 +156,9 @@ struct tcp_conn {
 	bool tx_blocked;              /* the kernel refused bytes last time */
 	bool rx_stalled;              /* a received get waits for room in the tx queue */
 	bool dirty;                   /* frames sent since the last flush */
+	bool more_held;               /* the last send was MSG_MORE: the kernel may hold it */
+	uint64_t tx_epoch;            /* the iface's epoch at the last send */
+	unsigned int tx_epoch_sends;  /* sends in that epoch */
 	bool dual;                    /* the peer sends on its own connection (sim. connect) */
 	bool move_pending;            /* ours loses the simultaneous connect: move when idle */
 	bool await_end;               /* ours survives: MOVE_START waits for the twin's END */
@@ -217,6 +222,8 @@ struct tcp_iface {
 	unsigned int tick;
 	unsigned int n_slow;            /* connections not yet established */
 	unsigned int n_move;            /* connections with move_pending */
+	unsigned int n_more_held;       /* connections with more_held */
+	uint64_t epoch;                 /* progress calls so far */
 	bool rx_retry;                  /* a stalled connection may go on: parse it again */
 	struct tcp_addr addr;
 	const struct unio_config *config;
@@ -249,6 +256,7 @@ unio_status_t tcp_ep_get_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, s
 unio_status_t tcp_ep_flush(struct unio_tl_ep *ep, struct unio_tl_completion *comp);
 unsigned int tcp_conn_rx(struct tcp_conn *c);
 int tcp_conn_tx(struct tcp_conn *c);
+void tcp_conn_push(struct tcp_conn *c);
 void tcp_conn_cancel_ops(struct tcp_conn *c, unio_status_t st);
 bool tcp_conn_tx_idle(const struct tcp_conn *c);
 void tcp_conn_send_move(struct tcp_conn *old, struct tcp_conn *next);
