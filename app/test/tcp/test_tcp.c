@@ -1497,8 +1497,8 @@ got_100(struct tpeer *p)
 
 /*
  * A burst of short frames with no progress call between them goes to the kernel with
- * MSG_MORE after the first TCP_BURST_MIN (more_sends counts them), so the burst shares segments; the
- * sender then never progresses again and the receiver still gets all of it, in order,
+ * MSG_MORE after the first TCP_BURST_MIN (more_sends counts them), so the burst shares
+ * segments; the sender then never progresses again and the receiver still gets all of it, in order,
  * within the kernel's cork timer (200 ms) or an ACK.  A ping-pong, where each send follows
  * a progress call, never uses MSG_MORE; a held burst is pushed by the sender's next
  * progress call (more_pushes).
