@@ -508,10 +508,12 @@ accessor(unio_worker_t *w, unio_ep_t *ep)
  * hits), puts and gets, and the owner checks every byte; then the owner unmaps and maps
  * again at the same address (a new memfd): the accessor's cache drops the stale mapping,
  * and the owner finds the new pattern in its new memory.  Then three allocations at once
- * against a 3 MiB bound: evictions.  Counters from unio_tl_shm_map_stats().
+ * against a 3 MiB bound: evictions.  When the owner has exited, nothing of it stays
+ * mapped.  Counters from unio_tl_shm_map_stats().
  */
 UNIO_TEST(rcache_shm_peer_remap, mp)
 {
+	struct unio_rcache_stats s = { .regions = 1 };
 	unio_context_t *ctx;
 	int port = test_free_port(), rc, status = 0;
 	unio_listener_t *l;
@@ -547,6 +549,14 @@ UNIO_TEST(rcache_shm_peer_remap, mp)
 			break;
 		}
 	}
+	/* the owner is gone: once the shm iface notices, none of its memory stays mapped */
+	for (uint64_t t0 = rte_get_timer_cycles(); rc == TEST_OK &&
+	     rte_get_timer_cycles() - t0 < 5 * rte_get_timer_hz(); ) {
+		unio_worker_progress(w);
+		unio_tl_shm_map_stats(shm_iface(w), &s);
+		if (s.regions == 0)
+			break;
+	}
 	if (ep != NULL)
 		unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
 	unio_listener_destroy(l);
@@ -554,5 +564,7 @@ UNIO_TEST(rcache_shm_peer_remap, mp)
 	unio_context_destroy(ctx);
 	TEST_ASSERT_EQ(rc, TEST_OK);
 	TEST_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "owner exit status %#x", status);
+	TEST_ASSERT(s.regions == 0 && s.bytes == 0, "%u regions, %zu bytes of the dead owner "
+		    "still mapped", s.regions, s.bytes);
 	return TEST_OK;
 }

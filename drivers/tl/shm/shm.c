@@ -427,6 +427,7 @@ ep_mark_dead(struct shm_iface *si, struct shm_ep *ep)
 	ep->dead = true;
 	ep->credit_cells = 0;   /* every send takes the slow path, which fails */
 	poll_watch(si, ep->pidfd, false);   /* reported: it no longer needs to wake anyone */
+	shm_maps_forget_pid(si, ep->peer_pid);   /* its memory need not stay mapped here */
 	SHM_LOG(INFO, "%s: peer pid %d is gone", si->super.dev_name, (int)ep->peer_pid);
 	if (si->super.err_cb != NULL)
 		si->super.err_cb(si->super.err_arg, &ep->super, UNIO_ERR_CONNECTION_RESET);

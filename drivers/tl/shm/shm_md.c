@@ -218,6 +218,15 @@ map_peer_alloc(struct shm_iface *si, const struct shm_rkey_packed *k,
 }
 
 void
+shm_maps_forget_pid(struct shm_iface *si, pid_t pid)
+{
+	uint64_t at = (uint64_t)((uint32_t)pid % 65521u) << MAP_ADDR_BITS;
+
+	/* every range of that pid; a range still used by a key goes at its last put */
+	unio_rcache_invalidate(si->map_cache, (void *)(uintptr_t)at, 1ull << MAP_ADDR_BITS);
+}
+
+void
 shm_maps_release_all(struct shm_iface *si)
 {
 	unio_rcache_destroy(si->map_cache);

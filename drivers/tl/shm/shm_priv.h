@@ -258,5 +258,7 @@ unio_status_t shm_get_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size
 bool shm_cma_probe(pid_t pid, uint64_t addr, uint64_t want);
 /** Unmap every peer allocation this iface mapped (iface close). */
 void shm_maps_release_all(struct shm_iface *si);
+/** Forget the allocations of @p pid this iface mapped (the peer died). */
+void shm_maps_forget_pid(struct shm_iface *si, pid_t pid);
 
 #endif /* SHM_PRIV_H */
