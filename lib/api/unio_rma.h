@@ -104,7 +104,9 @@ void unio_rkey_buffer_release(void *buf);
 /**
  * Unpack a remote key a peer packed, for use on @p ep.  Every field is validated; a key of
  * another process or a malformed one is refused with UNIO_ERR_INVALID_ADDR.  Destroy the
- * key before the endpoint is closed.
+ * key before the endpoint is closed; a key whose endpoint closed first was released with it
+ * (a put / get with it fails with UNIO_ERR_NOT_CONNECTED) and unio_rkey_destroy() still
+ * frees the handle.
  */
 unio_status_t unio_ep_rkey_unpack(unio_ep_t *ep, const void *buf, size_t len,
 				  unio_rkey_t **rkey_p);

@@ -286,6 +286,7 @@ ep_free(struct unio_ep *ep)
 {
 	struct unio_worker *w = ep->worker;
 
+	proto_ep_release_rkeys(ep);
 	if (ep->lane.tl_ep != NULL)
 		unio_tl_ep_destroy(ep->lane.tl_ep);
 	ep->lane.tl_ep = NULL;

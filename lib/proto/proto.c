@@ -68,6 +68,7 @@ proto_req_get(struct unio_worker *w)
 	idx = req->idx;
 	gen = req->gen;
 	memset(req, 0, offsetof(struct unio_request, memh));
+	req->comp.count = 0;   /* proto_ep_fail_requests() reads it: no stale count */
 	req->idx = idx;
 	req->gen = gen;
 	req->worker = w;
@@ -81,10 +82,25 @@ proto_req_put(struct unio_request *req)
 {
 	struct unio_worker *w = req->worker;
 
+	if (unlikely(req->tl_held)) {   /* the transport still writes req->comp */
+		req->put_deferred = true;
+		return;
+	}
 	req->state = REQ_FREE;
 	if (++req->gen == 0)
 		req->gen = 1;
 	TAILQ_INSERT_HEAD(&w->req_free, req, link);
+}
+
+void
+proto_req_tl_release(struct unio_request *req)
+{
+	req->tl_held = false;
+	proto_rndv_release_rkey(req);
+	if (req->put_deferred) {
+		req->put_deferred = false;
+		proto_req_put(req);
+	}
 }
 
 struct unio_request *

@@ -58,7 +58,8 @@ struct unio_mem {
 
 struct unio_rkey {
 	struct unio_ep *ep;
-	struct unio_tl_ep *tl_ep;
+	struct unio_tl_ep *tl_ep;                /**< NULL once its ep closed */
+	LIST_ENTRY(unio_rkey) link;              /**< on ep->rkeys */
 	uint64_t base;
 	uint64_t len;
 	uint64_t cookie;

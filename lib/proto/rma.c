@@ -584,8 +584,29 @@ unio_ep_rkey_unpack(unio_ep_t *ep, const void *buf, size_t len, unio_rkey_t **rk
 		free(rk);
 		return st;
 	}
+	worker_lock(ep->worker);
+	LIST_INSERT_HEAD(&ep->rkeys, rk, link);
+	worker_unlock(ep->worker);
 	*rkey_p = rk;
 	return UNIO_OK;
+}
+
+static void
+rkey_release_tl(struct unio_rkey *rk)
+{
+	unio_tl_rkey_release(rk->tl_ep, &rk->table);
+	unio_tl_rkey_release(rk->tl_ep, &rk->data);
+	rk->tl_ep = NULL;
+	LIST_REMOVE(rk, link);
+}
+
+void
+proto_ep_release_rkeys(struct unio_ep *ep)
+{
+	struct unio_rkey *rk;
+
+	while ((rk = LIST_FIRST(&ep->rkeys)) != NULL)
+		rkey_release_tl(rk);
 }
 
 void
@@ -594,8 +615,8 @@ unio_rkey_destroy(unio_rkey_t *rk)
 	if (rk == NULL)
 		return;
 	worker_lock(rk->ep->worker);
-	unio_tl_rkey_release(rk->tl_ep, &rk->table);
-	unio_tl_rkey_release(rk->tl_ep, &rk->data);
+	if (rk->tl_ep != NULL)   /* else its ep closed and released it */
+		rkey_release_tl(rk);
 	worker_unlock(rk->ep->worker);
 	free(rk);
 }
@@ -737,8 +758,10 @@ proto_rma_progress(struct unio_worker *w)
 	while (r != NULL && (q = TAILQ_FIRST(&r->chunk_wait)) != NULL) {
 		struct unio_request *req = proto_req_lookup(w, q->req_id);
 
-		/* still ours unless the ep failed it (proto_ep_fail_requests) */
-		if (req != NULL && req->state == REQ_ACTIVE && req->on_ep) {
+		/* still ours unless the ep failed it (proto_ep_fail_requests): then let go */
+		if (req != NULL && req->tl_held) {
+			unio_tl_completion_done(&req->comp, UNIO_ERR_CONNECTION_RESET);
+		} else if (req != NULL && req->state == REQ_ACTIVE && req->on_ep) {
 			if (req->ep->state != EP_CONNECTED) {
 				unio_tl_completion_done(&req->comp, UNIO_ERR_CONNECTION_RESET);
 			} else if (op_issue(req) == UNIO_ERR_NO_RESOURCE) {
@@ -766,7 +789,7 @@ chunk_wait_drop(struct unio_worker *w)
 		TAILQ_REMOVE(&w->rma->chunk_wait, q, link);
 		free(q);
 		w->n_am_pending--;
-		if (req != NULL && req->state == REQ_ACTIVE && req->on_ep) {
+		if (req != NULL && (req->tl_held || (req->state == REQ_ACTIVE && req->on_ep))) {
 			req->offset = req->slen;
 			unio_tl_completion_done(&req->comp, UNIO_ERR_CANCELED);
 		}
@@ -778,6 +801,8 @@ op_done(struct unio_tl_completion *comp)
 {
 	struct unio_request *req = container_of(comp, struct unio_request, comp);
 
+	if (proto_req_tl_done(req))
+		return;
 	if (req->on_ep) {
 		TAILQ_REMOVE(&req->ep->outstanding, req, ep_link);
 		req->on_ep = false;
@@ -838,13 +863,13 @@ rma_op(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_rk
 	if (unlikely(rk == NULL || rk->ep != ep))
 		return UNIO_ERR_INVALID_PARAM;
 	worker_lock(ep->worker);
+	if (unlikely(ep->state != EP_CONNECTED || rk->tl_ep == NULL)) {
+		st = UNIO_ERR_NOT_CONNECTED;   /* a closed ep released its keys */
+		goto out;
+	}
 	st = rkey_check(rk, raddr, len);
 	if (unlikely(st != UNIO_OK))
 		goto out;
-	if (unlikely(ep->state != EP_CONNECTED)) {
-		st = UNIO_ERR_NOT_CONNECTED;
-		goto out;
-	}
 	if (len == 0) {
 		st = UNIO_OK;
 		goto out;

@@ -262,6 +262,8 @@ proto_rndv_finish(struct unio_request *req, unio_status_t st)
 {
 	struct unio_ep *ep = req->rndv_ep;
 
+	if (proto_req_tl_done(req))
+		return;
 	proto_rndv_release_rkey(req);
 	if (req->on_ep) {
 		TAILQ_REMOVE(&ep->outstanding, req, ep_link);

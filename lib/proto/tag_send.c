@@ -114,7 +114,11 @@ send_frags(struct unio_request *req, uint8_t first_id, uint8_t mid_id)
 static void
 eager_zcopy_done(struct unio_tl_completion *comp)
 {
-	proto_req_complete(container_of(comp, struct unio_request, comp), comp->status);
+	struct unio_request *req = container_of(comp, struct unio_request, comp);
+
+	if (proto_req_tl_done(req))
+		return;
+	proto_req_complete(req, comp->status);
 }
 
 /* Eager from the user's buffer: the header copied, the payload read until completion. */
@@ -360,6 +364,8 @@ put_part_done(struct unio_tl_completion *comp)
 	struct unio_request *req = container_of(comp, struct unio_request, comp);
 	struct unio_tl_ep *tl_ep = req->ep->lane.tl_ep;
 
+	if (proto_req_tl_done(req))
+		return;
 	if (tl_ep->iface->ctl->rkey_release != NULL)
 		tl_ep->iface->ctl->rkey_release(tl_ep, &req->rkey);
 	proto_send_ack(req->ep, PROTO_AM_ATS, req->rreq_id, comp->status);
@@ -443,7 +449,19 @@ proto_ep_fail_requests(struct unio_ep *ep, unio_status_t st)
 	while ((req = TAILQ_FIRST(&ep->outstanding)) != NULL) {
 		TAILQ_REMOVE(&ep->outstanding, req, ep_link);
 		req->on_ep = false;
-		proto_rndv_release_rkey(req);
+		if (req->split_wait) {   /* the peer's ATS for its part will not come */
+			req->split_wait = false;
+			req->comp.count--;
+		}
+		/*
+		 * A transport that still holds req->comp (gets, puts, chunks in flight) calls it
+		 * later, at the latest when its ep is destroyed: the request completes for the user
+		 * now, but its memory (and the peer's key) stays until that call.
+		 */
+		if (req->comp.func != NULL && req->comp.count > 0)
+			req->tl_held = true;
+		else
+			proto_rndv_release_rkey(req);
 		proto_req_complete(req, st);
 	}
 	if (ep->rx.active) {

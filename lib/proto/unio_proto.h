@@ -163,6 +163,8 @@ struct unio_request {
 	bool rkey_valid;
 	bool posted;            /**< in the expected queue */
 	bool split_wait;        /**< split rendezvous: the sender's part is not written yet */
+	bool tl_held;           /**< failed with its ep while a transport held comp */
+	bool put_deferred;      /**< freed by the user while tl_held: recycled on release */
 	struct unio_ep *rndv_ep;
 	uint64_t rndv_sreq;
 	/*
@@ -243,7 +245,10 @@ struct proto_rx_frag {
 	bool drop;                  /**< truncated: swallow the rest */
 };
 
+struct unio_rkey;
+
 struct unio_ep {
+	LIST_HEAD(, unio_rkey) rkeys;   /**< remote keys unpacked on this ep */
 	struct unio_worker *worker;
 	uint32_t id;                /**< index | generation << 16 */
 	uint32_t remote_id;         /**< the peer's id of its ep to us */
@@ -354,11 +359,33 @@ void proto_worker_fini(struct unio_worker *w);
 void proto_lane_init(struct unio_worker *w, struct proto_lane *lane, struct unio_tl_ep *tl_ep);
 /** Retry every pending send; returns the number of sends that progressed. */
 unsigned int proto_progress_pending(struct unio_worker *w);
+/**
+ * The endpoint closes: release the transport part of every remote key unpacked on it (the
+ * keys stay valid for unio_rkey_destroy(), and any put / get with them fails).
+ */
+void proto_ep_release_rkeys(struct unio_ep *ep);
 /** Fail every outstanding and pending request of @p ep with @p st. */
 void proto_ep_fail_requests(struct unio_ep *ep, unio_status_t st);
 
 struct unio_request *proto_req_get(struct unio_worker *w);
 void proto_req_put(struct unio_request *req);
+/** The transport let go of a request that failed with its ep (proto_req_tl_done()). */
+void proto_req_tl_release(struct unio_request *req);
+
+/**
+ * First step of a request's transport completion function: true when @p req already failed
+ * with its endpoint (proto_ep_fail_requests()) while the transport still held its
+ * completion.  The request's memory was kept for this call; it is released now (recycled
+ * if the user freed it) and the caller does nothing else: no second completion, no ack.
+ */
+static inline bool
+proto_req_tl_done(struct unio_request *req)
+{
+	if (likely(!req->tl_held))
+		return false;
+	proto_req_tl_release(req);
+	return true;
+}
 struct unio_request *proto_req_lookup(struct unio_worker *w, uint64_t id);
 /** Complete a request: status, callback, release when the user let go of it. */
 void proto_req_complete(struct unio_request *req, unio_status_t st);
