@@ -23,6 +23,18 @@
 #define PERF_AM_ID    17
 #define PERF_TAG_RKEY 0x706572666b6579ull   /* "perfkey" */
 
+struct xfer_state;
+
+/* A rendezvous AM being received: several may be in flight, and complete in any order. */
+struct am_slot {
+	struct xfer_state *xs;
+	uint64_t idx;           /* its index in send order: what its payload was filled with */
+	size_t len;
+	unio_ep_t *reply;
+	uint8_t *buf;           /* its own buffer with -V, else the shared one */
+	bool busy;
+};
+
 struct xfer_state {
 	struct perf_side *s;
 	struct perf_xfer *x;
@@ -30,8 +42,9 @@ struct xfer_state {
 	uint64_t got;           /* AMs handled */
 	uint64_t bad;           /* first bad AM + 1 */
 	uint64_t prev_tsc;      /* server: when the previous message was handled */
-	size_t pend_len;        /* the rendezvous AM being received */
-	unio_ep_t *pend_reply;
+	uint64_t arrived;       /* AMs whose handler ran: their index, in send order */
+	struct am_slot *slots;  /* AM: rendezvous receives in flight, up to the window */
+	unsigned int n_slots;
 	unio_mem_h memh;        /* RMA: our mapped buffer */
 	uint8_t *mem;
 	unio_rkey_t *rkey;      /* RMA: the peer's buffer */
@@ -110,15 +123,19 @@ server_tick(struct xfer_state *xs, uint64_t i)
 	xs->prev_tsc = now;
 }
 
-/* One AM fully arrived (@p d: its data): check it, echo it (server, am_lat), count it. */
+/*
+ * One AM fully arrived (@p d: its data, @p idx: its index in send order): check it, echo it
+ * (server, am_lat), count it.
+ */
 static void
-am_done(struct xfer_state *xs, unio_status_t st, const void *d, size_t len, unio_ep_t *reply)
+am_done(struct xfer_state *xs, unio_status_t st, const void *d, size_t len, unio_ep_t *reply,
+	uint64_t idx)
 {
 	struct perf_xfer *x = xs->x;
 
 	if (x->validate && xs->bad == 0 &&
-	    (st != UNIO_OK || len != x->size || !fill_ok(d, len, xs->got)))
-		xs->bad = xs->got + 1;
+	    (st != UNIO_OK || len != x->size || !fill_ok(d, len, idx)))
+		xs->bad = idx + 1;
 	if (xs->s->is_server && x->test == PERF_AM_LAT && reply != NULL) {
 		if (d != xs->buf && len > 0)
 			memcpy(xs->buf, d, len);
@@ -132,14 +149,15 @@ am_done(struct xfer_state *xs, unio_status_t st, const void *d, size_t len, unio
 	xs->got++;
 }
 
-/* A pipelined rendezvous receive completed (one at a time: an ep's messages stay in order). */
+/* A rendezvous receive completed (several may be in flight: split and get ones overlap). */
 static void
 recv_done(unio_request_t *req, unio_status_t st, const struct unio_recv_info *info, void *arg)
 {
-	struct xfer_state *xs = arg;
+	struct am_slot *sl = arg;
 
 	RTE_SET_USED(info);
-	am_done(xs, st, xs->buf, xs->pend_len, xs->pend_reply);
+	sl->busy = false;
+	am_done(sl->xs, st, sl->buf, sl->len, sl->reply, sl->idx);
 	unio_request_free(req);
 }
 
@@ -148,22 +166,31 @@ on_am(void *arg, const void *header, size_t hlen, void *data, size_t len,
       const struct unio_am_recv_param *p)
 {
 	struct xfer_state *xs = arg;
+	uint64_t idx = xs->arrived++;
+	struct am_slot *sl = &xs->slots[idx % xs->n_slots];
 	struct unio_request_param rp = { .field_mask = UNIO_REQ_PARAM_CB |
 						       UNIO_REQ_PARAM_USER_DATA,
-					 .cb = recv_done, .user_data = xs };
+					 .cb = recv_done, .user_data = sl };
 	unio_request_t *req = NULL;
 	unio_status_t st;
 
 	RTE_SET_USED(header), RTE_SET_USED(hlen);
 	if (!(p->recv_attr & UNIO_AM_RECV_ATTR_FLAG_RNDV)) {
-		am_done(xs, UNIO_OK, data, len, p->reply_ep);
+		am_done(xs, UNIO_OK, data, len, p->reply_ep, idx);
 		return UNIO_OK;
 	}
-	xs->pend_len = len;
-	xs->pend_reply = p->reply_ep;
-	st = unio_am_recv_data(xs->s->worker, data, xs->buf, len, &rp, &req);
-	if (st != UNIO_INPROGRESS)
-		am_done(xs, st, xs->buf, len, p->reply_ep);
+	if (sl->busy) {   /* more in flight than the window: the peer broke the protocol */
+		if (xs->bad == 0)
+			xs->bad = idx + 1;
+		return UNIO_OK;
+	}
+	*sl = (struct am_slot){ .xs = xs, .idx = idx, .len = len, .reply = p->reply_ep,
+				.buf = sl->buf, .busy = true };
+	st = unio_am_recv_data(xs->s->worker, data, sl->buf, len, &rp, &req);
+	if (st != UNIO_INPROGRESS) {
+		sl->busy = false;
+		am_done(xs, st, sl->buf, len, p->reply_ep, idx);
+	}
 	return UNIO_OK;
 }
 
@@ -406,8 +433,15 @@ setup(struct xfer_state *xs, struct perf_side *s, struct perf_xfer *x)
 	if (!is_am(x->test))
 		return rkey_exchange(xs);
 	xs->buf = malloc(x->size + 1);
-	if (xs->buf == NULL)
+	xs->n_slots = RTE_MAX(x->window, 1u);
+	xs->slots = calloc(xs->n_slots, sizeof(*xs->slots));
+	if (xs->buf == NULL || xs->slots == NULL)
 		return xfail(s, "allocating buffers", UNIO_ERR_NO_MEMORY);
+	for (unsigned int k = 0; k < xs->n_slots; k++) {
+		xs->slots[k].buf = x->validate ? malloc(x->size + 1) : xs->buf;
+		if (xs->slots[k].buf == NULL)
+			return xfail(s, "allocating buffers", UNIO_ERR_NO_MEMORY);
+	}
 	return unio_worker_set_am_handler(s->worker, PERF_AM_ID, on_am, xs, 0) == UNIO_OK ? 0 :
 	       xfail(s, "setting the AM handler", UNIO_ERR_INVALID_PARAM);
 }
@@ -419,6 +453,10 @@ teardown(struct xfer_state *xs)
 		unio_worker_set_am_handler(xs->s->worker, PERF_AM_ID, NULL, NULL, 0);
 	else
 		rma_release(xs);
+	for (unsigned int k = 0; xs->slots != NULL && k < xs->n_slots; k++)
+		if (xs->slots[k].buf != xs->buf)
+			free(xs->slots[k].buf);
+	free(xs->slots);
 	free(xs->buf);
 }
 
