@@ -157,6 +157,11 @@ ring_publish(struct shm_ep *ep, uint8_t *cell, uint8_t id, size_t len)
 	__atomic_store_n((uint64_t *)(void *)cell, shm_hdr_word(SHM_TYPE_MSG, id, (uint32_t)len),
 			 __ATOMIC_RELEASE);
 	ep->head += msg_cells(len);
+	/*
+	 * The compiler must not hoist the load above the store (C allows it for a release
+	 * store); the CPU's store-load order is the receiver's membarrier's job.  No code.
+	 */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (unlikely(__atomic_load_n(ep->armed, __ATOMIC_RELAXED) != 0))
 		shm_wake(ep);
 }
@@ -738,8 +743,14 @@ shm_event_arm(struct unio_tl_iface *iface)
 	}
 	si->armed = true;
 	__atomic_store_n(&si->hdr->armed, 1, __ATOMIC_RELAXED);
-	if (!si->membarrier || shm_membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0)
+	if (!si->membarrier) {
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);   /* the senders fence (wake_fence) */
+	} else if (shm_membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0) {
+		/* senders that rely on it do not fence: sleeping now could miss a message */
+		si->armed = false;
+		__atomic_store_n(&si->hdr->armed, 0, __ATOMIC_RELAXED);
+		return UNIO_ERR_BUSY;
+	}
 	if (rx_pending(si)) {
 		si->armed = false;
 		__atomic_store_n(&si->hdr->armed, 0, __ATOMIC_RELAXED);
