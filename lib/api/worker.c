@@ -249,7 +249,7 @@ unio_worker_progress(unio_worker_t *w)
 		n += unio_tl_iface_progress(w->ifaces[i]);
 	if (unlikely(w->n_pending != 0))
 		n += proto_progress_pending(w);
-	if (unlikely(w->n_am_pending != 0))
+	if (unlikely(w->n_am_pending != 0 || w->n_rma_pending != 0))
 		n += proto_am_progress(w);
 	if (unlikely(!TAILQ_EMPTY(&w->flushes)))
 		n += wireup_flush_progress(w);
@@ -330,7 +330,7 @@ unio_worker_arm(unio_worker_t *w)
 		return UNIO_ERR_INVALID_PARAM;
 	worker_lock(w);
 	if (read(w->sig_fd, &v, sizeof(v)) == sizeof(v) || w->n_pending != 0 ||
-	    w->n_am_pending != 0)
+	    w->n_am_pending != 0 || w->n_rma_pending != 0)
 		st = UNIO_ERR_BUSY;
 	for (unsigned int i = 0; i < w->n_ifaces && st == UNIO_OK; i++)
 		if (w->ifaces[i]->ctl->iface_event_arm != NULL)

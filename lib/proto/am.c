@@ -6,7 +6,9 @@
  * pulls the data with unio_am_recv_data() (get, or a copy from the peer's mapping), then an
  * ATS (the tag protocol's) completes the sender, with UNIO_ERR_REJECTED when the handler
  * refused.  Sends that meet a full transport wait in a per-worker queue, in order.
- * w->n_am_pending counts them together with the put / get chunks waiting in rma.c.
+ * w->n_am_pending counts them; the put / get chunks waiting in rma.c have their own count
+ * (w->n_rma_pending), so that a full transport under one ep's puts does not send every
+ * ep's AMs through the queue.
  */
 
 #include <stdlib.h>
@@ -712,7 +714,7 @@ proto_am_fini(struct unio_worker *w)
 		return;
 	while ((req = TAILQ_FIRST(&w->am->pending)) != NULL) {
 		TAILQ_REMOVE(&w->am->pending, req, link);
-		w->n_am_pending--;   /* the rest counts put / get chunks (proto_rma_fini) */
+		w->n_am_pending--;
 		proto_req_complete(req, UNIO_ERR_CANCELED);
 	}
 	while ((it = TAILQ_FIRST(&w->am->held)) != NULL) {

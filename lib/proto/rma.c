@@ -744,7 +744,7 @@ op_wait(struct unio_worker *w, struct unio_request *req)
 	}
 	q->req_id = proto_req_id(req);
 	TAILQ_INSERT_TAIL(&r->chunk_wait, q, link);
-	w->n_am_pending++;   /* worker progress calls proto_am_progress, which retries these */
+	w->n_rma_pending++;   /* worker progress calls proto_am_progress, which retries these */
 	return UNIO_OK;
 }
 
@@ -772,7 +772,7 @@ proto_rma_progress(struct unio_worker *w)
 		}
 		TAILQ_REMOVE(&r->chunk_wait, q, link);
 		free(q);
-		w->n_am_pending--;
+		w->n_rma_pending--;
 		n++;
 	}
 	return n;
@@ -788,7 +788,7 @@ chunk_wait_drop(struct unio_worker *w)
 
 		TAILQ_REMOVE(&w->rma->chunk_wait, q, link);
 		free(q);
-		w->n_am_pending--;
+		w->n_rma_pending--;
 		if (req != NULL && (req->tl_held || (req->state == REQ_ACTIVE && req->on_ep))) {
 			req->offset = req->slen;
 			unio_tl_completion_done(&req->comp, UNIO_ERR_CANCELED);

@@ -317,6 +317,7 @@ struct unio_worker {
 	struct am_worker *am;       /**< active messages (am.c) */
 	struct rma_worker *rma;     /**< mapped memory (rma.c), NULL until the first map */
 	unsigned int n_am_pending;  /**< AM sends waiting for resources */
+	unsigned int n_rma_pending; /**< put / get chunks waiting for transport room (rma.c) */
 };
 
 struct unio_context {

@@ -281,11 +281,11 @@ UNIO_TEST(rma_tcp_chunk_queue, fast)
 		TEST_ASSERT(st == UNIO_INPROGRESS, "put %u: %s", n, unio_status_string(st));
 		off += l;
 	}
-	queued = p.a->n_am_pending;
+	queued = p.a->n_rma_pending;
 	TEST_ASSERT(queued > 0, "%u puts of %zu bytes all went to tcp at once", n, len);
 	for (unsigned int i = 0; i < n; i++)
 		TEST_ASSERT_STATUS(op_wait(&p, UNIO_INPROGRESS, req[i]), UNIO_OK);
-	TEST_ASSERT(p.a->n_am_pending == 0, "%u still queued", p.a->n_am_pending);
+	TEST_ASSERT(p.a->n_rma_pending == 0, "%u still queued", p.a->n_rma_pending);
 	TEST_ASSERT(memcmp(r.base, src, len) == 0, "remote bytes differ after the puts");
 	TEST_ASSERT(guards_intact(&r), "bytes outside the region changed");
 	test_fill(r.base, len, 777);
