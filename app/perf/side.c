@@ -749,6 +749,10 @@ out:
 	for (unsigned int k = 0; k < r->window; k++)
 		if (sl[k].req != NULL)
 			unio_request_cancel(s->worker, sl[k].req);
+	/* matched ones cannot be cancelled: let them finish before their buffers go */
+	deadline = rte_rdtsc() + s->timeout_tsc;
+	while (ss.outstanding != 0 && !s->ep_failed && rte_rdtsc() < deadline)
+		unio_worker_progress(s->worker);
 	drop(s, creq);
 	slots_free(s, sl, r->window, r->validate);
 	return rc;
