@@ -111,7 +111,10 @@ void unio_rkey_buffer_release(void *buf);
 unio_status_t unio_ep_rkey_unpack(unio_ep_t *ep, const void *buf, size_t len,
 				  unio_rkey_t **rkey_p);
 
-/** Destroy an unpacked remote key.  NULL accepted. */
+/**
+ * Destroy an unpacked remote key.  NULL accepted.  Puts and gets started with it must have
+ * completed (or its endpoint closed): queued chunks still read it.
+ */
 void unio_rkey_destroy(unio_rkey_t *rkey);
 
 /**
