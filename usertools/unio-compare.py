@@ -30,7 +30,15 @@ import time
 
 UCX_TLS = {"shm": "posix,self,cma", "tcp": "tcp"}
 UNIO_TLS = {"shm": "shm,self", "tcp": "tcp"}
-TESTS = ("tag_lat", "tag_bw")
+# unio-perf test -> ucx_perftest test (UCP API); *_lat: p50 latency, else bandwidth
+UCX_TEST = {"tag_lat": "tag_lat", "tag_bw": "tag_bw", "am_lat": "ucp_am_lat",
+            "am_bw": "ucp_am_bw", "put_lat": "ucp_put_lat", "put_bw": "ucp_put_bw",
+            "get_bw": "ucp_get"}
+TESTS = tuple(UCX_TEST)
+
+
+def is_lat(test):
+    return test.endswith("_lat")
 
 
 def parse_size(text):
@@ -59,12 +67,14 @@ def parse_sizes(text):
 
 # bytes per size and run: a second or so on this kind of machine
 BUDGET = {("shm", "tag_lat"): 1 << 30, ("shm", "tag_bw"): 2 << 30,
+          ("shm", "am_lat"): 1 << 30, ("shm", "am_bw"): 2 << 30,
+          ("shm", "put_lat"): 1 << 30, ("shm", "put_bw"): 4 << 30, ("shm", "get_bw"): 4 << 30,
           ("tcp", "tag_lat"): 64 << 20, ("tcp", "tag_bw"): 256 << 20}
 
 
 def iterations(tls, test, size, cap):
     """Enough iterations for a stable median, few enough for a second or so per size."""
-    return max(200, min(cap, BUDGET[(tls, test)] // size))
+    return max(200, min(cap, BUDGET.get((tls, test), 64 << 20) // size))
 
 
 def free_port():
@@ -119,7 +129,7 @@ def run_unio(args, test, sizes, tmp):
             stop(srv)
         with open(out) as f:
             rec = json.load(f)[0]
-        results[size] = (rec["lat_p50_us"] if test == "tag_lat" else rec["lat_avg_us"],
+        results[size] = (rec["lat_p50_us"] if is_lat(test) else rec["lat_avg_us"],
                          rec["bw_MBps"])
     return results
 
@@ -138,9 +148,9 @@ def run_ucx(args, test, sizes):
         try:
             time.sleep(0.5)  # ucx_perftest prints nothing when it listens
             cli = subprocess.run(["taskset", "-c", args.cpus[1], "ucx_perftest", "127.0.0.1",
-                                  "-c", args.cpus[1], "-p", port, "-t", test, "-s", str(size),
-                                  "-n", str(n), "-w", w, "-f"]
-                                 + (["-O", str(args.window)] if test == "tag_bw" else []),
+                                  "-c", args.cpus[1], "-p", port, "-t", UCX_TEST[test],
+                                  "-s", str(size), "-n", str(n), "-w", w, "-f"]
+                                 + ([] if is_lat(test) else ["-O", str(args.window)]),
                                  env=env,
                                  capture_output=True, text=True, timeout=300)
             srv.wait(timeout=30)
@@ -155,7 +165,7 @@ def run_ucx(args, test, sizes):
                 line = ln.replace("Final:", "").split()
         if cli.returncode != 0 or line is None or len(line) < 8:
             raise RuntimeError("ucx_perftest failed:\n" + cli.stdout + cli.stderr)
-        lat = float(line[1]) if test == "tag_lat" else float(line[3])
+        lat = float(line[1]) if is_lat(test) else float(line[3])
         results[size] = (lat, float(line[5]))
     return results
 
@@ -169,7 +179,7 @@ def fmt_size(n):
 
 def summarise(test, sizes, unio_runs, ucx_runs):
     """Per size: median Unio, median UCX, median of the pairwise ratios."""
-    idx = 0 if test == "tag_lat" else 1
+    idx = 0 if is_lat(test) else 1
     rows = []
     for size in sizes:
         u = [r[size][idx] for r in unio_runs]
@@ -183,8 +193,8 @@ def summarise(test, sizes, unio_runs, ucx_runs):
 
 
 def table_text(test, rows):
-    unit = "p50 latency (us)" if test == "tag_lat" else "bandwidth (MB/s)"
-    better = "lower is better" if test == "tag_lat" else "higher is better"
+    unit = "p50 latency (us)" if is_lat(test) else "bandwidth (MB/s)"
+    better = "lower is better" if is_lat(test) else "higher is better"
     out = ["%s, %s: median of runs, and median of pairwise Unio/UCX ratios (%s)"
            % (test, unit, better),
            "%10s %14s %14s %12s %16s" % ("size", "unio", "ucx", "unio/ucx", "ratio range")]
@@ -195,7 +205,7 @@ def table_text(test, rows):
 
 
 def table_markdown(test, rows):
-    unit = "p50 latency (µs)" if test == "tag_lat" else "bandwidth (MB/s)"
+    unit = "p50 latency (µs)" if is_lat(test) else "bandwidth (MB/s)"
     out = ["| %s size | Unio %s | UCX %s | Unio / UCX | ratio range |" % (test, unit, unit),
            "|---:|---:|---:|---:|---:|"]
     for size, u, x, r, lo, hi in rows:
@@ -255,11 +265,11 @@ def main():
                     help="Unio build directory (default: ../build)")
     ap.add_argument("--tls", choices=sorted(UCX_TLS), default="shm")
     ap.add_argument("--test", default="tag_lat,tag_bw",
-                    help="comma-separated: tag_lat, tag_bw (default both)")
+                    help="comma-separated: " + ", ".join(TESTS) + " (default tag_lat,tag_bw)")
     ap.add_argument("--sizes", type=parse_sizes, default=parse_sizes("8,64,512,4k,32k,256k,1m"))
     ap.add_argument("--iters", type=int, default=100000, help="most iterations per size")
     ap.add_argument("--window", type=int, default=16,
-                    help="outstanding sends for tag_bw, both tools (-O, default 16)")
+                    help="outstanding operations for the *_bw tests, both tools (-O, default 16)")
     ap.add_argument("--runs", type=int, default=3, help="interleaved pairs (default 3)")
     ap.add_argument("--cpus", default="0,1", help="server CPU,client CPU (default 0,1)")
     ap.add_argument("--png", help="write the plot here")

@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Regenerate doc/performance.md and its plots: builds Unio when needed, runs
-# usertools/unio-compare.py for shm and tcp (Unio and UCX interleaved, server on CPU 0,
-# client on CPU 1), and writes the page.  Takes about 8 minutes on a 2-core machine.
+# usertools/unio-compare.py for shm and tcp, and for active messages and put / get over shm
+# (Unio and UCX interleaved, server on CPU 0, client on CPU 1), and writes the page.  Takes
+# about 12 minutes on a 2-core machine.
 #
 #   usertools/unio-perf-report.sh [BUILD_DIR]      (default: build)
 set -eu
@@ -22,6 +23,9 @@ usertools/unio-compare.py --build "$tmp/snap" --tls shm --runs 5 --iters 20000 \
 	--png doc/img/perf-shm.png --markdown "$tmp/shm.md" | tee "$tmp/shm.txt"
 usertools/unio-compare.py --build "$tmp/snap" --tls tcp --runs 3 --iters 20000 \
 	--sizes 8,512,4k,64k,1m --png doc/img/perf-tcp.png --markdown "$tmp/tcp.md" | tee "$tmp/tcp.txt"
+usertools/unio-compare.py --build "$tmp/snap" --tls shm --runs 3 --iters 20000 \
+	--test am_lat,am_bw,put_lat,put_bw,get_bw --sizes 8,64k,1m --markdown "$tmp/amrma.md" |
+	tee "$tmp/amrma.txt"
 
 {
 	sed -n '1,/^<!-- results -->$/p' doc/performance.md
@@ -40,6 +44,14 @@ usertools/unio-compare.py --build "$tmp/snap" --tls tcp --runs 3 --iters 20000 \
 	cat "$tmp/tcp.md"
 	echo
 	echo "![tcp: latency and bandwidth against message size](img/perf-tcp.png)"
+	echo
+	echo "### Active messages and put / get over shared memory"
+	echo
+	echo "ucx_perftest \`ucp_am_lat\`, \`ucp_am_bw\`, \`ucp_put_lat\`, \`ucp_put_bw\`," \
+		"\`ucp_get\` against unio-perf \`am_lat\`, \`am_bw\`, \`put_lat\`, \`put_bw\`," \
+		"\`get_bw\`."
+	echo
+	cat "$tmp/amrma.md"
 	echo
 	echo "<!-- end of results -->"
 	sed -n '/^<!-- end of results -->$/,$p' doc/performance.md | tail -n +2
