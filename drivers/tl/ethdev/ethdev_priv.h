@@ -95,6 +95,7 @@ struct eth_rma_hdr {
 	uint32_t off;          /**< GET_RESP: offset of this chunk in the get */
 	uint32_t key_idx;      /**< the target's registration slot */
 	uint32_t key_gen;      /**< and its generation */
+	uint32_t key_cookie;   /**< and its random cookie (a key cannot be guessed) */
 	uint32_t req_id;       /**< the initiator's operation */
 	int32_t status;        /**< PUT_ACK, GET_RESP: UNIO_OK or why the target refused */
 } __rte_packed;
@@ -105,6 +106,8 @@ struct eth_rkey {
 	uint64_t len;
 	uint32_t idx;
 	uint32_t gen;
+	uint32_t cookie;
+	uint32_t rsvd;
 };
 
 /** An outstanding put or get of the initiator. */

@@ -2,8 +2,9 @@
 /*
  * put / get over the ethdev driver, in software: messages of internal AM ids on the ep's
  * reliable, ordered channel.  The target checks every access against its registration
- * table (slot, generation, range) and applies it (put) or answers it (get), so a forged or
- * stale key fails with an error and touches no memory (UNIO_TL_CAP_RMA_TARGET).
+ * table (slot, generation, random cookie, range) and applies it (put) or answers it (get),
+ * so a forged or stale key fails with an error and touches no memory
+ * (UNIO_TL_CAP_RMA_TARGET).
  *
  * A put is sent as chunks of at most one message (64 KiB less the header); the target acks
  * each chunk once applied, and the put completes with the last ack.  A get sends one
@@ -19,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_random.h>
+
 #include "ethdev_priv.h"
 
 #define RMA_CHUNK (ETH_MAX_MSG - sizeof(struct eth_rma_hdr))
@@ -28,6 +31,7 @@
 struct eth_region {
 	uint64_t base, len;
 	uint32_t gen;          /* odd while registered */
+	uint32_t cookie;       /* random, per registration */
 	uint32_t next_free;
 };
 
@@ -54,6 +58,7 @@ eth_mem_reg(struct unio_tl_iface *iface, void *addr, size_t len, struct unio_tl_
 		r->base = (uintptr_t)addr;
 		r->len = len;
 		r->gen |= 1;
+		r->cookie = (uint32_t)rte_rand();
 	}
 	pthread_mutex_unlock(&regs_lock);
 	if (r == NULL) {
@@ -89,7 +94,7 @@ eth_rkey_pack(struct unio_tl_iface *iface, const struct unio_tl_memh *memh, void
 	RTE_SET_USED(iface);
 	pthread_mutex_lock(&regs_lock);
 	k = (struct eth_rkey){ .base = r->base, .len = r->len, .idx = (uint32_t)(r - regs),
-			       .gen = r->gen };
+			       .gen = r->gen, .cookie = r->cookie };
 	pthread_mutex_unlock(&regs_lock);
 	memcpy(buf, &k, sizeof(k));
 	return UNIO_OK;
@@ -124,8 +129,8 @@ eth_rkey_release(struct unio_tl_ep *ep, struct unio_tl_rkey *rkey)
 }
 
 /*
- * The target's check: slot @p h->key_idx registered with generation @p h->key_gen, and
- * [addr, addr + len) inside it.  Called with regs_lock held.
+ * The target's check: slot @p h->key_idx registered with generation @p h->key_gen and
+ * cookie @p h->key_cookie, and [addr, addr + len) inside it.  Called with regs_lock held.
  */
 static unio_status_t
 region_check(const struct eth_rma_hdr *h, uint64_t addr, uint64_t len)
@@ -135,7 +140,7 @@ region_check(const struct eth_rma_hdr *h, uint64_t addr, uint64_t len)
 	if (h->key_idx >= ETH_REGS_MAX)
 		return UNIO_ERR_INVALID_ADDR;
 	r = &regs[h->key_idx];
-	if (!(r->gen & 1) || r->gen != h->key_gen)
+	if (!(r->gen & 1) || r->gen != h->key_gen || r->cookie != h->key_cookie)
 		return UNIO_ERR_INVALID_ADDR;
 	if (addr < r->base || len > r->len || addr - r->base > r->len - len)
 		return UNIO_ERR_OUT_OF_RANGE;
@@ -364,7 +369,7 @@ eth_put_zcopy(struct unio_tl_ep *tep, const struct iovec *iov, size_t iovcnt,
 	if (op == NULL)
 		return UNIO_ERR_NO_RESOURCE;
 	h = (struct eth_rma_hdr){ .addr = remote_addr, .key_idx = k->idx, .key_gen = k->gen,
-				  .req_id = op->req_id };
+				  .key_cookie = k->cookie, .req_id = op->req_id };
 	j = job_new(ep, ETH_AM_PUT, &h);
 	if (j == NULL) {
 		op->comp = NULL;
@@ -403,7 +408,8 @@ eth_get_zcopy(struct unio_tl_ep *tep, const struct iovec *iov, size_t iovcnt,
 	op->iovcnt = (uint32_t)iovcnt;
 	op->length = len;
 	h = (struct eth_rma_hdr){ .addr = remote_addr, .len = (uint32_t)len, .key_idx = k->idx,
-				  .key_gen = k->gen, .req_id = op->req_id };
+				  .key_gen = k->gen, .key_cookie = k->cookie,
+				  .req_id = op->req_id };
 	if (job_new(ep, ETH_AM_GET_REQ, &h) == NULL) {
 		op->comp = NULL;
 		op_complete(ep, op, UNIO_OK);
