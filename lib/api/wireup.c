@@ -756,7 +756,7 @@ ep_sends_outstanding(const struct unio_ep *ep)
 {
 	const struct unio_request *r;
 
-	if (!TAILQ_EMPTY(&ep->pending))
+	if (!TAILQ_EMPTY(&ep->pending) || proto_am_ep_queued(ep))
 		return true;
 	TAILQ_FOREACH(r, &ep->outstanding, ep_link)
 		if (r->type == REQ_SEND)

@@ -176,6 +176,19 @@ send_start(struct unio_request *req)
 	}
 }
 
+bool
+proto_am_ep_queued(const struct unio_ep *ep)
+{
+	const struct unio_request *req;
+
+	if (ep->worker->am == NULL || ep->worker->n_am_pending == 0)
+		return false;
+	TAILQ_FOREACH(req, &ep->worker->am->pending, link)
+		if (req->ep == ep)
+			return true;
+	return false;
+}
+
 unsigned int
 proto_am_progress(struct unio_worker *w)
 {

@@ -360,6 +360,8 @@ void proto_worker_fini(struct unio_worker *w);
 void proto_lane_init(struct unio_worker *w, struct proto_lane *lane, struct unio_tl_ep *tl_ep);
 /** Retry every pending send; returns the number of sends that progressed. */
 unsigned int proto_progress_pending(struct unio_worker *w);
+/** An AM send of @p ep waits in the worker's queue for transport room (flush looks). */
+bool proto_am_ep_queued(const struct unio_ep *ep);
 /**
  * The endpoint closes: release the transport part of every remote key unpacked on it (the
  * keys stay valid for unio_rkey_destroy(), and any put / get with them fails).

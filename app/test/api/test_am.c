@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include <rte_cycles.h>
+
 #include "api_common.h"
 #include "unio_proto.h"
 
@@ -866,6 +868,80 @@ UNIO_TEST(am_rndv_descriptors, fast)
 	TEST_ASSERT_STATUS(st, UNIO_OK);
 	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
 	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return TEST_OK;
+}
+
+/* ---- flush sees AM sends that wait for transport room ---- */
+
+static unsigned int flush_am_got;
+
+static unio_status_t
+on_flush_am(void *arg, const void *header, size_t hlen, void *data, size_t len,
+	    const struct unio_am_recv_param *p)
+{
+	RTE_SET_USED(arg), RTE_SET_USED(header), RTE_SET_USED(hlen), RTE_SET_USED(data);
+	RTE_SET_USED(len), RTE_SET_USED(p);
+	flush_am_got++;
+	return UNIO_OK;
+}
+
+/*
+ * Over tcp, eager AMs sent while the receiver does not progress fill the socket and then
+ * wait in the worker's queue (not on the endpoint's lists).  A flush started then must not
+ * complete before every one of them reached the peer.
+ */
+UNIO_TEST(am_flush_queued_tcp, fast)
+{
+	static const char *const ovr[] = { "TLS", "tcp,self", NULL };
+	enum { N_AM = 2000, LEN = 16000 };
+	unio_context_t *ctx = api_ctx(ovr);
+	static uint8_t buf[LEN];
+	unio_request_t *freq = NULL;
+	unio_worker_t *a, *b;
+	unsigned int queued = 0;
+	unio_status_t st;
+	unio_ep_t *ep;
+
+	TEST_ASSERT(ctx != NULL, "context");
+	a = unio_worker_create(ctx, NULL, &st);
+	TEST_ASSERT(a != NULL, "worker: %s", unio_status_string(st));
+	b = unio_worker_create(ctx, NULL, &st);
+	TEST_ASSERT(b != NULL, "worker: %s", unio_status_string(st));
+	TEST_ASSERT_STATUS(unio_worker_set_am_handler(b, ID_DATA, on_flush_am, NULL, 0), UNIO_OK);
+	ep = api_ep_to_worker(a, b, &st);
+	TEST_ASSERT(ep != NULL, "ep: %s", unio_status_string(st));
+	for (int k = 0; k < 100000 && ep->state != EP_CONNECTED; k++) {
+		unio_worker_progress(a);
+		unio_worker_progress(b);
+	}
+	TEST_ASSERT(ep->state == EP_CONNECTED, "ep never connected");
+	flush_am_got = 0;
+	for (unsigned int i = 0; i < N_AM; i++) {
+		st = unio_am_send(ep, ID_DATA, NULL, 0, buf, LEN, NULL, UNIO_AM_SEND_FLAG_EAGER,
+				  NULL);
+		TEST_ASSERT(!UNIO_IS_ERR(st), "am %u: %s", i, unio_status_string(st));
+	}
+	queued = a->n_am_pending;
+	TEST_ASSERT(queued > 0, "%u eager AMs of %u bytes all went to tcp at once", N_AM, LEN);
+	st = unio_ep_flush(ep, NULL, &freq);
+	TEST_ASSERT(st == UNIO_INPROGRESS, "flush with %u AMs queued: %s", queued,
+		    unio_status_string(st));
+	for (uint64_t end = rte_get_timer_cycles() + 30 * rte_get_timer_hz();
+	     unio_request_test(freq, NULL) == UNIO_INPROGRESS && rte_get_timer_cycles() < end;) {
+		unio_worker_progress(a);
+		unio_worker_progress(b);
+	}
+	TEST_ASSERT_STATUS(unio_request_test(freq, NULL), UNIO_OK);
+	unio_request_free(freq);
+	/* the lane's flush completes when the peer's transport has the bytes: deliver them */
+	for (int k = 0; k < 100000 && flush_am_got < N_AM; k++)
+		unio_worker_progress(b);
+	TEST_ASSERT(a->n_am_pending == 0, "%u AMs still queued after the flush", a->n_am_pending);
+	TEST_ASSERT_EQ(flush_am_got, N_AM);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(b);
+	unio_worker_destroy(a);
 	unio_context_destroy(ctx);
 	return TEST_OK;
 }
