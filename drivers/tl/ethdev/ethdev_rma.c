@@ -516,8 +516,8 @@ eth_rma_input(struct eth_ep *ep, uint8_t id, const void *data, size_t len)
 		return;
 	case ETH_AM_PUT_ACK:
 		op = op_find(ep, h.req_id, true);
-		if (op == NULL || len != 0)
-			goto bad;
+		if (op == NULL || len != 0 || h.status > 0 || h.status <= UNIO_ERR_LAST)
+			goto bad;   /* a status from the peer is an error code or UNIO_OK */
 		if (h.status != UNIO_OK && op->st == UNIO_OK)
 			op->st = h.status;
 		if (--op->chunks_left == 0)
@@ -525,7 +525,7 @@ eth_rma_input(struct eth_ep *ep, uint8_t id, const void *data, size_t len)
 		break;
 	case ETH_AM_GET_RESP:
 		op = op_find(ep, h.req_id, false);
-		if (op == NULL)
+		if (op == NULL || h.status > 0 || h.status <= UNIO_ERR_LAST)
 			goto bad;
 		if (h.status != UNIO_OK) {
 			op_complete(ep, op, h.status);
