@@ -1501,13 +1501,13 @@ got_100(struct tpeer *p)
  * segments; the sender then never progresses again and the receiver still gets all of it, in order,
  * within the kernel's cork timer (200 ms) or an ACK.  A ping-pong, where each send follows
  * a progress call, never uses MSG_MORE; a held burst is pushed by the sender's next
- * progress call (more_pushes).
+ * progress call or event_arm (more_pushes).
  */
 UNIO_TEST(tcp_burst_more, fast)
 {
 	struct unio_tl_tcp_stats sa;
 	struct tpeer a, b;
-	uint64_t cks = test_checksum("", 0), t0;
+	uint64_t cks = test_checksum("", 0), t0, pushes;
 
 	TEST_ASSERT_EQ(tpeer_open(&a, "lo"), 0);
 	TEST_ASSERT_EQ(tpeer_open(&b, "lo"), 0);
@@ -1540,6 +1540,17 @@ UNIO_TEST(tcp_burst_more, fast)
 	TEST_ASSERT_EQ(sa.more_sends, 200 - TCP_BURST_MIN);  /* no progress in between */
 	TEST_ASSERT(sa.more_pushes >= 1, "no push from progress");
 	TEST_ASSERT(tpeer_wait(&b, got_100, 5000), "second burst: %" PRIu64, b.rx_next);
+	/* a third burst, then the sender arms its event fd to sleep: pushed first */
+	b.rx_next = 0;
+	unio_tl_iface_progress(a.iface);
+	unio_tl_tcp_stats(a.iface, &sa);
+	pushes = sa.more_pushes;
+	for (uint64_t s = 0; s < 100; s++)
+		TEST_ASSERT_STATUS(unio_tl_ep_am_short(a.ep, T_AM_DATA, s, &cks, 8), UNIO_OK);
+	a.iface->ctl->iface_event_arm(a.iface);
+	unio_tl_tcp_stats(a.iface, &sa);
+	TEST_ASSERT_EQ(sa.more_pushes, pushes + 1);
+	TEST_ASSERT(tpeer_wait(&b, got_100, 5000), "third burst: %" PRIu64, b.rx_next);
 	TEST_ASSERT_EQ(b.rx_bad + a.rx_bad + a.ep_errors + b.ep_errors, 0);
 	tpeer_close(&a);
 	tpeer_close(&b);

@@ -966,17 +966,25 @@ tcp_iface_event_fd(struct unio_tl_iface *iface, int *fd)
 	return UNIO_OK;
 }
 
-/* The epoll fd is level-triggered: nothing to arm, unless work is already waiting. */
+/*
+ * The epoll fd is level-triggered: nothing to arm, unless work is already waiting.  What
+ * MSG_MORE left in the kernel is pushed first: the caller is about to sleep.
+ */
 static unio_status_t
 tcp_iface_event_arm(struct unio_tl_iface *iface)
 {
 	struct tcp_iface *ti = tcp_iface_of(iface);
 	struct epoll_event ev;
 	struct tcp_conn *c;
+	bool busy = false;
 
-	TAILQ_FOREACH(c, &ti->conns, next)
-		if (c->rx_stalled || c->dead || c->notify)
-			return UNIO_ERR_BUSY;
+	TAILQ_FOREACH(c, &ti->conns, next) {
+		if (c->more_held)
+			tcp_conn_push(c);  /* about to sleep: nothing stays in the kernel's cork */
+		busy |= c->rx_stalled || c->dead || c->notify;
+	}
+	if (busy)
+		return UNIO_ERR_BUSY;
 	return epoll_wait(ti->epfd, &ev, 1, 0) > 0 ? UNIO_ERR_BUSY : UNIO_OK;
 }
 
