@@ -103,16 +103,18 @@ static size_t
 pack_eager(void *dest, void *arg)
 {
 	struct unio_request *req = arg;
-	struct am_eager_hdr *h = dest;
-	uint8_t *p = (uint8_t *)(h + 1);
+	struct am_eager_hdr h = {   /* built here: @p dest may be unaligned (tag_send.c) */
+		.am_id = (uint16_t)req->tag,
+		.hdr_len = (uint16_t)(req_hdr_len(req) | (req->sync ? AM_EAGER_REPLY : 0)),
+		.ep_id = req->ep->remote_id,
+	};
+	uint8_t *p = (uint8_t *)dest + sizeof(h);
 
-	h->am_id = (uint16_t)req->tag;
-	h->hdr_len = (uint16_t)(req_hdr_len(req) | (req->sync ? AM_EAGER_REPLY : 0));
-	h->ep_id = req->ep->remote_id;
+	memcpy(dest, &h, sizeof(h));
 	if (req_hdr_len(req) != 0)  /* no header: req_hdr() may be NULL */
 		memcpy(p, req_hdr(req), req_hdr_len(req));
 	memcpy(p + req_hdr_len(req), req->sbuf, req->slen);
-	return sizeof(*h) + req_hdr_len(req) + req->slen;
+	return sizeof(h) + req_hdr_len(req) + req->slen;
 }
 
 static size_t
@@ -120,25 +122,28 @@ pack_rts(void *dest, void *arg)
 {
 	struct unio_request *req = arg;
 	struct unio_tl_iface *ifc = req->ep->lane.iface;
-	struct am_rts_hdr *h = dest;
-	uint8_t *p = (uint8_t *)(h + 1);
-
-	*h = (struct am_rts_hdr){
+	struct am_rts_hdr h = {   /* built here: @p dest may be unaligned (tag_send.c) */
 		.sreq_id = proto_req_id(req), .size = req->slen, .addr = (uintptr_t)req->sbuf,
 		.ep_id = req->ep->remote_id, .am_id = (uint16_t)req->tag,
 		.flags = req->sync ? AM_EAGER_REPLY : 0, .hdr_len = (uint16_t)req_hdr_len(req),
 		.rkey_len = (uint16_t)ifc->attr.rkey_packed_len,
 	};
+	uint8_t *p = (uint8_t *)dest + sizeof(h);
+	uint8_t key[UNIO_TL_RKEY_MAX];
+
 	if (req_hdr_len(req) != 0)  /* no header: req_hdr() may be NULL */
 		memcpy(p, req_hdr(req), req_hdr_len(req));
-	if (!req->memh_valid || ifc->ctl->rkey_pack(ifc, &req->memh, p + req_hdr_len(req)) !=
-	    UNIO_OK) {
-		h->rkey_len = 0;   /* the receiver asks for the pipelined fragments */
-		h->flags |= AM_RTS_PIPELINE;
-	} else if (lane_can_split(&req->ep->lane, req->slen)) {
-		h->flags |= AM_RTS_SPLIT;
+	if (!req->memh_valid || h.rkey_len > sizeof(key) ||
+	    ifc->ctl->rkey_pack(ifc, &req->memh, key) != UNIO_OK) {
+		h.rkey_len = 0;   /* the receiver asks for the pipelined fragments */
+		h.flags |= AM_RTS_PIPELINE;
+	} else {
+		memcpy(p + req_hdr_len(req), key, h.rkey_len);
+		if (lane_can_split(&req->ep->lane, req->slen))
+			h.flags |= AM_RTS_SPLIT;
 	}
-	return sizeof(*h) + req_hdr_len(req) + h->rkey_len;
+	memcpy(dest, &h, sizeof(h));
+	return sizeof(h) + req_hdr_len(req) + h.rkey_len;
 }
 
 static unio_status_t

@@ -11,18 +11,22 @@
 
 #define CTL_SEND 100  /* a control message (ATS, RTR, SYNC_ACK) waiting in the pending queue */
 
+/*
+ * The packers build each header on the stack and copy it: a transport may hand out @p dest
+ * at any alignment (tcp packs frames back to back in its send buffer).
+ */
 static size_t
 pack_eager(void *dest, void *arg)
 {
 	struct unio_request *req = arg;
-	struct proto_eager_hdr *h = dest;
+	struct proto_eager_hdr h = {
+		.tag = req->tag, .sreq_id = req->sync ? proto_req_id(req) : 0,
+		.ep_id = req->ep->remote_id, .flags = 0,
+	};
 
-	h->tag = req->tag;
-	h->sreq_id = req->sync ? proto_req_id(req) : 0;
-	h->ep_id = req->ep->remote_id;
-	h->flags = 0;
-	memcpy(h + 1, req->sbuf, req->slen);
-	return sizeof(*h) + req->slen;
+	memcpy(dest, &h, sizeof(h));
+	memcpy((uint8_t *)dest + sizeof(h), req->sbuf, req->slen);
+	return sizeof(h) + req->slen;
 }
 
 static size_t
@@ -30,23 +34,25 @@ pack_frag(void *dest, void *arg)
 {
 	struct unio_request *req = arg;
 	size_t chunk = RTE_MIN(req->slen - req->offset, req->ep->lane.frag);
-	struct proto_eager_first_hdr *f = dest;
-	struct proto_frag_hdr *h = dest;
-	uint8_t *p;
+	uint8_t *p = dest;
 
 	if (req->offset == 0 && req->proto == SEND_FRAGS) {
-		f->e.tag = req->tag;
-		f->e.sreq_id = req->sync ? proto_req_id(req) : 0;
-		f->e.ep_id = req->ep->remote_id;
-		f->e.flags = 0;
-		f->total = req->slen;
-		p = (uint8_t *)(f + 1);
+		struct proto_eager_first_hdr f = {
+			.e = { .tag = req->tag, .sreq_id = req->sync ? proto_req_id(req) : 0,
+			       .ep_id = req->ep->remote_id, .flags = 0 },
+			.total = req->slen,
+		};
+
+		memcpy(p, &f, sizeof(f));
+		p += sizeof(f);
 	} else {
-		h->rreq_id = req->rreq_id;
-		h->offset = req->offset;
-		h->ep_id = req->ep->remote_id;
-		h->pad = 0;
-		p = (uint8_t *)(h + 1);
+		struct proto_frag_hdr h = {
+			.rreq_id = req->rreq_id, .offset = req->offset,
+			.ep_id = req->ep->remote_id, .pad = 0,
+		};
+
+		memcpy(p, &h, sizeof(h));
+		p += sizeof(h);
 	}
 	memcpy(p, req->sbuf + req->offset, chunk);
 	return (size_t)(p - (uint8_t *)dest) + chunk;
@@ -56,26 +62,28 @@ static size_t
 pack_rts(void *dest, void *arg)
 {
 	struct unio_request *req = arg;
-	struct proto_rts_hdr *h = dest;
 	struct unio_tl_iface *iface = req->ep->lane.iface;
+	struct proto_rts_hdr h = {
+		.tag = req->tag, .size = req->slen, .sreq_id = proto_req_id(req),
+		.addr = (uintptr_t)req->sbuf, .ep_id = req->ep->remote_id,
+		.flags = req->sync ? PROTO_RTS_FLAG_SYNC : 0,
+	};
+	uint8_t key[UNIO_TL_RKEY_MAX];
 	size_t rkey_len = 0;
 
-	h->tag = req->tag;
-	h->size = req->slen;
-	h->sreq_id = proto_req_id(req);
-	h->addr = (uintptr_t)req->sbuf;
-	h->ep_id = req->ep->remote_id;
-	h->flags = req->sync ? PROTO_RTS_FLAG_SYNC : 0;
 	if (req->memh_valid && iface->ctl->rkey_pack != NULL &&
-	    iface->ctl->rkey_pack(iface, &req->memh, h + 1) == UNIO_OK)
+	    iface->attr.rkey_packed_len <= sizeof(key) &&
+	    iface->ctl->rkey_pack(iface, &req->memh, key) == UNIO_OK)
 		rkey_len = iface->attr.rkey_packed_len;
 	if (rkey_len == 0)
-		h->flags |= PROTO_RTS_FLAG_PIPELINE;
+		h.flags |= PROTO_RTS_FLAG_PIPELINE;
 	else if (req->slen >= req->ep->lane.split_min &&
 		 (req->ep->lane.tl_ep->cap & UNIO_TL_CAP_PUT_ZCOPY))
-		h->flags |= PROTO_RTS_FLAG_SPLIT;
-	h->rkey_len = (uint16_t)rkey_len;
-	return sizeof(*h) + rkey_len;
+		h.flags |= PROTO_RTS_FLAG_SPLIT;
+	h.rkey_len = (uint16_t)rkey_len;
+	memcpy(dest, &h, sizeof(h));
+	memcpy((uint8_t *)dest + sizeof(h), key, rkey_len);
+	return sizeof(h) + rkey_len;
 }
 
 static size_t

@@ -87,7 +87,11 @@ struct unio_tl_ep;
 typedef unio_status_t (*unio_tl_am_cb_t)(void *arg, const void *data, size_t length,
 					 unsigned int flags);
 
-/** bcopy pack callback: write the message into @p dest, return the number of bytes. */
+/**
+ * bcopy pack callback: write the message into @p dest, return the number of bytes.  @p dest
+ * has no alignment guarantee (frames may be packed back to back), nor has the data an AM
+ * handler receives: copy headers in and out with memcpy.
+ */
 typedef size_t (*unio_tl_pack_cb_t)(void *dest, void *arg);
 
 /** Ep error callback: the peer died, reset or timed out. */
