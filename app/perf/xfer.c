@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include <rte_cycles.h>
+#include <rte_pause.h>
 
 #include "perf.h"
 
@@ -337,12 +338,7 @@ rma_op(struct xfer_state *xs, uint8_t *local, unio_request_t **req)
 	return unio_get(xs->s->ep, local, xs->x->size, xs->raddr, xs->rkey, NULL, req);
 }
 
-/*
- * put_lat: wait until our buffer ends with @p seq.  A plain load loop, as ucx_perftest's
- * wait for a put: no pause instruction per spin, which on this VM cost as much as the put
- * itself (doc/guides/am-rma.md); the worker is progressed every 1024 spins (software RMA
- * targets such as tcp need it).
- */
+/* put_lat: wait until our buffer ends with @p seq. */
 static int
 wait_seq(struct xfer_state *xs, uint64_t seq)
 {
@@ -351,6 +347,7 @@ wait_seq(struct xfer_state *xs, uint64_t seq)
 	unsigned int n = 0;
 
 	while (*flag != seq) {
+		rte_pause();
 		if (++n % 1024 != 0)
 			continue;
 		unio_worker_progress(xs->s->worker);
@@ -494,8 +491,10 @@ serve(struct xfer_state *xs, unio_request_t *creq, unio_status_t cst,
 		cst = unio_request_test(creq, info);
 		/* put_lat: spin on the flag a while between progress calls, like the client */
 		for (unsigned int n = 0; flag != NULL && n < 1024 && rc == 0; n++) {
-			if (*flag != seq)
-				continue;   /* no pause: see wait_seq() */
+			if (*flag != seq) {
+				rte_pause();
+				continue;
+			}
 			if (UNIO_IS_ERR(unio_put(xs->s->ep, xs->mem, x->size, xs->raddr, xs->rkey,
 						 NULL, NULL)))
 				rc = xfail(xs->s, "put back", UNIO_ERR_IO);
