@@ -32,6 +32,11 @@ unio_request_wait(unio_worker_t *worker, unio_request_t *req, struct unio_recv_i
 
 	if (worker == NULL || req == NULL || req->worker != worker)
 		return UNIO_ERR_INVALID_PARAM;
+	worker_lock(worker);
+	st = worker->in_progress ? UNIO_ERR_BUSY : UNIO_OK;   /* called from a callback */
+	worker_unlock(worker);
+	if (st != UNIO_OK)
+		return st;
 	while ((st = unio_request_test(req, info)) == UNIO_INPROGRESS)
 		unio_worker_progress(worker);
 	unio_request_free(req);

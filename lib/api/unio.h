@@ -107,7 +107,9 @@ unio_worker_t *unio_worker_create(unio_context_t *ctx, const struct unio_worker_
 void unio_worker_destroy(unio_worker_t *worker);
 
 /**
- * Progress every transport, protocol and connection of the worker.
+ * Progress every transport, protocol and connection of the worker.  Called from inside a
+ * callback (a progress already running on this worker) it does nothing and returns 0:
+ * callbacks may send, receive and close, but not wait.
  * @return nonzero when anything happened (a message, a completion, a connection).
  */
 unsigned int unio_worker_progress(unio_worker_t *worker);
@@ -184,7 +186,8 @@ unio_status_t unio_request_test(unio_request_t *req, struct unio_recv_info *info
 
 /**
  * Progress @p worker until @p req completes, then free it (the future/await style).
- * @return the request's final status.
+ * @return the request's final status; UNIO_ERR_BUSY (nothing done, @p req not freed) when
+ * called from a callback of @p worker, where waiting could never end.
  */
 unio_status_t unio_request_wait(unio_worker_t *worker, unio_request_t *req,
 				struct unio_recv_info *info);

@@ -245,6 +245,16 @@ unio_worker_progress(unio_worker_t *w)
 	if (unlikely(w == NULL))
 		return 0;
 	worker_lock(w);
+	/*
+	 * A callback that calls progress would have the transports deliver again the message
+	 * whose handler is still running (shm consumes a cell after its handler returns): every
+	 * message twice.  Nested progress does nothing; the outer call carries on.
+	 */
+	if (unlikely(w->in_progress)) {
+		worker_unlock(w);
+		return 0;
+	}
+	w->in_progress = true;
 	for (unsigned int i = 0; i < w->n_ifaces; i++)
 		n += unio_tl_iface_progress(w->ifaces[i]);
 	if (unlikely(w->n_pending != 0))
@@ -257,6 +267,7 @@ unio_worker_progress(unio_worker_t *w)
 		w->ctl_next_tsc = rte_rdtsc() + w->ctl_period_tsc;
 		n += wireup_progress(w);
 	}
+	w->in_progress = false;
 	worker_unlock(w);
 	return n;
 }

@@ -318,6 +318,7 @@ struct unio_worker {
 	struct rma_worker *rma;     /**< mapped memory (rma.c), NULL until the first map */
 	unsigned int n_am_pending;  /**< AM sends waiting for resources */
 	unsigned int n_rma_pending; /**< put / get chunks waiting for transport room (rma.c) */
+	bool in_progress;           /**< inside unio_worker_progress(): no nested progress */
 };
 
 struct unio_context {

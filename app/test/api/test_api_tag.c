@@ -251,6 +251,111 @@ UNIO_TEST(api_tag_rndv_get_queue_tcp, mp)
 	return TEST_OK;
 }
 
+/*
+ * A receive callback that calls progress (and tries to wait) on its own worker: each message
+ * is delivered once, nothing is left over as an unexpected duplicate, and the wait is
+ * refused with UNIO_ERR_BUSY instead of spinning forever.
+ */
+#define N_NEST 64
+
+struct nest {
+	unio_worker_t *w;
+	unsigned int calls[N_NEST];
+	uint64_t buf[N_NEST];
+	unio_status_t wait_st;
+};
+
+static struct nest *nest_state;
+
+static void
+nest_cb_i(unio_request_t *req, unio_status_t st, const struct unio_recv_info *info, void *arg)
+{
+	struct nest *n = nest_state;
+	uintptr_t i = (uintptr_t)arg;
+	unio_request_t *other = NULL;
+	uint64_t scratch;
+
+	RTE_SET_USED(st), RTE_SET_USED(info);
+	n->calls[i]++;
+	unio_request_free(req);
+	for (int k = 0; k < 4; k++)
+		unio_worker_progress(n->w);
+	if (i == 0 && unio_tag_recv(n->w, &scratch, sizeof(scratch), 0xdead, UINT64_MAX, NULL,
+				    &other) == UNIO_INPROGRESS) {
+		n->wait_st = unio_request_wait(n->w, other, NULL);
+		unio_request_cancel(n->w, other);
+		unio_request_free(other);
+	}
+}
+
+UNIO_TEST(api_progress_nested_in_callback, fast)
+{
+	static const char *const ovr[] = { "TLS", "shm,self", NULL };
+	unio_context_t *ctx = api_ctx(ovr);
+	static struct nest n;
+	unio_worker_t *w;
+	struct unio_recv_info info;
+	unio_tag_msg_t *msg;
+	unsigned int left = 0;
+	unio_status_t st;
+	unio_ep_t *ep;
+
+	TEST_ASSERT(ctx != NULL, "context");
+	memset(&n, 0, sizeof(n));
+	nest_state = &n;
+	w = unio_worker_create(ctx, NULL, &st);
+	TEST_ASSERT(w != NULL, "worker: %s", unio_status_string(st));
+	n.w = unio_worker_create(ctx, NULL, &st);
+	TEST_ASSERT(n.w != NULL, "worker 2: %s", unio_status_string(st));
+	ep = api_ep_to_worker(w, n.w, &st);
+	TEST_ASSERT(ep != NULL, "ep: %s", unio_status_string(st));
+	for (int k = 0; k < 100000 && ep->state != EP_CONNECTED; k++) {
+		unio_worker_progress(w);
+		unio_worker_progress(n.w);
+	}
+	TEST_ASSERT(ep->state == EP_CONNECTED, "ep never connected");
+	for (uintptr_t i = 0; i < N_NEST; i++) {
+		struct unio_request_param p = { .field_mask = UNIO_REQ_PARAM_CB |
+							      UNIO_REQ_PARAM_USER_DATA,
+						.cb = nest_cb_i, .user_data = (void *)i };
+		unio_request_t *rq = NULL;
+
+		st = unio_tag_recv(n.w, &n.buf[i], sizeof(n.buf[i]), 100 + i, UINT64_MAX, &p, &rq);
+		TEST_ASSERT_EQ(st, UNIO_INPROGRESS);
+	}
+	for (uint64_t i = 0; i < N_NEST; i++) {
+		uint64_t v = i * 3 + 1;
+
+		TEST_ASSERT_STATUS(api_send(w, ep, &v, sizeof(v), 100 + i, 0), UNIO_OK);
+	}
+	for (int k = 0; k < 100000; k++) {
+		unsigned int done = 0;
+
+		unio_worker_progress(n.w);
+		for (unsigned int i = 0; i < N_NEST; i++)
+			done += n.calls[i] != 0;
+		if (done == N_NEST)
+			break;
+	}
+	for (unsigned int i = 0; i < N_NEST; i++) {
+		TEST_ASSERT(n.calls[i] == 1, "receive %u completed %u times", i, n.calls[i]);
+		TEST_ASSERT(n.buf[i] == (uint64_t)i * 3 + 1, "receive %u: %" PRIu64, i, n.buf[i]);
+	}
+	while (unio_tag_probe(n.w, 0, 0, 1, &info, &msg) == UNIO_OK) {
+		uint64_t v;
+
+		unio_tag_msg_recv(n.w, &v, sizeof(v), msg, NULL, NULL);
+		left++;
+	}
+	TEST_ASSERT(left == 0, "%u messages delivered a second time (unexpected duplicates)", left);
+	TEST_ASSERT_STATUS(n.wait_st, UNIO_ERR_BUSY);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(n.w);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return TEST_OK;
+}
+
 /* ---- ordering: 10,000 posted and 10,000 unexpected ---- */
 
 #define N_ORDER 10000
