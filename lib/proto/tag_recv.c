@@ -487,6 +487,20 @@ am_ats(void *arg, const void *data, size_t length, unsigned int flags)
 		return UNIO_OK;
 	}
 	req->split_wait = false;
+	if (h.status == UNIO_ERR_NO_RESOURCE && req->rkey_valid) {
+		/*
+		 * The sender's transport had no room for its part (tcp's queue full under a window
+		 * of large sends): pull that part too, through the same queue as the first.
+		 */
+		bool queued = req->offset < req->slen;   /* first part still waiting for room */
+
+		req->slen = req->info.length;
+		if (queued)   /* the queue's hold covers the rest: drop the ATS hold */
+			unio_tl_completion_done(&req->comp, UNIO_OK);
+		else          /* the ATS hold becomes the issue hold */
+			proto_rma_issue(req);
+		return UNIO_OK;
+	}
 	unio_tl_completion_done(&req->comp, h.status);
 	return UNIO_OK;
 }
