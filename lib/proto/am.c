@@ -489,74 +489,18 @@ bad:
 
 /* ---- rendezvous receive ---- */
 
-static void
-recv_get_done(struct unio_tl_completion *comp)
-{
-	proto_rndv_finish(container_of(comp, struct unio_request, comp), comp->status);
-}
-
 /*
- * Split rendezvous (the tag protocol's RTP, answered by its handlers): ask the sender to put
- * the second half into the receive buffer while this side pulls the first.  Returns where
- * this side's part ends: d->size when the message is not split.
+ * Pull with gets (the tag protocol's proto_rndv_pull()), split with the sender on one host as
+ * its RTP / ATS handlers answer.
  */
-static size_t
-recv_split_ask(struct unio_request *req, const struct am_desc *d)
-{
-	struct unio_ep *ep = req->rndv_ep;
-	struct unio_tl_iface *iface = ep->lane.iface;
-	uint8_t buf[sizeof(struct proto_rtp_hdr) + UNIO_TL_RKEY_MAX];
-	struct proto_rtp_hdr rtp = {
-		.r = { .sreq_id = d->sreq_id, .rreq_id = proto_req_id(req) },
-		.offset = (d->size / 2) & ~(uint64_t)63,
-	};
-
-	if (!d->split || !lane_can_split(&ep->lane, d->size) || iface->ctl->mem_reg == NULL ||
-	    iface->ctl->rkey_pack == NULL || iface->attr.rkey_packed_len > UNIO_TL_RKEY_MAX ||
-	    rtp.offset == 0 || sizeof(buf) > iface->attr.max_bcopy ||
-	    d->size - rtp.offset > iface->attr.max_put_zcopy)  /* the peer puts it at once */
-		return d->size;
-	rtp.addr = (uintptr_t)(req->rbuf + rtp.offset);
-	if (iface->ctl->mem_reg(iface, req->rbuf + rtp.offset, d->size - rtp.offset,
-				&req->memh) != UNIO_OK)
-		return d->size;
-	req->memh_valid = true;
-	req->memh_iface = iface;
-	if (iface->ctl->rkey_pack(iface, &req->memh, buf + sizeof(rtp)) != UNIO_OK)
-		return d->size;   /* memh released when the request completes */
-	rtp.rkey_len = (uint16_t)iface->attr.rkey_packed_len;
-	memcpy(buf, &rtp, sizeof(rtp));
-	req->split_wait = true;
-	req->comp.count++;    /* the sender's ATS */
-	proto_send_ctl(ep, PROTO_AM_RTR, buf, sizeof(rtp) + rtp.rkey_len);
-	return rtp.offset;
-}
-
-/* Pull with gets; chunks the transport has no room for wait in the worker's queue. */
 static void
 recv_pull(struct unio_request *req, const struct am_desc *d)
 {
-	uint64_t base = req->rkey.remote_base;
+	bool split = d->split && lane_can_split(&req->rndv_ep->lane, d->size);
+	unio_status_t st = proto_rndv_pull(req, d->addr, d->size, split);
 
-	if (!unio_tl_rkey_covers(&req->rkey, d->addr, d->size)) {
-		proto_rndv_finish(req, UNIO_ERR_OUT_OF_RANGE);
-		return;
-	}
-	if (req->rkey.local_ptr != NULL) {
-		memcpy(req->rbuf, (uint8_t *)req->rkey.local_ptr + (d->addr - base), d->size);
-		proto_rndv_finish(req, UNIO_OK);
-		return;
-	}
-	req->comp = (struct unio_tl_completion){ .func = recv_get_done, .count = 1 };
-	TAILQ_INSERT_TAIL(&req->rndv_ep->outstanding, req, ep_link);
-	req->on_ep = true;
-	req->ep = req->rndv_ep;
-	req->sbuf = req->rbuf;
-	req->slen = recv_split_ask(req, d);   /* the first part only when split */
-	req->tag = d->addr;
-	req->sync = false;
-	req->offset = 0;
-	proto_rma_issue(req);
+	if (st != UNIO_OK)
+		proto_rndv_finish(req, st);
 }
 
 /* No key: the sender streams fragments (the tag protocol's RTR / PIPE) into the buffer. */

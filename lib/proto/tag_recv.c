@@ -284,33 +284,32 @@ rndv_get_done(struct unio_tl_completion *comp)
 /*
  * Split rendezvous: ask the sender to put the second half of the message (RTP) while this
  * side pulls the first half, so both cores copy at once.  Returns where this side's part
- * ends: h->size when the message is not split.
+ * ends: @p size when the message is not split.
  */
 static size_t
-split_ask(struct unio_request *req, const struct proto_rts_hdr *h)
+split_ask(struct unio_request *req, size_t size)
 {
 	struct unio_ep *ep = req->rndv_ep;
 	struct unio_tl_iface *iface = ep->lane.iface;
 	uint8_t buf[sizeof(struct proto_rtp_hdr) + UNIO_TL_RKEY_MAX];
 	struct proto_rtp_hdr rtp = {
 		.r = { .sreq_id = req->rndv_sreq, .rreq_id = proto_req_id(req) },
-		.offset = (h->size / 2) & ~(uint64_t)63,
+		.offset = (size / 2) & ~(uint64_t)63,
 	};
 
-	if (!(h->flags & PROTO_RTS_FLAG_SPLIT) || h->size < ep->lane.split_min ||
-	    iface->ctl->mem_reg == NULL || iface->ctl->rkey_pack == NULL ||
+	if (iface->ctl->mem_reg == NULL || iface->ctl->rkey_pack == NULL ||
 	    iface->attr.rkey_packed_len > UNIO_TL_RKEY_MAX || rtp.offset == 0 ||
 	    sizeof(buf) > iface->attr.max_bcopy ||
-	    h->size - rtp.offset > iface->attr.max_put_zcopy)  /* the peer puts it at once */
-		return h->size;
+	    size - rtp.offset > iface->attr.max_put_zcopy)  /* the peer puts it at once */
+		return size;
 	rtp.addr = (uintptr_t)(req->rbuf + rtp.offset);
-	if (iface->ctl->mem_reg(iface, req->rbuf + rtp.offset, h->size - rtp.offset,
+	if (iface->ctl->mem_reg(iface, req->rbuf + rtp.offset, size - rtp.offset,
 				&req->memh) != UNIO_OK)
-		return h->size;
+		return size;
 	req->memh_valid = true;
 	req->memh_iface = iface;
 	if (iface->ctl->rkey_pack(iface, &req->memh, buf + sizeof(rtp)) != UNIO_OK)
-		return h->size;   /* memh released when the request completes */
+		return size;   /* memh released when the request completes */
 	rtp.rkey_len = (uint16_t)iface->attr.rkey_packed_len;
 	memcpy(buf, &rtp, sizeof(rtp));
 	req->split_wait = true;
@@ -319,20 +318,15 @@ split_ask(struct unio_request *req, const struct proto_rts_hdr *h)
 	return rtp.offset;
 }
 
-/*
- * Pull the message (up to the split point) with gets, in chunks of the transport's limit;
- * chunks it has no room for wait in the worker's queue (proto_rma_issue), so a window of
- * large receives never fails for want of transport slots.
- */
-static unio_status_t
-rndv_get(struct unio_request *req, const struct proto_rts_hdr *h)
+unio_status_t
+proto_rndv_pull(struct unio_request *req, uint64_t addr, size_t size, bool split)
 {
 	uint64_t base = req->rkey.remote_base;
 
-	if (!unio_tl_rkey_covers(&req->rkey, h->addr, h->size))
+	if (!unio_tl_rkey_covers(&req->rkey, addr, size))
 		return UNIO_ERR_OUT_OF_RANGE;
 	if (req->rkey.local_ptr != NULL) {
-		memcpy(req->rbuf, (uint8_t *)req->rkey.local_ptr + (h->addr - base), h->size);
+		memcpy(req->rbuf, (uint8_t *)req->rkey.local_ptr + (addr - base), size);
 		proto_rndv_finish(req, UNIO_OK);
 		return UNIO_OK;
 	}
@@ -342,8 +336,8 @@ rndv_get(struct unio_request *req, const struct proto_rts_hdr *h)
 	/* the transfer fields of an RMA get: proto_rma_issue() issues and queues the chunks */
 	req->ep = req->rndv_ep;
 	req->sbuf = req->rbuf;
-	req->slen = split_ask(req, h);
-	req->tag = h->addr;
+	req->slen = split ? split_ask(req, size) : size;
+	req->tag = addr;
 	req->sync = false;
 	req->offset = 0;
 	proto_rma_issue(req);
@@ -384,7 +378,8 @@ rndv_start(struct unio_request *req, struct unio_ep *ep, const struct proto_rts_
 	    tl_ep->iface->ctl->rkey_unpack != NULL &&
 	    tl_ep->iface->ctl->rkey_unpack(tl_ep, rkey, h->rkey_len, &req->rkey) == UNIO_OK) {
 		req->rkey_valid = true;
-		if (rndv_get(req, h) == UNIO_OK)
+		if (proto_rndv_pull(req, h->addr, h->size, (h->flags & PROTO_RTS_FLAG_SPLIT) &&
+				    h->size >= ep->lane.split_min) == UNIO_OK)
 			return;
 		proto_rndv_release_rkey(req);
 	}

@@ -433,6 +433,14 @@ void proto_send_ctl(struct unio_ep *ep, uint8_t id, const void *hdr, size_t len)
 void proto_rndv_release_rkey(struct unio_request *req);
 /** A pulled rendezvous is over: release the key, answer ATS @p st, complete the request. */
 void proto_rndv_finish(struct unio_request *req, unio_status_t st);
+/**
+ * Pull a rendezvous message of @p size bytes at the peer's @p addr into req->rbuf with the key
+ * in req->rkey (tag and AM receives; rndv_ep, rndv_sreq set): one copy when the key maps it,
+ * else gets through proto_rma_issue(), the second half put by the sender when @p split and
+ * the lane allow (RTP).  Completes through proto_rndv_finish(); UNIO_ERR_OUT_OF_RANGE (and
+ * nothing started) when the key does not cover the message.
+ */
+unio_status_t proto_rndv_pull(struct unio_request *req, uint64_t addr, size_t size, bool split);
 void proto_send_ack(struct unio_ep *ep, uint8_t id, uint64_t sreq_id, unio_status_t st);
 
 /** Test hook: announce this wire version instead of UNIO_WIRE_VERSION (0: the real one). */
