@@ -81,6 +81,17 @@ api_ep_to_worker(unio_worker_t *w, unio_worker_t *peer, unio_status_t *st)
 	return ep;
 }
 
+bool
+api_ep_connected(unio_worker_t *w, unio_worker_t *peer, const unio_ep_t *ep)
+{
+	for (int i = 0; i < 100000 && ep->state != EP_CONNECTED; i++) {
+		unio_worker_progress(w);
+		if (peer != w)
+			unio_worker_progress(peer);
+	}
+	return ep->state == EP_CONNECTED;
+}
+
 struct sockaddr_in
 api_loopback(int port)
 {

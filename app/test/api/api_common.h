@@ -9,6 +9,7 @@
  */
 
 #include <netinet/in.h>
+#include <stdbool.h>
 
 #include "unio.h"
 #include "unio_test.h"
@@ -26,6 +27,12 @@ unio_status_t api_recv(unio_worker_t *w, void *buf, size_t len, uint64_t tag, ui
 
 /** An ep from @p w to @p peer's worker address (may be @p w itself). */
 unio_ep_t *api_ep_to_worker(unio_worker_t *w, unio_worker_t *peer, unio_status_t *st);
+
+/**
+ * Progress @p w and @p peer (once when they are the same worker) until @p ep, made from a
+ * worker address, is connected: its wireup needs both.  False when it never connects.
+ */
+bool api_ep_connected(unio_worker_t *w, unio_worker_t *peer, const unio_ep_t *ep);
 
 /** 127.0.0.1:@p port. */
 struct sockaddr_in api_loopback(int port);

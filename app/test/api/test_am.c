@@ -493,11 +493,7 @@ UNIO_TEST(am_rndv_split, fast)
 	TEST_ASSERT(a != NULL && b != NULL && src != NULL && dst != NULL, "setup");
 	ep = api_ep_to_worker(a, b, &st);
 	TEST_ASSERT(ep != NULL, "ep: %s", unio_status_string(st));
-	for (int i = 0; i < 100000 && ep->state != EP_CONNECTED; i++) {
-		unio_worker_progress(a);
-		unio_worker_progress(b);
-	}
-	TEST_ASSERT(ep->state == EP_CONNECTED, "ep never connected");
+	TEST_ASSERT(api_ep_connected(a, b, ep), "ep never connected");
 	TEST_ASSERT(strcmp(ep->lane.iface->driver->name, "shm") == 0 &&
 		    ep->lane.split_min <= len, "lane %s, split from %zu",
 		    ep->lane.iface->driver->name, ep->lane.split_min);
@@ -911,11 +907,7 @@ UNIO_TEST(am_flush_queued_tcp, fast)
 	TEST_ASSERT_STATUS(unio_worker_set_am_handler(b, ID_DATA, on_flush_am, NULL, 0), UNIO_OK);
 	ep = api_ep_to_worker(a, b, &st);
 	TEST_ASSERT(ep != NULL, "ep: %s", unio_status_string(st));
-	for (int k = 0; k < 100000 && ep->state != EP_CONNECTED; k++) {
-		unio_worker_progress(a);
-		unio_worker_progress(b);
-	}
-	TEST_ASSERT(ep->state == EP_CONNECTED, "ep never connected");
+	TEST_ASSERT(api_ep_connected(a, b, ep), "ep never connected");
 	flush_am_got = 0;
 	for (unsigned int i = 0; i < N_AM; i++) {
 		st = unio_am_send(ep, ID_DATA, NULL, 0, buf, LEN, NULL, UNIO_AM_SEND_FLAG_EAGER,

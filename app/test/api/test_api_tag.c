@@ -328,11 +328,7 @@ UNIO_TEST(api_progress_nested_in_callback, fast)
 	TEST_ASSERT(n.w != NULL, "worker 2: %s", unio_status_string(st));
 	ep = api_ep_to_worker(w, n.w, &st);
 	TEST_ASSERT(ep != NULL, "ep: %s", unio_status_string(st));
-	for (int k = 0; k < 100000 && ep->state != EP_CONNECTED; k++) {
-		unio_worker_progress(w);
-		unio_worker_progress(n.w);
-	}
-	TEST_ASSERT(ep->state == EP_CONNECTED, "ep never connected");
+	TEST_ASSERT(api_ep_connected(w, n.w, ep), "ep never connected");
 	for (uintptr_t i = 0; i < N_NEST; i++) {
 		struct unio_request_param p = { .field_mask = UNIO_REQ_PARAM_CB |
 							      UNIO_REQ_PARAM_USER_DATA,

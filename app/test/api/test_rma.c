@@ -45,12 +45,7 @@ pair_open_ovr(struct pair *p, bool self, const char *const *ovr)
 	TEST_ASSERT(p->b != NULL, "worker: %s", unio_status_string(st));
 	p->ep = api_ep_to_worker(p->a, p->b, &st);
 	TEST_ASSERT(p->ep != NULL, "ep: %s", unio_status_string(st));
-	for (int i = 0; i < 100000 && p->ep->state != EP_CONNECTED; i++) {
-		unio_worker_progress(p->a);
-		if (!self)
-			unio_worker_progress(p->b);
-	}
-	TEST_ASSERT(p->ep->state == EP_CONNECTED, "ep never connected");
+	TEST_ASSERT(api_ep_connected(p->a, p->b, p->ep), "ep never connected");
 	return TEST_OK;
 }
 
@@ -381,11 +376,7 @@ UNIO_TEST(rma_close_force_in_flight_tcp, fast)
 	/* the worker's requests are sound: new ones work and complete once */
 	p.ep = api_ep_to_worker(p.a, p.b, &st);
 	TEST_ASSERT(p.ep != NULL, "ep: %s", unio_status_string(st));
-	for (int k = 0; k < 100000 && p.ep->state != EP_CONNECTED; k++) {
-		unio_worker_progress(p.a);
-		unio_worker_progress(p.b);
-	}
-	TEST_ASSERT(p.ep->state == EP_CONNECTED, "ep never connected");
+	TEST_ASSERT(api_ep_connected(p.a, p.b, p.ep), "ep never connected");
 	unio_rkey_destroy(r.rk);   /* its ep closed: only the handle is left to free */
 	TEST_ASSERT_STATUS(unio_ep_rkey_unpack(p.ep, r.key, r.key_len, &r.rk), UNIO_OK);
 	memset(dst, 0, len);

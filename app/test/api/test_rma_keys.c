@@ -57,11 +57,7 @@ env_open(struct env *e, bool self, bool alloc)
 	TEST_ASSERT(e->a != NULL && e->b != NULL, "workers");
 	e->ep = api_ep_to_worker(e->a, e->b, &st);
 	TEST_ASSERT(e->ep != NULL, "ep: %s", unio_status_string(st));
-	for (int i = 0; i < 100000 && e->ep->state != EP_CONNECTED; i++) {
-		unio_worker_progress(e->a);
-		unio_worker_progress(e->b);
-	}
-	TEST_ASSERT(e->ep->state == EP_CONNECTED, "ep never connected");
+	TEST_ASSERT(api_ep_connected(e->a, e->b, e->ep), "ep never connected");
 	e->shadow = malloc(LEN + 2 * GUARD);
 	TEST_ASSERT(e->shadow != NULL, "malloc");
 	if (alloc) {
