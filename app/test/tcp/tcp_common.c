@@ -126,7 +126,7 @@ on_ep_error(void *arg, struct unio_tl_ep *ep, unio_status_t st)
 /* ---- peer ---- */
 
 int
-tpeer_open(struct tpeer *p, const char *dev)
+tpeer_open_set(struct tpeer *p, const char *dev, const char *const *set)
 {
 	const struct unio_tl_driver *drv = unio_tl_driver_find("tcp");
 	struct unio_tl_iface_params params = { .config = &p->cfg, .dev_name = dev, .cpu = -1,
@@ -137,6 +137,11 @@ tpeer_open(struct tpeer *p, const char *dev)
 	p->done_count = p->result = UINT64_MAX;
 	if (drv == NULL || unio_config_snapshot(&p->cfg) != UNIO_OK)
 		return -1;
+	for (; set != NULL && set[0] != NULL; set += 2)
+		if (unio_config_set(&p->cfg, set[0], set[1]) != UNIO_OK) {
+			TEST_LOG("%s=%s refused", set[0], set[1]);
+			return -1;
+		}
 	params.config = &p->cfg;
 	st = unio_tl_iface_open(drv, &params, &p->iface);
 	if (st != UNIO_OK) {
@@ -150,6 +155,12 @@ tpeer_open(struct tpeer *p, const char *dev)
 	unio_tl_iface_set_am_handler(p->iface, T_AM_RAW, on_raw, p);
 	p->iface->ctl->iface_get_address(p->iface, p->addr);
 	return 0;
+}
+
+int
+tpeer_open(struct tpeer *p, const char *dev)
+{
+	return tpeer_open_set(p, dev, NULL);
 }
 
 void

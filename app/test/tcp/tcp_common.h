@@ -48,6 +48,12 @@ struct tpeer {
 
 /* Open a tcp iface on @p dev with the environment's UNIO_* values; 0 or -1. */
 int tpeer_open(struct tpeer *p, const char *dev);
+/*
+ * The same with configuration rows set on the peer's own copy: @p set holds name, value
+ * pairs (UNIO_ optional), NULL-terminated.  The environment is parsed once per process,
+ * so setenv() between two opens changes nothing.
+ */
+int tpeer_open_set(struct tpeer *p, const char *dev, const char *const *set);
 void tpeer_close(struct tpeer *p);
 /* Progress until @p cond(p) or @p ms pass; true when the condition holds. */
 bool tpeer_wait(struct tpeer *p, bool (*cond)(struct tpeer *), int ms);

@@ -7,6 +7,7 @@
  * and a fuzzer sending malformed frames while a well-behaved peer is served.
  */
 
+#include <errno.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -729,10 +730,13 @@ simultaneous_burst(const char *mode)
 	uint64_t sqa = 0, sqb = 0;
 	const uint64_t n = 2000;
 
-	setenv("UNIO_TCP_POLL_MODE", mode, 1);
-	TEST_ASSERT_EQ(tpeer_open(&a, "lo"), 0);
-	TEST_ASSERT_EQ(tpeer_open(&b, "lo"), 0);
-	unsetenv("UNIO_TCP_POLL_MODE");
+	const char *set[] = { "TCP_POLL_MODE", mode, NULL };
+
+	TEST_ASSERT_EQ(tpeer_open_set(&a, "lo", set), 0);
+	TEST_ASSERT_EQ(tpeer_open_set(&b, "lo", set), 0);
+	TEST_ASSERT_EQ(a.cfg.tcp_poll_mode, b.cfg.tcp_poll_mode);
+	TEST_ASSERT_EQ(a.cfg.tcp_poll_mode, strcmp(mode, "busy") == 0 ? UNIO_TCP_POLL_BUSY :
+					    UNIO_TCP_POLL_EPOLL);
 	TEST_ASSERT_EQ(tpeer_connect(&a, b.addr), 0);
 	TEST_ASSERT_EQ(tpeer_connect(&b, a.addr), 0);
 	TEST_ASSERT_EQ(burst(&a, NULL, &sqa, n), 0);
@@ -1121,6 +1125,225 @@ UNIO_TEST(tcp_malformed_frames, mp)
 	TEST_ASSERT(r == 0 && rc == 0 && rf == 0, "serve %d, client %d, fuzzer %d", r, rc, rf);
 	TEST_ASSERT_EQ(s.malformed, 5);
 	TEST_ASSERT_EQ(p.raw_frames, 1);
+	return TEST_OK;
+}
+
+/* ---- a peer that stops inside the move of a simultaneous connect ---- */
+
+static uint64_t
+move_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * A made-up peer speaking the wire protocol over plain sockets, with an address that sorts
+ * after @p a's: it is the side that moves, a's connection is the one that survives.
+ */
+struct mover {
+	struct tcp_addr addr;
+	int lfd;  /* listening */
+	int in;   /* accepted: a's connection, the survivor */
+	int out;  /* the mover's own connection to a, the one its move leaves */
+};
+
+static int
+mover_listen(struct mover *m, const struct tcp_addr *a)
+{
+	for (int i = 0; i < 100; i++) {
+		struct sockaddr_in s = { .sin_family = AF_INET, .sin_addr.s_addr = a->ipv4 };
+		socklen_t l = sizeof(s);
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		if (fd < 0)
+			return -1;
+		if (bind(fd, (struct sockaddr *)&s, sizeof(s)) != 0 || listen(fd, 4) != 0 ||
+		    getsockname(fd, (struct sockaddr *)&s, &l) != 0) {
+			close(fd);
+			return -1;
+		}
+		m->addr = *a;
+		m->addr.port = s.sin_port;
+		if (memcmp(&m->addr, a, sizeof(*a)) > 0) {
+			m->lfd = fd;
+			return 0;
+		}
+		close(fd);
+	}
+	return -1;
+}
+
+static void
+mover_close(struct mover *m)
+{
+	if (m->lfd >= 0)
+		close(m->lfd);
+	if (m->in >= 0)
+		close(m->in);
+	if (m->out >= 0)
+		close(m->out);
+}
+
+/* Progress @p p until @p fd is readable, at most @p ms; 0 or -1. */
+static int
+progress_until_readable(struct tpeer *p, int fd, int ms)
+{
+	uint64_t end = move_ms() + (uint64_t)ms;
+
+	while (move_ms() < end) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+		if (poll(&pfd, 1, 0) > 0)
+			return 0;
+		unio_tl_iface_progress(p->iface);
+	}
+	return -1;
+}
+
+/* Read exactly @p len bytes from @p fd, progressing @p p meanwhile; 0 or -1. */
+static int
+read_n(struct tpeer *p, int fd, uint8_t *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t r;
+
+		if (progress_until_readable(p, fd, 5000) != 0)
+			return -1;
+		r = recv(fd, buf + got, len - got, MSG_DONTWAIT);
+		if (r == 0 || (r < 0 && errno != EAGAIN))
+			return -1;
+		got += r > 0 ? (size_t)r : 0;
+	}
+	return 0;
+}
+
+static bool
+dual_seen(struct tpeer *p)
+{
+	struct unio_tl_tcp_stats s;
+
+	unio_tl_tcp_stats(p->iface, &s);
+	return s.conns_dual > 0;
+}
+
+static bool
+ep_failed(struct tpeer *p)
+{
+	return p->ep_errors > 0;
+}
+
+static size_t
+raw_am(uint8_t *buf)
+{
+	tcp_hdr_set((struct tcp_hdr *)buf, 8, TCP_F_AM, T_AM_RAW);
+	memcpy(buf + sizeof(struct tcp_hdr), "rawframe", 8);
+	return sizeof(struct tcp_hdr) + 8;
+}
+
+static int
+send_all(int fd, const uint8_t *buf, size_t len)
+{
+	return send(fd, buf, len, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+}
+
+/*
+ * Iface a connects to the mover, the mover connects back (a simultaneous connect that a's
+ * connection survives), then the mover sends MOVE_START on a's connection with a frame
+ * behind it, and stops: its MOVE_END never comes (@p cut: only the first 5 bytes of it,
+ * behind a frame that is delivered).  The frame after MOVE_START must not be delivered
+ * (it may not overtake what the old connection still owes); a's ep fails with
+ * UNIO_ERR_TIMED_OUT once UNIO_PEER_TIMEOUT (1 s) passed, never hangs; the same iface
+ * then receives a well-behaved peer's 100 messages.
+ */
+static int
+stopped_move(bool cut)
+{
+	const char *set[] = { "PEER_TIMEOUT", "1s", NULL };
+	struct mover m = { .lfd = -1, .in = -1, .out = -1 };
+	struct unio_tl_tcp_stats s;
+	struct tpeer a, good;
+	const struct tcp_addr *aa;
+	uint8_t buf[256];
+	size_t n, hello_len = sizeof(struct tcp_hdr) + sizeof(struct tcp_addr);
+	uint64_t t0, waited, cks = test_checksum("", 0);
+	unio_status_t st;
+	int r = TEST_FAIL;
+
+	TEST_ASSERT_EQ(tpeer_open_set(&a, "lo", set), 0);
+	TEST_ASSERT_EQ(tpeer_open(&good, "lo"), 0);
+	aa = (const struct tcp_addr *)a.addr;
+	if (mover_listen(&m, aa) != 0 || tpeer_connect(&a, (const uint8_t *)&m.addr) != 0)
+		goto out;
+	/* a's connection: accepted by the mover, which reads a's HELLO */
+	if (progress_until_readable(&a, m.lfd, 5000) != 0 ||
+	    (m.in = accept(m.lfd, NULL, NULL)) < 0 || read_n(&a, m.in, buf, hello_len) != 0) {
+		TEST_LOG("a never connected to the mover");
+		goto out;
+	}
+	/* the mover's own connection to a, with its HELLO: a sees both (conns_dual) */
+	n = raw_hello(buf, aa, ntohs(m.addr.port));
+	m.out = raw_connect(aa);
+	if (m.out < 0 || send_all(m.out, buf, n) != 0 || !tpeer_wait(&a, dual_seen, 5000)) {
+		TEST_LOG("a did not see the simultaneous connect");
+		goto out;
+	}
+	if (cut) {
+		n = raw_am(buf);
+		tcp_hdr_set((struct tcp_hdr *)(buf + n), 0, TCP_F_MOVE_END, 0);
+		if (send_all(m.out, buf, n + 5) != 0)
+			goto out;
+	}
+	tcp_hdr_set((struct tcp_hdr *)buf, 0, TCP_F_MOVE_START, 0);
+	n = sizeof(struct tcp_hdr) + raw_am(buf + sizeof(struct tcp_hdr));
+	if (send_all(m.in, buf, n) != 0)
+		goto out;
+	t0 = move_ms();
+	tpeer_wait(&a, ep_failed, 10000);
+	waited = move_ms() - t0;
+	unio_tl_tcp_stats(a.iface, &s);
+	TEST_LOG("%s: ep errors %d (%s) after %" PRIu64 " ms, raw frames %" PRIu64
+		 ", move timeouts %" PRIu64, cut ? "cut MOVE_END" : "no MOVE_END", a.ep_errors,
+		 unio_status_string(a.last_err), waited, a.raw_frames, s.move_timeouts);
+	if (a.ep_errors != 1 || a.last_err != UNIO_ERR_TIMED_OUT || waited < 950 ||
+	    waited > 5000 || a.raw_frames != (cut ? 1u : 0u) || s.move_timeouts != 1 ||
+	    s.malformed != 0 || s.conns_failed != 2) {
+		TEST_LOG("not the expected failure");
+		goto out;
+	}
+	st = unio_tl_ep_am_short(a.ep, T_AM_DATA, 0, &cks, 8);
+	if (st != UNIO_ERR_TIMED_OUT) {
+		TEST_LOG("a send after the failure: %s", unio_status_string(st));
+		goto out;
+	}
+	/* the iface keeps serving: a well-behaved peer's stream arrives whole */
+	if (tpeer_connect(&good, a.addr) != 0)
+		goto out;
+	for (uint64_t q = 0; q < 100; q++)
+		while ((st = unio_tl_ep_am_short(good.ep, T_AM_DATA, q, &cks, 8)) ==
+		       UNIO_ERR_NO_RESOURCE)
+			progress2(&a, &good, 1);
+	for (int i = 0; i < 1000000 && !got_all(&a, 100) && st == UNIO_OK; i++)
+		progress2(&a, &good, 1);
+	TEST_LOG("then %" PRIu64 " of 100 from a good peer, %" PRIu64 " bad", a.rx_next,
+		 a.rx_bad);
+	if (a.rx_next == 100 && a.rx_bad == 0 && a.ep_errors == 1 && good.ep_errors == 0)
+		r = TEST_OK;
+out:
+	mover_close(&m);
+	tpeer_close(&good);
+	tpeer_close(&a);
+	return r;
+}
+
+UNIO_TEST(tcp_move_stopped_peer, fast)
+{
+	TEST_ASSERT_EQ(stopped_move(false), TEST_OK);
+	TEST_ASSERT_EQ(stopped_move(true), TEST_OK);
 	return TEST_OK;
 }
 

@@ -697,6 +697,9 @@ rx_move_end(struct tcp_conn *c)
  * i.e. once the twin's MOVE_END was read (1: retry later; also while the twin may not be
  * accepted yet).  A twin that failed before its
  * MOVE_END lost frames that came before these: the order cannot be kept, fail.
+ * Both waits end at UNIO_PEER_TIMEOUT after the MOVE_START was parsed: a peer that stopped
+ * inside its move (MOVE_END still in its own buffers, or cut short) fails the connection
+ * with UNIO_ERR_TIMED_OUT instead of holding its eps forever.
  */
 static int
 rx_move_start(struct tcp_conn *c)
@@ -717,10 +720,18 @@ rx_move_start(struct tcp_conn *c)
 	}
 	if (t != NULL && t->end_seen) {
 		c->await_end = false;
+		c->deadline_ns = 0;
 		return 0;
 	}
 	if (t == NULL || t->state == TCP_CONN_FAILED) {
 		tcp_conn_fail(c, UNIO_ERR_CONNECTION_RESET);
+		return -1;
+	}
+	if (tcp_conn_wait_expired(c)) {
+		/* the twin is useless without its MOVE_END: no frame on it may be delivered */
+		c->iface->stats.move_timeouts++;
+		tcp_conn_fail(t, UNIO_ERR_TIMED_OUT);
+		tcp_conn_fail(c, UNIO_ERR_TIMED_OUT);
 		return -1;
 	}
 	c->iface->rx_retry = true;

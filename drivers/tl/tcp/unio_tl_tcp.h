@@ -29,6 +29,8 @@ struct unio_tl_tcp_stats {
 	uint64_t direct_frames;    /**< PUT / GET_RESP payloads read straight to their place */
 	uint64_t more_sends;       /**< short / bcopy sends in a burst, handed over with MSG_MORE */
 	uint64_t more_pushes;      /**< progress calls that pushed what MSG_MORE held back */
+	uint64_t move_timeouts;    /**< simultaneous connects whose peer sent MOVE_START but no
+				    *   MOVE_END within UNIO_PEER_TIMEOUT (both failed) */
 };
 
 /**
