@@ -283,6 +283,32 @@ iface_inbox(struct eth_iface *ei)
 	return UNIO_OK;
 }
 
+/*
+ * Ask the PMD to put our UDP port's frames on our queue (rte_flow), so that no other worker
+ * hands them over.  A PMD without rte_flow, or without this pattern or the QUEUE action,
+ * refuses: the software hand-over (steer()) then does the job.
+ */
+static void
+flow_steer(struct eth_iface *ei)
+{
+	struct eth_flow_spec fs;
+	struct rte_flow_error err = { 0 };
+
+	eth_flow_spec_init(&fs, ei->addr.ip, ei->addr.udp_port, ei->queue);
+	if (rte_flow_validate(ei->port_id, &fs.attr, fs.pattern, fs.actions, &err) == 0)
+		ei->flow = rte_flow_create(ei->port_id, &fs.attr, fs.pattern, fs.actions, &err);
+	if (ei->flow == NULL) {
+		ETH_LOG(INFO, "port %u queue %u: no rte_flow steering (%s): frames for UDP port "
+			"%u that land on another queue are handed over in software",
+			ei->port_id, ei->queue, err.message != NULL ? err.message : "refused",
+			rte_be_to_cpu_16(ei->addr.udp_port));
+		return;
+	}
+	ei->st.flow_rules = 1;
+	ETH_LOG(INFO, "port %u queue %u: rte_flow steers UDP port %u to this queue", ei->port_id,
+		ei->queue, rte_be_to_cpu_16(ei->addr.udp_port));
+}
+
 static unio_status_t
 port_open_locked(struct eth_iface *ei, const struct unio_config *cfg, const char *dev_name,
 		 struct eth_port *p)
@@ -314,6 +340,8 @@ port_open_locked(struct eth_iface *ei, const struct unio_config *cfg, const char
 		}
 		rte_eth_promiscuous_disable(ei->port_id);  /* not every PMD can; we filter */
 	}
+	if (p->nq > 1)
+		flow_steer(ei);
 	ei->mp = p->mp;
 	iface_frag(ei);
 	ei->tx_csum = p->tx_csum;
@@ -352,6 +380,11 @@ eth_port_close(struct eth_iface *ei)
 	void *m;
 
 	pthread_mutex_lock(&eth_ports_lock);
+	if (ei->flow != NULL && rte_flow_destroy(ei->port_id, ei->flow, NULL) != 0)
+		ETH_LOG(WARNING, "port %u queue %u: rte_flow rule not removed", ei->port_id,
+			ei->queue);
+	ei->flow = NULL;
+	ei->st.flow_rules = 0;
 	p->owner[ei->queue] = NULL;
 	if (--p->n_open == 0)
 		rte_eth_dev_stop(ei->port_id);
@@ -834,6 +867,7 @@ static const char *const stat_names[] = {
 	"drop_other_proto", "drop_not_ours", "drop_truncated", "drop_bad_csum", "drop_bad_len",
 	"drop_bad_hdr", "drop_unknown_conn", "drop_bad_seq", "drop_bad_msg", "drop_no_peer",
 	"tx_no_mbuf", "rx_steered", "drop_steer_full", "tx_zcopy",
+	"flow_rules",
 };
 
 static int

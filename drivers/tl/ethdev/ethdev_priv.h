@@ -9,11 +9,13 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/queue.h>
 #include <sys/uio.h>
 
 #include <rte_byteorder.h>
 #include <rte_ether.h>
+#include <rte_flow.h>
 #include <rte_ip.h>
 #include <rte_log.h>
 #include <rte_mbuf.h>
@@ -235,6 +237,7 @@ struct eth_iface {
 	uint16_t port_id;
 	uint16_t queue;          /**< this iface's rx/tx queue pair */
 	struct rte_ring *inbox;  /**< frames steered here by the port's other ifaces */
+	struct rte_flow *flow;   /**< rule steering our UDP port to our queue, or NULL */
 	uint16_t mtu;
 	uint16_t frag;         /**< payload bytes per frame */
 	uint16_t ip_id;
@@ -260,6 +263,41 @@ struct eth_iface {
 	struct eth_ep *ack_list[ETH_MAX_PEERS];
 	uint8_t scratch[ETH_MAX_MSG];
 };
+
+/*
+ * The rte_flow rule that steers an iface's frames to its queue: IPv4 to @p ip, UDP to
+ * @p port (both network order) -> QUEUE @p queue.  Kept in one place so the driver and its
+ * test build the same rule.
+ */
+struct eth_flow_spec {
+	struct rte_flow_attr attr;
+	struct rte_flow_item_ipv4 ip_spec, ip_mask;
+	struct rte_flow_item_udp udp_spec, udp_mask;
+	struct rte_flow_action_queue queue;
+	struct rte_flow_item pattern[4];
+	struct rte_flow_action actions[2];
+};
+
+static inline void
+eth_flow_spec_init(struct eth_flow_spec *fs, rte_be32_t ip, rte_be16_t port, uint16_t queue)
+{
+	memset(fs, 0, sizeof(*fs));
+	fs->attr.ingress = 1;
+	fs->ip_spec.hdr.dst_addr = ip;
+	fs->ip_mask.hdr.dst_addr = RTE_BE32(UINT32_MAX);
+	fs->udp_spec.hdr.dst_port = port;
+	fs->udp_mask.hdr.dst_port = RTE_BE16(UINT16_MAX);
+	fs->queue.index = queue;
+	fs->pattern[0].type = RTE_FLOW_ITEM_TYPE_ETH;   /* any: the PMD filters our MAC */
+	fs->pattern[1] = (struct rte_flow_item){ .type = RTE_FLOW_ITEM_TYPE_IPV4,
+						 .spec = &fs->ip_spec, .mask = &fs->ip_mask };
+	fs->pattern[2] = (struct rte_flow_item){ .type = RTE_FLOW_ITEM_TYPE_UDP,
+						 .spec = &fs->udp_spec, .mask = &fs->udp_mask };
+	fs->pattern[3].type = RTE_FLOW_ITEM_TYPE_END;
+	fs->actions[0] = (struct rte_flow_action){ .type = RTE_FLOW_ACTION_TYPE_QUEUE,
+						   .conf = &fs->queue };
+	fs->actions[1].type = RTE_FLOW_ACTION_TYPE_END;
+}
 
 /* ethdev_net.c */
 unio_status_t eth_port_open(struct eth_iface *ei, const struct unio_config *cfg,

@@ -52,6 +52,7 @@ struct unio_tl_ethdev_stats {
 	uint64_t rx_steered;         /**< frames handed to another iface of the port */
 	uint64_t drop_steer_full;    /**< ... dropped because its inbox was full */
 	uint64_t tx_zcopy;           /**< messages sent from user memory (no copy) */
+	uint64_t flow_rules;         /**< rte_flow rules steering this iface's UDP port (0/1) */
 };
 
 /**
