@@ -112,8 +112,9 @@ unio_status_t unio_ep_rkey_unpack(unio_ep_t *ep, const void *buf, size_t len,
 				  unio_rkey_t **rkey_p);
 
 /**
- * Destroy an unpacked remote key.  NULL accepted.  Puts and gets started with it must have
- * completed (or its endpoint closed): queued chunks still read it.
+ * Destroy an unpacked remote key.  NULL accepted.  Puts and gets started with it and still in
+ * flight complete normally: the key is released when the last of them completes.  It must not
+ * be used for new operations after this call.
  */
 void unio_rkey_destroy(unio_rkey_t *rkey);
 

@@ -66,6 +66,8 @@ struct unio_rkey {
 	uint64_t gen;
 	uint32_t slot;
 	bool table_sync;                         /**< the table entry can be read at once */
+	bool destroyed;                          /**< by the user, while users != 0 */
+	uint32_t users;                          /**< puts / gets in flight with this key */
 	const volatile struct rma_entry *entry;  /**< the owner's entry, mapped here */
 	struct unio_tl_rkey data;
 	struct unio_tl_rkey table;

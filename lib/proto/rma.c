@@ -609,16 +609,33 @@ proto_ep_release_rkeys(struct unio_ep *ep)
 		rkey_release_tl(rk);
 }
 
+/* The last user of a key let go (or there was none): release and free it.  Lock held. */
+static void
+rkey_free(struct unio_rkey *rk)
+{
+	if (rk->tl_ep != NULL)   /* else its ep closed and released it */
+		rkey_release_tl(rk);
+	free(rk);
+}
+
+/*
+ * A key destroyed while puts or gets still use it (chunks queued for transport room, or in
+ * the transport) is freed when the last of them completes.
+ */
 void
 unio_rkey_destroy(unio_rkey_t *rk)
 {
+	struct unio_worker *w;
+
 	if (rk == NULL)
 		return;
-	worker_lock(rk->ep->worker);
-	if (rk->tl_ep != NULL)   /* else its ep closed and released it */
-		rkey_release_tl(rk);
-	worker_unlock(rk->ep->worker);
-	free(rk);
+	w = rk->ep->worker;
+	worker_lock(w);
+	if (rk->users != 0)
+		rk->destroyed = true;
+	else
+		rkey_free(rk);
+	worker_unlock(w);
 }
 
 /* ---- the check before each access ---- */
@@ -677,7 +694,8 @@ rkey_check(struct unio_rkey *rk, uint64_t raddr, size_t len)
 /*
  * A put or get in flight: the request keeps the buffer (sbuf), the length (slen), what was
  * handed to the transport (offset), the remote address (tag), the direction (sync: put) and
- * the driver's key (rkey, a copy: unio_rkey_destroy() must wait for the completion anyway).
+ * the driver's key (rkey, a copy; urkey, the user's key, counts the request as a user until
+ * comp completes, so that unio_rkey_destroy() meanwhile only marks it).
  * comp counts one per chunk in flight plus one held while chunks are still to be issued.
  */
 
@@ -800,7 +818,11 @@ static void
 op_done(struct unio_tl_completion *comp)
 {
 	struct unio_request *req = container_of(comp, struct unio_request, comp);
+	struct unio_rkey *rk = req->urkey;
 
+	/* the transport is done with the key whatever became of the request */
+	if (--rk->users == 0 && rk->destroyed)
+		rkey_free(rk);
 	if (proto_req_tl_done(req))
 		return;
 	if (req->on_ep) {
@@ -843,6 +865,8 @@ op_start(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_
 	req->tag = raddr;
 	req->sync = put;
 	req->rkey = rk->data;
+	req->urkey = rk;
+	rk->users++;
 	req->comp = (struct unio_tl_completion){ .func = op_done, .count = 1 };
 	TAILQ_INSERT_TAIL(&ep->outstanding, req, ep_link);
 	req->on_ep = true;

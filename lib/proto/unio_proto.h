@@ -169,11 +169,12 @@ struct unio_request {
 	uint64_t rndv_sreq;
 	/*
 	 * Not cleared by proto_req_get() (the fields above are): each is valid only behind its
-	 * flag (memh: memh_valid, rkey: rkey_valid) or assigned before use (comp, ctl).
+	 * flag (memh: memh_valid, rkey: rkey_valid) or assigned before use (urkey, comp, ctl).
 	 */
 	struct unio_tl_memh memh;
 	struct unio_tl_iface *memh_iface;
 	struct unio_tl_rkey rkey;
+	struct unio_rkey *urkey;    /**< put / get: the user's key, held until comp completes */
 	struct unio_tl_completion comp;
 	/* control message waiting for resources */
 	uint8_t ctl_id;
