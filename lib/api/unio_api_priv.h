@@ -39,6 +39,7 @@ enum wire_ctl_type {
 	WIRE_REJECT = 3,       /**< server -> client: the handler rejected */
 	WIRE_VERSION = 4,      /**< server -> client: another wire version, refused */
 	WIRE_CLOSE = 5,        /**< either way: orderly close of the endpoint */
+	WIRE_REFUSED = 6,      /**< server -> client over a driver: no listener there */
 };
 
 /** Control message: this header, then addr_len bytes of worker address. */
@@ -50,6 +51,27 @@ struct wire_ctl {
 	uint32_t addr_len;
 };
 
+/** A socket address on the wire (port and address in network order). */
+struct wire_sockaddr {
+	uint16_t family;       /**< AF_INET or AF_INET6 */
+	uint16_t port;
+	uint8_t addr[16];
+};
+
+/**
+ * Control message over a driver's own channel (PROTO_AM_CONN, UNIO_TL_CAP_CONNECT_SOCKADDR):
+ * this, then iface_addr_len bytes of the sender's iface address (HELLO: where replies go,
+ * readable whatever the peer's wire version), then ctl.addr_len bytes of worker address.
+ */
+struct wire_conn {
+	struct wire_ctl ctl;   /**< magic and version first, as on the control connection */
+	uint32_t dst_ep_id;    /**< replies: the requester's ep */
+	uint16_t iface_addr_len;
+	uint16_t pad;
+	struct wire_sockaddr dst;   /**< HELLO: the address dialled (the listener's) */
+	struct wire_sockaddr src;   /**< HELLO: the sender's own socket address */
+};
+
 #define WIRE_ADDR_MAX 8192
 
 /** Accepted connections whose HELLO has not arrived yet, per listener. */
@@ -57,7 +79,8 @@ struct wire_ctl {
 
 struct unio_listener {
 	struct unio_worker *worker;
-	int fd;
+	int fd;                             /**< -1: on a driver's iface (see iface) */
+	struct unio_tl_iface *iface;        /**< the iface that owns the address, or NULL */
 	bool busy;                          /**< inside its progress (no re-entry) */
 	int pend_fd[LISTENER_PEND_MAX];     /**< -1: free slot */
 	uint64_t pend_deadline[LISTENER_PEND_MAX];
@@ -70,7 +93,8 @@ struct unio_listener {
 
 struct unio_conn_request {
 	struct unio_listener *listener;
-	int fd;
+	int fd;                     /**< -1: arrived over a driver (tl_ep) */
+	struct unio_tl_ep *tl_ep;   /**< over a driver: the ep the answer goes on */
 	struct sockaddr_storage peer;
 	uint32_t remote_ep_id;
 	uint32_t addr_len;

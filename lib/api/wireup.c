@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Wireup: listeners and the kernel TCP control connection (HELLO / ACCEPT / REJECT /
- * VERSION / CLOSE), lane selection by reachability, endpoint create / close / flush, and
- * peer-failure detection (the control connection's EOF, plus the drivers' ep errors).
+ * VERSION / CLOSE), or the same handshake over a driver's own channel for socket addresses
+ * a driver serves (UNIO_TL_CAP_CONNECT_SOCKADDR: no kernel socket), lane selection by
+ * reachability, endpoint create / close / flush, and peer-failure detection (the control
+ * connection's EOF, plus the drivers' ep errors).
  */
 
 #include <errno.h>
@@ -46,6 +48,28 @@ progress_ctx_control(struct unio_worker *self)
 	TAILQ_FOREACH(w, &self->ctx->workers, link)
 		wireup_progress(w);
 }
+
+/* A HELLO that arrived over a driver, kept until wireup_progress() serves it. */
+struct wireup_hello {
+	struct wireup_hello *next;
+	size_t len;
+	uint8_t data[];        /* the whole PROTO_AM_CONN message */
+};
+
+/* An ep that carried a refusal: destroyed once the peer acked it (or at a deadline). */
+struct wireup_linger {
+	struct unio_tl_completion comp;   /* first: the flush completion */
+	struct wireup_linger *next;
+	struct unio_tl_ep *tl_ep;
+	uint64_t deadline;
+	bool done;
+};
+
+static unsigned int hellos_progress(struct unio_worker *w);
+static void lingers_progress(struct unio_worker *w, bool all);
+static void linger(struct unio_worker *w, struct unio_tl_ep *tl_ep);
+static unio_status_t conn_send(struct unio_worker *w, struct unio_tl_ep *tl_ep, uint16_t type,
+			       uint32_t ep_id, uint32_t dst_ep_id, const struct wire_sockaddr *dst);
 
 /* Wait until @p fd is readable (POLLIN) or writable; UNIO_ERR_TIMED_OUT at the deadline. */
 static unio_status_t
@@ -135,14 +159,19 @@ recv_ctl(struct unio_worker *w, int fd, struct wire_ctl *h, uint8_t **addr_p,
 
 /* ---- lanes ---- */
 
-/* Validate a worker address and return the number of ifaces in it (or an error). */
+/*
+ * Validate a worker address, copy its header into @p h (the address may lie anywhere in a
+ * driver's buffer: no alignment) and return the number of ifaces in it (or an error).
+ */
 static int
-addr_parse(const uint8_t *a, size_t len, const struct wire_addr_hdr **hdr_p)
+addr_parse(const uint8_t *a, size_t len, struct wire_addr_hdr *h)
 {
-	const struct wire_addr_hdr *h = (const void *)a;
 	size_t off = sizeof(*h);
 
-	if (a == NULL || len < sizeof(*h) || h->magic != UNIO_WIRE_MAGIC)
+	if (a == NULL || len < sizeof(*h))
+		return UNIO_ERR_INVALID_ADDR;
+	memcpy(h, a, sizeof(*h));
+	if (h->magic != UNIO_WIRE_MAGIC)
 		return UNIO_ERR_INVALID_ADDR;
 	if (h->version != UNIO_WIRE_VERSION)
 		return UNIO_ERR_VERSION_MISMATCH;
@@ -157,7 +186,6 @@ addr_parse(const uint8_t *a, size_t len, const struct wire_addr_hdr **hdr_p)
 			return UNIO_ERR_INVALID_ADDR;
 		off += e.addr_len;
 	}
-	*hdr_p = h;
 	return h->n_ifaces;
 }
 
@@ -165,9 +193,10 @@ static bool
 lane_try(struct unio_ep *ep, struct unio_tl_iface *ifc, const uint8_t *a, size_t len)
 {
 	size_t off = sizeof(struct wire_addr_hdr);
-	const struct wire_addr_hdr *h = (const void *)a;
+	struct wire_addr_hdr h;
 
-	for (unsigned int i = 0; i < h->n_ifaces; i++) {
+	memcpy(&h, a, sizeof(h));   /* addr_parse() checked the lengths */
+	for (unsigned int i = 0; i < h.n_ifaces; i++) {
 		struct wire_addr_iface e;
 		struct unio_tl_ep_params p;
 		struct unio_tl_ep *tl_ep;
@@ -206,7 +235,7 @@ iface_faster(const struct unio_tl_iface *a, const struct unio_tl_iface *b)
 static unio_status_t
 ep_connect_lanes(struct unio_ep *ep, const uint8_t *addr, size_t len)
 {
-	const struct wire_addr_hdr *h;
+	struct wire_addr_hdr h;
 	struct unio_worker *w = ep->worker;
 	struct unio_tl_iface *order[WORKER_MAX_IFACES];
 	int n = addr_parse(addr, len, &h);
@@ -215,7 +244,7 @@ ep_connect_lanes(struct unio_ep *ep, const uint8_t *addr, size_t len)
 		API_LOG(ERR, "peer worker address: %s", unio_status_string(n));
 		return n;
 	}
-	ep->peer_uuid = h->uuid;
+	ep->peer_uuid = h.uuid;
 	for (int r = UNIO_TL_REACH_SELF; r <= UNIO_TL_REACH_NET; r++) {
 		unsigned int k = 0;
 
@@ -304,6 +333,8 @@ wireup_ep_fail(struct unio_ep *ep, unio_status_t st, bool report)
 {
 	if (ep->state != EP_CONNECTED && ep->state != EP_CONNECTING)
 		return;
+	if (ep->conn_status == UNIO_INPROGRESS)
+		ep->conn_status = st;   /* unio_ep_create over a driver waits for it */
 	ep->state = EP_FAILED;
 	proto_ep_fail_requests(ep, st);
 	if (report && !ep->err_reported && ep->err_handler != NULL) {
@@ -382,8 +413,8 @@ listener_progress(struct unio_listener *l)
 	struct pollfd p = { .fd = l->fd, .events = POLLIN };
 	unsigned int n = 0;
 
-	if (l->busy)
-		return 0;
+	if (l->busy || l->fd < 0)
+		return 0;   /* a listener on a driver's iface: its requests come as messages */
 	l->busy = true;
 	if (poll(&p, 1, 0) == 1)
 		listener_take(l);
@@ -443,6 +474,10 @@ wireup_progress(struct unio_worker *w)
 		next = TAILQ_NEXT(l, link);
 		n += listener_progress(l);
 	}
+	if (w->hellos != NULL)
+		n += hellos_progress(w);
+	if (w->lingers != NULL)
+		lingers_progress(w, false);
 	for (uint32_t i = 0; i < w->n_eps; i++) {
 		struct unio_ep *ep = w->eps[i];
 
@@ -480,6 +515,96 @@ wireup_efd_add_all(struct unio_worker *w)
 
 /* ---- listener ---- */
 
+/* @p sa on the wire; -1 for another family or a short address. */
+static int
+sa_to_wire(const struct sockaddr *sa, socklen_t len, struct wire_sockaddr *w)
+{
+	memset(w, 0, sizeof(*w));
+	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *in = (const void *)sa;
+
+		w->port = in->sin_port;
+		memcpy(w->addr, &in->sin_addr, sizeof(in->sin_addr));
+	} else if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+
+		w->port = in6->sin6_port;
+		memcpy(w->addr, &in6->sin6_addr, sizeof(in6->sin6_addr));
+	} else {
+		return -1;
+	}
+	w->family = sa->sa_family;
+	return 0;
+}
+
+static void
+sa_from_wire(const struct wire_sockaddr *w, struct sockaddr_storage *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	if (w->family == AF_INET) {
+		struct sockaddr_in *in = (void *)sa;
+
+		in->sin_family = AF_INET;
+		in->sin_port = w->port;
+		memcpy(&in->sin_addr, w->addr, sizeof(in->sin_addr));
+	} else if (w->family == AF_INET6) {
+		struct sockaddr_in6 *in6 = (void *)sa;
+
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = w->port;
+		memcpy(&in6->sin6_addr, w->addr, sizeof(in6->sin6_addr));
+	}
+}
+
+/*
+ * The iface of @p w whose own socket address (UNIO_TL_CAP_CONNECT_SOCKADDR) is @p sa, port 0
+ * matching any port; its address into @p own.  NULL when none: the kernel's then.
+ */
+static struct unio_tl_iface *
+sockaddr_iface(struct unio_worker *w, const struct wire_sockaddr *sa,
+	       struct sockaddr_storage *own)
+{
+	for (unsigned int i = 0; i < w->n_ifaces; i++) {
+		struct unio_tl_iface *ifc = w->ifaces[i];
+		struct wire_sockaddr o;
+
+		if (unio_tl_iface_get_sockaddr(ifc, own) != UNIO_OK ||
+		    sa_to_wire((const struct sockaddr *)own, sizeof(*own), &o) != 0)
+			continue;
+		if (o.family == sa->family && memcmp(o.addr, sa->addr, sizeof(o.addr)) == 0 &&
+		    (sa->port == 0 || sa->port == o.port))
+			return ifc;
+	}
+	return NULL;
+}
+
+/*
+ * A listener whose address belongs to an iface of @p w: connection requests come over that
+ * iface's own channel (no kernel socket).  UNIO_ERR_UNREACHABLE when no iface owns @p sa,
+ * UNIO_ERR_BUSY when a listener of this worker has that iface already.
+ */
+static unio_status_t
+listener_on_iface(struct unio_worker *w, struct unio_listener *l, const struct sockaddr *sa,
+		  socklen_t len)
+{
+	struct unio_listener *o;
+	struct wire_sockaddr want;
+
+	if (sa_to_wire(sa, len, &want) != 0)
+		return UNIO_ERR_UNREACHABLE;
+	l->iface = sockaddr_iface(w, &want, &l->addr);
+	if (l->iface == NULL)
+		return UNIO_ERR_UNREACHABLE;
+	TAILQ_FOREACH(o, &w->listeners, link) {
+		if (o->iface != l->iface)
+			continue;
+		API_LOG(ERR, "listener: %s/%s has a listener already",
+			l->iface->driver->name, l->iface->dev_name);
+		return UNIO_ERR_BUSY;
+	}
+	return UNIO_OK;
+}
+
 static int
 listen_socket(const struct sockaddr *sa, socklen_t len)
 {
@@ -513,6 +638,17 @@ unio_listener_create(unio_worker_t *w, const struct unio_listener_params *params
 	l = calloc(1, sizeof(*l));
 	if (l == NULL)
 		goto out;
+	worker_lock(w);
+	st = listener_on_iface(w, l, params->sockaddr, params->addrlen);
+	worker_unlock(w);
+	if (st == UNIO_OK) {
+		l->fd = -1;
+		goto take;
+	}
+	if (st != UNIO_ERR_UNREACHABLE) {
+		free(l);
+		goto out;
+	}
 	l->fd = listen_socket(params->sockaddr, params->addrlen);
 	if (l->fd < 0) {
 		API_LOG(ERR, "listener: cannot bind/listen: %s", strerror(errno));
@@ -522,6 +658,7 @@ unio_listener_create(unio_worker_t *w, const struct unio_listener_params *params
 	}
 	sl = sizeof(l->addr);
 	getsockname(l->fd, (struct sockaddr *)&l->addr, &sl);
+take:
 	l->worker = w;
 	for (unsigned int i = 0; i < LISTENER_PEND_MAX; i++)
 		l->pend_fd[i] = -1;
@@ -552,6 +689,8 @@ conn_request_free(struct unio_conn_request *cr)
 {
 	if (cr->fd >= 0)
 		close(cr->fd);
+	if (cr->tl_ep != NULL)
+		unio_tl_ep_destroy(cr->tl_ep);
 	free(cr->addr);
 	free(cr);
 }
@@ -561,6 +700,13 @@ unio_listener_reject(unio_listener_t *l, unio_conn_request_t *cr)
 {
 	if (l == NULL || cr == NULL || cr->listener != l)
 		return UNIO_ERR_INVALID_PARAM;
+	if (cr->tl_ep != NULL) {
+		worker_lock(l->worker);
+		conn_send(l->worker, cr->tl_ep, WIRE_REJECT, 0, cr->remote_ep_id, NULL);
+		linger(l->worker, cr->tl_ep);   /* destroyed once the REJECT is acked */
+		cr->tl_ep = NULL;
+		worker_unlock(l->worker);
+	}
 	send_ctl(cr->fd, WIRE_REJECT, 0, NULL, 0);
 	conn_request_free(cr);
 	return UNIO_OK;
@@ -589,7 +735,8 @@ unio_listener_destroy(unio_listener_t *l)
 	for (unsigned int i = 0; i < LISTENER_PEND_MAX; i++)
 		if (l->pend_fd[i] >= 0)
 			close(l->pend_fd[i]);
-	close(l->fd);
+	if (l->fd >= 0)
+		close(l->fd);
 	free(l);
 }
 
@@ -637,6 +784,53 @@ fail:
 	return -1;
 }
 
+/*
+ * unio_ep_create by a socket address that iface @p ifc serves: an ep to the peer's partial
+ * address @p addr, HELLO over it, and a wait (bounded by UNIO_PEER_TIMEOUT) for the answer,
+ * progressing the ifaces and every worker's control plane meanwhile.
+ */
+static unio_status_t
+ep_connect_driver(struct unio_ep *ep, struct unio_tl_iface *ifc, const uint8_t *addr,
+		  const struct unio_ep_params *p)
+{
+	struct unio_worker *w = ep->worker;
+	struct unio_tl_ep_params tp = { .iface_addr = addr,
+					.iface_addr_len = ifc->attr.iface_addr_len, .user = ep };
+	unio_ep_err_handler_t eh = ep->err_handler;
+	uint64_t deadline = deadline_of(w);
+	struct wire_sockaddr dst;
+	struct unio_tl_ep *tl_ep;
+	unio_status_t st = unio_tl_ep_create(ifc, &tp, &tl_ep);
+
+	if (st != UNIO_OK)
+		return st;
+	proto_lane_init(w, &ep->lane, tl_ep);
+	sa_to_wire(p->sockaddr, p->addrlen, &dst);
+	ep->conn_status = UNIO_INPROGRESS;
+	ep->err_handler = NULL;   /* a failure now is this call's status, not an ep error */
+	st = conn_send(w, tl_ep, WIRE_HELLO, ep->id, 0, &dst);
+	while (st == UNIO_OK && ep->conn_status == UNIO_INPROGRESS) {
+		for (unsigned int i = 0; i < w->n_ifaces; i++)
+			unio_tl_iface_progress(w->ifaces[i]);
+		progress_ctx_control(w);   /* a listener of this process answers too */
+		if (ep->conn_status == UNIO_INPROGRESS && now_ns() >= deadline)
+			st = UNIO_ERR_TIMED_OUT;
+	}
+	if (st == UNIO_OK)
+		st = ep->conn_status;
+	if (st == UNIO_OK && ep->state != EP_CONNECTED)
+		st = UNIO_ERR_CONNECTION_RESET;   /* accepted, then failed at once */
+	ep->conn_status = UNIO_OK;
+	ep->err_handler = eh;
+	if (st == UNIO_ERR_VERSION_MISMATCH)
+		API_LOG(ERR, "the peer speaks another wire version (ours is %u): refused",
+			proto_wire_version());
+	else if (st != UNIO_OK && st != UNIO_ERR_REJECTED)
+		API_LOG(INFO, "connect over %s/%s: %s", ifc->driver->name, ifc->dev_name,
+			unio_status_string(st));   /* reported by the status */
+	return st;
+}
+
 static unio_status_t
 ep_connect_sockaddr(struct unio_ep *ep, const struct unio_ep_params *p)
 {
@@ -647,6 +841,12 @@ ep_connect_sockaddr(struct unio_ep *ep, const struct unio_ep_params *p)
 
 	if (p->sockaddr == NULL || p->addrlen < sizeof(struct sockaddr_in))
 		return UNIO_ERR_INVALID_PARAM;
+	for (unsigned int i = 0; i < w->n_ifaces; i++) {
+		uint8_t a[UNIO_TL_ADDR_MAX];
+
+		if (unio_tl_sockaddr_to_addr(w->ifaces[i], p->sockaddr, p->addrlen, a) == UNIO_OK)
+			return ep_connect_driver(ep, w->ifaces[i], a, p);
+	}
 	ep->ctl_fd = connect_socket(w, p->sockaddr, p->addrlen, &st);
 	if (ep->ctl_fd < 0)
 		return st;
@@ -678,6 +878,24 @@ ep_accept(struct unio_ep *ep, struct unio_conn_request *cr)
 	unio_status_t st;
 
 	ep->remote_id = cr->remote_ep_id;
+	if (cr->tl_ep != NULL) {   /* the request came over a driver: its ep is the lane */
+		struct wire_addr_hdr h;
+		struct unio_tl_ep *tl_ep = cr->tl_ep;
+		int n = addr_parse(cr->addr, cr->addr_len, &h);
+
+		cr->tl_ep = NULL;
+		if (n < 0) {
+			conn_send(ep->worker, tl_ep, WIRE_REJECT, 0, cr->remote_ep_id, NULL);
+			linger(ep->worker, tl_ep);
+			conn_request_free(cr);
+			return n;
+		}
+		ep->peer_uuid = h.uuid;
+		tl_ep->user = ep;
+		proto_lane_init(ep->worker, &ep->lane, tl_ep);
+		conn_request_free(cr);
+		return conn_send(ep->worker, tl_ep, WIRE_ACCEPT, ep->id, ep->remote_id, NULL);
+	}
 	st = ep_connect_lanes(ep, cr->addr, cr->addr_len);
 	if (st != UNIO_OK) {
 		send_ctl(cr->fd, WIRE_REJECT, 0, NULL, 0);
@@ -1072,6 +1290,14 @@ wireup_worker_fini(struct unio_worker *w)
 
 	while ((l = TAILQ_FIRST(&w->listeners)) != NULL)
 		unio_listener_destroy(l);
+	while (w->hellos != NULL) {
+		struct wireup_hello *q = w->hellos;
+
+		w->hellos = q->next;
+		free(q);
+	}
+	w->n_hellos = 0;
+	lingers_progress(w, true);
 	for (uint32_t i = 0; i < w->n_eps; i++)
 		if (w->eps[i] != NULL)
 			unio_ep_close(w->eps[i], UNIO_EP_CLOSE_FORCE, NULL);
@@ -1185,6 +1411,295 @@ bad:
 	return UNIO_OK;
 }
 
+/* ---- connections by socket address over a driver's own channel ---- */
+
+#define HELLOS_MAX 64   /* requests waiting for the worker's control progress */
+
+static void
+linger_done(struct unio_tl_completion *comp)
+{
+	((struct wireup_linger *)comp)->done = true;
+}
+
+static void
+linger(struct unio_worker *w, struct unio_tl_ep *tl_ep)
+{
+	struct wireup_linger *g = calloc(1, sizeof(*g));
+
+	if (g == NULL) {
+		unio_tl_ep_destroy(tl_ep);
+		return;
+	}
+	g->comp = (struct unio_tl_completion){ .func = linger_done, .count = 1 };
+	g->tl_ep = tl_ep;
+	g->deadline = deadline_of(w);
+	if (unio_tl_ep_flush(tl_ep, &g->comp) != UNIO_INPROGRESS)
+		g->done = true;
+	g->next = w->lingers;
+	w->lingers = g;
+}
+
+/* Destroy the lingering eps whose refusal was acked or timed out (@p all: every one). */
+static void
+lingers_progress(struct unio_worker *w, bool all)
+{
+	struct wireup_linger **pp = &w->lingers, *g;
+	uint64_t now = now_ns();
+
+	while ((g = *pp) != NULL) {
+		if (!all && !g->done && now < g->deadline) {
+			pp = &g->next;
+			continue;
+		}
+		*pp = g->next;
+		unio_tl_ep_destroy(g->tl_ep);   /* may complete the flush: g is still here */
+		free(g);
+	}
+}
+
+struct conn_pack {
+	struct wire_conn h;
+	const uint8_t *iface_addr;
+	struct unio_worker *w;      /* append the worker address when non-NULL */
+};
+
+static size_t
+pack_conn(void *dest, void *arg)
+{
+	struct conn_pack *a = arg;
+	uint8_t *p = dest;
+	size_t n = sizeof(a->h);
+
+	memcpy(p, &a->h, sizeof(a->h));
+	memcpy(p + n, a->iface_addr, a->h.iface_addr_len);
+	n += a->h.iface_addr_len;
+	if (a->w != NULL)
+		n += worker_address_pack(a->w, p + n, a->h.ctl.addr_len);
+	return n;
+}
+
+/*
+ * Send a control message of @p type on @p tl_ep: a HELLO carries the socket addresses
+ * (@p dst dialled, the iface's own) and the iface's address; HELLO and ACCEPT carry the
+ * worker address.  Waits for room up to UNIO_PEER_TIMEOUT, progressing the ifaces.
+ */
+static unio_status_t
+conn_send(struct unio_worker *w, struct unio_tl_ep *tl_ep, uint16_t type, uint32_t ep_id,
+	  uint32_t dst_ep_id, const struct wire_sockaddr *dst)
+{
+	struct unio_tl_iface *ifc = tl_ep->iface;
+	uint8_t ia[UNIO_TL_ADDR_MAX];
+	struct conn_pack a = {
+		.h = { .ctl = { .magic = UNIO_WIRE_MAGIC, .version = proto_wire_version(),
+				.type = type, .ep_id = ep_id },
+		       .dst_ep_id = dst_ep_id },
+		.iface_addr = ia,
+	};
+	uint64_t deadline = deadline_of(w);
+
+	if (type == WIRE_HELLO) {
+		struct sockaddr_storage own;
+
+		if (unio_tl_iface_get_address(ifc, ia) != UNIO_OK ||
+		    unio_tl_iface_get_sockaddr(ifc, &own) != UNIO_OK)
+			return UNIO_ERR_UNSUPPORTED;
+		a.h.iface_addr_len = (uint16_t)ifc->attr.iface_addr_len;
+		a.h.dst = *dst;
+		sa_to_wire((const struct sockaddr *)&own, sizeof(own), &a.h.src);
+	}
+	if (type == WIRE_HELLO || type == WIRE_ACCEPT) {
+		a.w = w;
+		a.h.ctl.addr_len = (uint32_t)worker_address_pack(w, NULL, 0);
+	}
+	if (sizeof(a.h) + a.h.iface_addr_len + a.h.ctl.addr_len > ifc->attr.max_bcopy)
+		return UNIO_ERR_UNSUPPORTED;
+	for (;;) {
+		ssize_t r = unio_tl_ep_am_bcopy(tl_ep, PROTO_AM_CONN, pack_conn, &a, 0);
+
+		if (r >= 0)
+			return UNIO_OK;
+		if (r != UNIO_ERR_NO_RESOURCE || now_ns() >= deadline)
+			return (unio_status_t)r;
+		for (unsigned int i = 0; i < w->n_ifaces; i++)
+			unio_tl_iface_progress(w->ifaces[i]);
+	}
+}
+
+/* Answer a HELLO with @p type (REJECT, VERSION, REFUSED); the ep goes once it was acked. */
+static void
+conn_refuse(struct unio_worker *w, struct unio_tl_ep *tl_ep, uint16_t type, uint32_t dst_ep_id)
+{
+	if (conn_send(w, tl_ep, type, 0, dst_ep_id, NULL) != UNIO_OK)
+		API_LOG(WARNING, "could not answer a connection request (type %u)", type);
+	linger(w, tl_ep);
+}
+
+/*
+ * A HELLO that came over a driver: the ep it answers on (to the sender's iface address,
+ * which the driver attaches to the connection the HELLO came on), then the version check,
+ * the listener, and its handler.
+ */
+static void
+hello_serve(struct unio_worker *w, struct wireup_hello *q)
+{
+	struct unio_conn_request *cr = NULL;
+	struct unio_tl_ep_params tp;
+	struct sockaddr_storage own;
+	struct unio_tl_iface *ifc;
+	struct unio_listener *l;
+	struct unio_tl_ep *tl_ep;
+	struct wire_conn h;
+	unio_status_t st;
+
+	memcpy(&h, q->data, sizeof(h));
+	ifc = h.dst.port != 0 ? sockaddr_iface(w, &h.dst, &own) : NULL;
+	if (ifc == NULL || h.iface_addr_len != ifc->attr.iface_addr_len) {
+		API_LOG(ERR, "connection request for an address no iface of this worker has");
+		goto out;
+	}
+	tp = (struct unio_tl_ep_params){ .iface_addr = q->data + sizeof(h),
+					 .iface_addr_len = h.iface_addr_len };
+	st = unio_tl_ep_create(ifc, &tp, &tl_ep);
+	if (st != UNIO_OK) {
+		API_LOG(ERR, "connection request: no ep to its sender: %s",
+			unio_status_string(st));
+		goto out;
+	}
+	if (h.ctl.version != UNIO_WIRE_VERSION) {
+		API_LOG(ERR, "refused a peer of wire version %u (ours is %u)", h.ctl.version,
+			UNIO_WIRE_VERSION);
+		conn_refuse(w, tl_ep, WIRE_VERSION, h.ctl.ep_id);
+		goto out;
+	}
+	TAILQ_FOREACH(l, &w->listeners, link)
+		if (l->iface == ifc)
+			break;
+	if (l != NULL && h.ctl.addr_len == q->len - sizeof(h) - h.iface_addr_len)
+		cr = calloc(1, sizeof(*cr));
+	if (cr != NULL && h.ctl.addr_len != 0)
+		cr->addr = malloc(h.ctl.addr_len);
+	if (cr == NULL || cr->addr == NULL) {
+		if (l != NULL)
+			API_LOG(ERR, "connection request: malformed or no memory: refused");
+		conn_refuse(w, tl_ep, l == NULL ? WIRE_REFUSED : WIRE_REJECT, h.ctl.ep_id);
+		if (cr != NULL)
+			free(cr);
+		goto out;
+	}
+	memcpy(cr->addr, q->data + sizeof(h) + h.iface_addr_len, h.ctl.addr_len);
+	cr->listener = l;
+	cr->fd = -1;
+	cr->tl_ep = tl_ep;
+	sa_from_wire(&h.src, &cr->peer);
+	cr->remote_ep_id = h.ctl.ep_id;
+	cr->addr_len = h.ctl.addr_len;
+	l->handler(cr, l->arg);
+out:
+	free(q);
+}
+
+static unsigned int
+hellos_progress(struct unio_worker *w)
+{
+	unsigned int n = 0;
+	struct wireup_hello *q;
+
+	while ((q = w->hellos) != NULL) {   /* taken off first: a handler may progress */
+		w->hellos = q->next;
+		w->n_hellos--;
+		hello_serve(w, q);
+		n++;
+	}
+	return n;
+}
+
+/* The answer to a HELLO of ours: the ep waiting in ep_connect_driver() takes it. */
+static void
+conn_answer(struct unio_worker *w, const struct wire_conn *h, const uint8_t *data,
+	    size_t length)
+{
+	const uint8_t *addr = data + sizeof(*h) + h->iface_addr_len;
+	struct wire_addr_hdr ah;
+	struct unio_ep *ep;
+
+	if ((h->dst_ep_id & 0xffff) >= w->n_eps)
+		goto bad;
+	ep = w->eps[h->dst_ep_id & 0xffff];
+	if (ep == NULL || ep->id != h->dst_ep_id || ep->state != EP_CONNECTING ||
+	    ep->conn_status != UNIO_INPROGRESS)
+		goto bad;
+	switch (h->ctl.type) {
+	case WIRE_ACCEPT:
+		if (h->ctl.version != UNIO_WIRE_VERSION) {
+			ep->conn_status = UNIO_ERR_VERSION_MISMATCH;
+			return;
+		}
+		if (h->ctl.addr_len != length - sizeof(*h) - h->iface_addr_len ||
+		    addr_parse(addr, h->ctl.addr_len, &ah) < 0)
+			goto bad;
+		ep->remote_id = h->ctl.ep_id;
+		ep->peer_uuid = ah.uuid;
+		ep->conn_status = UNIO_OK;
+		ep->state = EP_CONNECTED;   /* what the server sends next may be in this burst */
+		return;
+	case WIRE_REJECT:
+		ep->conn_status = UNIO_ERR_REJECTED;
+		return;
+	case WIRE_VERSION:
+		ep->conn_status = UNIO_ERR_VERSION_MISMATCH;
+		return;
+	case WIRE_REFUSED:
+		ep->conn_status = UNIO_ERR_UNREACHABLE;   /* no listener: like a refused connect */
+		return;
+	default:
+		break;
+	}
+bad:
+	API_LOG(ERR, "connection answer: malformed or for an unknown ep (%zu bytes)", length);
+}
+
+static unio_status_t
+am_conn(void *arg, const void *data, size_t length, unsigned int flags)
+{
+	struct unio_worker *w = arg;
+	struct wireup_hello *q;
+	struct wire_conn h;
+
+	RTE_SET_USED(flags);
+	if (length < sizeof(h))
+		goto bad;
+	memcpy(&h, data, sizeof(h));
+	if (h.ctl.magic != UNIO_WIRE_MAGIC || h.iface_addr_len > UNIO_TL_ADDR_MAX ||
+	    length - sizeof(h) < h.iface_addr_len)
+		goto bad;
+	if (h.ctl.type != WIRE_HELLO) {
+		conn_answer(w, &h, data, length);
+		return UNIO_OK;
+	}
+	/* served from wireup_progress(), not from inside the driver's receive path */
+	q = w->n_hellos < HELLOS_MAX ? malloc(sizeof(*q) + length) : NULL;
+	if (q == NULL) {
+		API_LOG(WARNING, "connection request dropped: %u wait already", w->n_hellos);
+		return UNIO_OK;
+	}
+	q->next = NULL;
+	q->len = length;
+	memcpy(q->data, data, length);
+	{
+		struct wireup_hello **pp = &w->hellos;
+
+		while (*pp != NULL)
+			pp = &(*pp)->next;
+		*pp = q;
+	}
+	w->n_hellos++;
+	w->ctl_next_tsc = 0;   /* at the next progress */
+	return UNIO_OK;
+bad:
+	API_LOG(ERR, "connection message: malformed (%zu bytes)", length);
+	return UNIO_OK;
+}
+
 unio_status_t
 wireup_set_handlers(struct unio_worker *w)
 {
@@ -1196,6 +1711,8 @@ wireup_set_handlers(struct unio_worker *w)
 		if (st == UNIO_OK)
 			st = unio_tl_iface_set_am_handler(w->ifaces[i], PROTO_AM_WIREUP_REP,
 							  am_wireup_rep, w);
+		if (st == UNIO_OK)
+			st = unio_tl_iface_set_am_handler(w->ifaces[i], PROTO_AM_CONN, am_conn, w);
 		if (st != UNIO_OK)
 			return st;
 	}

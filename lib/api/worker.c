@@ -367,16 +367,16 @@ unio_worker_signal(unio_worker_t *w)
 size_t
 worker_address_pack(struct unio_worker *w, void *buf, size_t len)
 {
-	struct wire_addr_hdr *h = buf;
-	uint8_t *p = (uint8_t *)(h + 1);
-	size_t need = sizeof(*h);
+	struct wire_addr_hdr h = { .magic = UNIO_WIRE_MAGIC, .version = proto_wire_version(),
+				   .n_ifaces = (uint16_t)w->n_ifaces, .uuid = w->uuid };
+	uint8_t *p = (uint8_t *)buf + sizeof(h);
+	size_t need = sizeof(h);
 
 	for (unsigned int i = 0; i < w->n_ifaces; i++)
 		need += sizeof(struct wire_addr_iface) + w->ifaces[i]->attr.iface_addr_len;
 	if (buf == NULL || len < need)
 		return need;
-	*h = (struct wire_addr_hdr){ .magic = UNIO_WIRE_MAGIC, .version = proto_wire_version(),
-				     .n_ifaces = (uint16_t)w->n_ifaces, .uuid = w->uuid };
+	memcpy(buf, &h, sizeof(h));   /* buf may be a driver's, unaligned */
 	for (unsigned int i = 0; i < w->n_ifaces; i++) {
 		struct unio_tl_iface *ifc = w->ifaces[i];
 		struct wire_addr_iface e = { .addr_len = (uint16_t)ifc->attr.iface_addr_len };

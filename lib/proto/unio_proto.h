@@ -44,6 +44,7 @@ enum proto_am_id {
 	PROTO_AM_WIREUP_REP = 11,  /**< lib/api: ... and its reply */
 	PROTO_AM_USER_EAGER = 12,  /**< am.c: struct am_eager_hdr + user header + data */
 	PROTO_AM_USER_RTS = 13,    /**< am.c: struct am_rts_hdr + user header + rkey */
+	PROTO_AM_CONN = 14,        /**< lib/api: HELLO / ACCEPT ... over a driver's channel */
 	PROTO_AM_MAX
 };
 
@@ -268,6 +269,7 @@ struct unio_ep {
 	uint64_t peer_uuid;
 	uint64_t connect_deadline;    /**< CONNECTING: fail after this (ns, monotonic) */
 	uint64_t close_deadline;      /**< the peer closed: fail what still waits after this */
+	unio_status_t conn_status;    /**< by sockaddr over a driver: the listener's answer */
 	struct unio_ep *closed_next;  /**< closed eps, freed with the worker */
 };
 
@@ -279,6 +281,8 @@ struct unio_ep {
 
 struct unio_listener;
 struct unio_conn_request;
+struct wireup_hello;
+struct wireup_linger;
 
 struct unio_worker {
 	struct unio_context *ctx;
@@ -310,6 +314,9 @@ struct unio_worker {
 	struct proto_unexp *ux_free;
 	/* control plane */
 	TAILQ_HEAD(, unio_listener) listeners;
+	struct wireup_hello *hellos;   /**< requests that arrived over a driver (wireup.c) */
+	unsigned int n_hellos;
+	struct wireup_linger *lingers; /**< eps that carried a refusal, until it was acked */
 	uint64_t ctl_next_tsc;
 	uint64_t ctl_period_tsc;
 	int efd;                    /**< epoll fd (UNIO_FEATURE_WAKEUP), -1 */

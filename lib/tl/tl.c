@@ -335,12 +335,36 @@ unio_tl_rkey_release(struct unio_tl_ep *ep, struct unio_tl_rkey *rkey)
 		ep->iface->ctl->rkey_release(ep, rkey);
 }
 
+unio_status_t
+unio_tl_iface_get_sockaddr(struct unio_tl_iface *iface, struct sockaddr_storage *sa)
+{
+	if (iface == NULL || sa == NULL)
+		return UNIO_ERR_INVALID_PARAM;
+	if (!(iface->attr.cap & UNIO_TL_CAP_CONNECT_SOCKADDR) ||
+	    iface->ctl->iface_get_sockaddr == NULL)
+		return UNIO_ERR_UNSUPPORTED;
+	return iface->ctl->iface_get_sockaddr(iface, sa);
+}
+
+unio_status_t
+unio_tl_sockaddr_to_addr(struct unio_tl_iface *iface, const struct sockaddr *sa, socklen_t len,
+			 void *addr)
+{
+	if (iface == NULL || sa == NULL || addr == NULL || len < sizeof(sa->sa_family))
+		return UNIO_ERR_INVALID_PARAM;
+	if (!(iface->attr.cap & UNIO_TL_CAP_CONNECT_SOCKADDR) ||
+	    iface->ctl->sockaddr_to_addr == NULL)
+		return UNIO_ERR_UNSUPPORTED;
+	return iface->ctl->sockaddr_to_addr(iface, sa, len, addr);
+}
+
 void
 unio_tl_cap_string(uint64_t cap, char *buf, size_t len)
 {
 	static const char *const names[] = {
 		"am_short", "am_bcopy", "am_zcopy", "put_zcopy", "get_zcopy", "rkey_ptr",
 		"connect_iface", "event_fd", "peer_failure", "ordered", "rma_target",
+		"connect_sockaddr",
 	};
 	size_t off = 0;
 

@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -61,6 +62,12 @@ extern "C" {
 #define UNIO_TL_CAP_ORDERED       (1ull << 9)  /**< AMs on one ep arrive in send order */
 /** put/get are carried out by the target's driver, which validates its own keys (tcp) */
 #define UNIO_TL_CAP_RMA_TARGET    (1ull << 10)
+/**
+ * Connect and accept by socket address over the iface's own channel: the iface has a socket
+ * address of its own (iface_get_sockaddr), listeners on it need no kernel socket, and an ep
+ * can be made to a peer known only by its socket address (sockaddr_to_addr + ep_create).
+ */
+#define UNIO_TL_CAP_CONNECT_SOCKADDR (1ull << 11)
 
 /** Reachability classes, from nearest to farthest. */
 enum unio_tl_reach {
@@ -234,6 +241,18 @@ struct unio_tl_iface_ctl_ops {
 	unio_status_t (*rkey_unpack)(struct unio_tl_ep *ep, const void *buf, size_t len,
 				     struct unio_tl_rkey *rkey);
 	void (*rkey_release)(struct unio_tl_ep *ep, struct unio_tl_rkey *rkey);
+	/* socket addresses (UNIO_TL_CAP_CONNECT_SOCKADDR) */
+	/** The iface's own socket address (e.g. its IPv4 and UDP port). */
+	unio_status_t (*iface_get_sockaddr)(struct unio_tl_iface *iface,
+					    struct sockaddr_storage *sa);
+	/**
+	 * The iface address (attr.iface_addr_len bytes into @p addr) of the peer iface whose
+	 * socket address is @p sa, for ep_create; parts the socket address lacks are learned
+	 * by the driver (see the contract).  UNIO_ERR_UNREACHABLE when the driver does not
+	 * serve @p sa (the API then uses a kernel TCP connection).
+	 */
+	unio_status_t (*sockaddr_to_addr)(struct unio_tl_iface *iface, const struct sockaddr *sa,
+					  socklen_t len, void *addr);
 };
 
 /** An AM handler slot. */
@@ -365,6 +384,18 @@ unio_status_t unio_tl_rkey_unpack(struct unio_tl_ep *ep, const void *buf, size_t
 
 /** Release an unpacked remote key (unmaps what rkey_unpack mapped). */
 void unio_tl_rkey_release(struct unio_tl_ep *ep, struct unio_tl_rkey *rkey);
+
+/** The iface's own socket address (UNIO_ERR_UNSUPPORTED without CONNECT_SOCKADDR). */
+unio_status_t unio_tl_iface_get_sockaddr(struct unio_tl_iface *iface,
+					 struct sockaddr_storage *sa);
+
+/**
+ * The iface address of the peer at socket address @p sa (attr.iface_addr_len bytes into
+ * @p addr), for unio_tl_ep_create().  UNIO_ERR_UNSUPPORTED without CONNECT_SOCKADDR,
+ * UNIO_ERR_UNREACHABLE when the driver does not serve @p sa.
+ */
+unio_status_t unio_tl_sockaddr_to_addr(struct unio_tl_iface *iface, const struct sockaddr *sa,
+				       socklen_t len, void *addr);
 
 /** Names of the capability flags in @p cap, space-separated, into @p buf. */
 void unio_tl_cap_string(uint64_t cap, char *buf, size_t len);

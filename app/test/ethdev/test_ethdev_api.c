@@ -28,6 +28,7 @@
 
 #include "../api/api_common.h"
 #include "unio_am.h"
+#include "unio_api_priv.h"
 #include "unio_env.h"
 #include "unio_proto.h"
 #include "unio_rma.h"
@@ -489,6 +490,10 @@ struct conn {
 	unio_worker_t *w;
 	unio_ep_t *ep;
 	unio_listener_t *l;
+	bool cm;                /* by the DPDK address: the handler rejects the first request */
+	unsigned int n_req;
+	struct sockaddr_in peer; /* cm: the client's address from the request */
+	unio_status_t reject_st;
 };
 
 static void
@@ -496,11 +501,64 @@ on_conn(unio_conn_request_t *cr, void *arg)
 {
 	struct conn *c = arg;
 	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_CONN_REQUEST, .conn_request = cr };
+	struct sockaddr_storage peer;
 	unio_status_t st;
 
+	if (c->cm) {
+		unio_conn_request_query(cr, &peer);
+		memcpy(&c->peer, &peer, sizeof(c->peer));
+		if (c->n_req++ == 0) {
+			c->reject_st = unio_listener_reject(c->l, cr);
+			return;
+		}
+	}
 	c->ep = unio_ep_create(c->w, &p, &st);
 	if (c->ep == NULL)
 		TEST_LOG("accept: %s", unio_status_string(st));
+}
+
+/* ep_create by @p a, again while nothing answers at that address yet */
+static unio_ep_t *
+dial(struct conn *c, const struct sockaddr_in *a, double end, unio_status_t *st)
+{
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_SOCKADDR,
+				    .sockaddr = (const struct sockaddr *)a,
+				    .addrlen = sizeof(*a) };
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	unio_ep_t *ep = NULL;
+
+	while (ep == NULL && now_s() < end) {
+		ep = unio_ep_create(c->w, &p, st);
+		if (ep == NULL && *st != UNIO_ERR_UNREACHABLE)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	return ep;
+}
+
+/*
+ * The client by the listener's DPDK address, with no kernel socket anywhere: a peer of
+ * another wire version is refused, the handler rejects the first request and accepts the
+ * second.
+ */
+static int
+dial_cm(struct conn *c, const struct sockaddr_in *a, double end)
+{
+	unio_status_t st;
+	unio_ep_t *ep;
+
+	unio_proto_test_set_wire_version(UNIO_WIRE_VERSION + 1);
+	ep = dial(c, a, end, &st);
+	unio_proto_test_set_wire_version(0);
+	TEST_ASSERT(ep == NULL && st == UNIO_ERR_VERSION_MISMATCH, "another wire version: %s",
+		    unio_status_string(st));
+	ep = dial(c, a, end, &st);
+	TEST_ASSERT(ep == NULL && st == UNIO_ERR_REJECTED, "first request: %s",
+		    unio_status_string(st));
+	c->ep = dial(c, a, end, &st);
+	TEST_ASSERT(c->ep != NULL, "second request: %s", unio_status_string(st));
+	TEST_LOG("client: wire version refused, first request rejected, second accepted");
+	return TEST_OK;
 }
 
 static int
@@ -521,20 +579,35 @@ connect_ctl(struct conn *c, int role, const char *ctl_ip, int port)
 		c->l = unio_listener_create(c->w, &lp, &st);
 		TEST_ASSERT(c->l != NULL, "listen on %s:%d: %s", ctl_ip, port,
 			    unio_status_string(st));
+		if (c->cm) {   /* the DPDK iface's own address: no kernel socket bound */
+			struct sockaddr_storage q;
+			struct sockaddr_in *qi = (struct sockaddr_in *)&q;
+
+			TEST_ASSERT_STATUS(unio_listener_query(c->l, &q), UNIO_OK);
+			TEST_ASSERT(qi->sin_family == AF_INET && qi->sin_port == a.sin_port &&
+				    qi->sin_addr.s_addr == a.sin_addr.s_addr, "listener address");
+			TEST_ASSERT(c->l->fd < 0 && c->l->iface != NULL &&
+				    strcmp(c->l->iface->driver->name, "ethdev") == 0,
+				    "the listener has a kernel socket");
+		}
 		while (c->ep == NULL && now_s() < end)
 			unio_worker_progress(c->w);
-	} else {
-		struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_SOCKADDR,
-					    .sockaddr = (struct sockaddr *)&a,
-					    .addrlen = sizeof(a) };
-		struct timespec ts = { 0, 20 * 1000 * 1000 };
+		if (c->cm) {
+			char ip[INET_ADDRSTRLEN];
 
-		while (c->ep == NULL && now_s() < end) {
-			c->ep = unio_ep_create(c->w, &p, &st);
-			if (c->ep == NULL && st != UNIO_ERR_UNREACHABLE)
-				break;
-			nanosleep(&ts, NULL);
+			inet_ntop(AF_INET, &c->peer.sin_addr, ip, sizeof(ip));
+			TEST_ASSERT(c->n_req == 2, "%u requests reached the handler", c->n_req);
+			TEST_ASSERT_STATUS(c->reject_st, UNIO_OK);
+			TEST_ASSERT(c->peer.sin_family == AF_INET &&
+				    ntohs(c->peer.sin_port) == (uint16_t)port &&
+				    (ntohl(c->peer.sin_addr.s_addr) & 0xff) == 2,
+				    "request from %s:%u", ip,
+				    ntohs(c->peer.sin_port));
 		}
+	} else if (c->cm) {
+		TEST_ASSERT(dial_cm(c, &a, end) == TEST_OK, "dial by the DPDK address");
+	} else {
+		c->ep = dial(c, &a, end, &st);
 	}
 	TEST_ASSERT(c->ep != NULL, "role %d: no connection: %s", role, unio_status_string(st));
 	TEST_ASSERT(strcmp(c->ep->lane.iface->driver->name, "ethdev") == 0, "lane %s",
@@ -564,7 +637,7 @@ goodbye(struct conn *c)
 	return TEST_OK;
 }
 
-/* argv: netns vdev dpdk_ip role ctl_ip ctl_port ready_file|- */
+/* argv: netns vdev dpdk_ip role ctl_ip ctl_port ready_file|- [cm] */
 UNIO_TEST_CHILD(ethdev_api_peer)
 {
 	static struct conn c;
@@ -577,8 +650,9 @@ UNIO_TEST_CHILD(ethdev_api_peer)
 	unio_status_t st;
 	int role, rc;
 
-	TEST_ASSERT(argc == 7, "argc %d", argc);
+	TEST_ASSERT(argc == 7 || argc == 8, "argc %d", argc);
 	role = atoi(argv[3]);
+	c.cm = argc == 8 && strcmp(argv[7], "cm") == 0;
 	TEST_ASSERT(enter_netns(argv[0]) == 0, "setns %s: %s", argv[0], strerror(errno));
 	snprintf(vdev_arg, sizeof(vdev_arg), "--vdev=%s", argv[1]);
 	snprintf(lcore, sizeof(lcore), "%d", role);
@@ -639,11 +713,16 @@ topo(const char *op, const char *name)
 			   src != NULL ? src : ".", op, name);
 }
 
+/*
+ * @p cm: the listener and the client use the DPDK address 10.77.0.1:13337 (the iface's
+ * UNIO_ETHDEV_PORT), and the kernel has no address at all: the handshake runs over the
+ * driver's own channel.
+ */
 static int
-api_pair(const char *pmd)
+api_pair(const char *pmd, bool cm)
 {
 	bool xdp = strcmp(pmd, "net_af_xdp") == 0;
-	const char *ctl_a = xdp ? "10.78.0.1" : "10.77.0.1";
+	const char *ctl_a = cm ? "10.77.0.1" : xdp ? "10.78.0.1" : "10.77.0.1";
 	char name[32], na[40], nb[40], port_s[16];
 	int rc = TEST_FAIL, ra = -1, rb = -1;
 	pid_t a, b;
@@ -653,10 +732,12 @@ api_pair(const char *pmd)
 	snprintf(name, sizeof(name), "unioapi-%d", getpid());
 	snprintf(na, sizeof(na), "%s-a", name);
 	snprintf(nb, sizeof(nb), "%s-b", name);
-	snprintf(port_s, sizeof(port_s), "%d", 20000 + getpid() % 20000);
+	snprintf(port_s, sizeof(port_s), "%d", cm ? 13337 : 20000 + getpid() % 20000);
 	if (topo("up", name) != 0)
 		goto out;
-	if (xdp ? test_system("ip link add ca netns %s type veth peer name cb netns %s && "
+	if (cm)
+		;   /* no kernel address: nothing but the DPDK ifaces can answer */
+	else if (xdp ? test_system("ip link add ca netns %s type veth peer name cb netns %s && "
 			      "ip -n %s addr add 10.78.0.1/24 dev ca && "
 			      "ip -n %s addr add 10.78.0.2/24 dev cb && "
 			      "ip -n %s link set ca up && ip -n %s link set cb up",
@@ -668,10 +749,10 @@ api_pair(const char *pmd)
 	}
 	{
 		char va[64], vb[64];
-		const char *args_a[] = { na, va, xdp ? "10.77.0.1" : "10.77.0.11", "0", ctl_a,
-					 port_s, "-", NULL };
-		const char *args_b[] = { nb, vb, xdp ? "10.77.0.2" : "10.77.0.12", "1", ctl_a,
-					 port_s, "-", NULL };
+		const char *args_a[] = { na, va, xdp || cm ? "10.77.0.1" : "10.77.0.11", "0",
+					 ctl_a, port_s, "-", cm ? "cm" : NULL, NULL };
+		const char *args_b[] = { nb, vb, xdp || cm ? "10.77.0.2" : "10.77.0.12", "1",
+					 ctl_a, port_s, "-", cm ? "cm" : NULL, NULL };
 
 		snprintf(va, sizeof(va), "%s0,iface=va", pmd);
 		snprintf(vb, sizeof(vb), "%s0,iface=vb", pmd);
@@ -688,16 +769,24 @@ out:
 	return rc;
 }
 
-/* memif between two processes of the root namespace; the control connection on loopback */
-UNIO_TEST(ethdev_api_memif, mp)
+/*
+ * memif between two processes of the root namespace; the control connection on loopback, or
+ * with @p cm none: the listener and the client use the DPDK address 10.79.0.1:13337.
+ */
+static int
+memif_pair(bool cm)
 {
 	char sock[64], va[160], vb[160], port_s[16], ready[80], done[100];
-	const char *args_a[] = { "-", va, "10.79.0.1", "0", "127.0.0.1", port_s, ready, NULL };
-	const char *args_b[] = { "-", vb, "10.79.0.2", "1", "127.0.0.1", port_s, "-", NULL };
+	const char *ctl = cm ? "10.79.0.1" : "127.0.0.1", *mode = cm ? "cm" : NULL;
+	const char *args_a[] = { "-", va, "10.79.0.1", "0", ctl, port_s, ready, mode, NULL };
+	const char *args_b[] = { "-", vb, "10.79.0.2", "1", ctl, port_s, "-", mode, NULL };
 	int ra, rb;
 	pid_t a, b;
 
-	snprintf(port_s, sizeof(port_s), "%d", test_free_port());
+	if (cm)
+		snprintf(port_s, sizeof(port_s), "13337");
+	else
+		snprintf(port_s, sizeof(port_s), "%d", test_free_port());
 	snprintf(sock, sizeof(sock), "/tmp/unio-memif-api-%d.sock", getpid());
 	snprintf(ready, sizeof(ready), "%s.ready", sock);
 	snprintf(va, sizeof(va), "net_memif0,role=server,socket=%s,mac=02:00:00:00:02:0a", sock);
@@ -718,12 +807,33 @@ UNIO_TEST(ethdev_api_memif, mp)
 	return ra == 0 && rb == 0 ? TEST_OK : TEST_FAIL;
 }
 
+UNIO_TEST(ethdev_api_memif, mp)
+{
+	return memif_pair(false);
+}
+
 UNIO_TEST(ethdev_api_af_packet, mp)
 {
-	return api_pair("net_af_packet");
+	return api_pair("net_af_packet", false);
 }
 
 UNIO_TEST(ethdev_api_af_xdp, mp)
 {
-	return api_pair("net_af_xdp");
+	return api_pair("net_af_xdp", false);
+}
+
+/* Listener and ep_create by the DPDK address: the handshake over the driver, no kernel */
+UNIO_TEST(ethdev_api_cm_af_packet, mp)
+{
+	return api_pair("net_af_packet", true);
+}
+
+UNIO_TEST(ethdev_api_cm_af_xdp, mp)
+{
+	return api_pair("net_af_xdp", true);
+}
+
+UNIO_TEST(ethdev_api_cm_memif, mp)
+{
+	return memif_pair(true);
 }

@@ -108,6 +108,7 @@ wire_init(struct eth_ep *ep, struct rte_mbuf *m, uint8_t type, uint16_t len)
 	w->len = len;
 	w->dst_conn = ep->peer.conn;
 	w->src_conn = ep->ei->addr.conn;
+	w->dial = ep->peer.conn == 0 ? ep->dial : 0;
 	w->seq = ep->snd_nxt;
 	return w;
 }
@@ -220,9 +221,13 @@ ep_fail(struct eth_ep *ep, unio_status_t st)
 	char ip[INET_ADDRSTRLEN];
 
 	inet_ntop(AF_INET, &ep->peer.ip, ip, sizeof(ip));
-	ETH_LOG(ERR, "%s: peer %s:%u %s: ep failed", ei->super.dev_name, ip,
-		rte_be_to_cpu_16(ep->peer.udp_port),
-		ep->resolving ? "did not answer ARP" : "silent after too many timeouts");
+	if (st == UNIO_ERR_CONNECTION_RESET)   /* the peer dialled again: told by err_cb */
+		ETH_LOG(INFO, "%s: peer %s:%u opened a new connection: ep reset",
+			ei->super.dev_name, ip, rte_be_to_cpu_16(ep->peer.udp_port));
+	else
+		ETH_LOG(ERR, "%s: peer %s:%u %s: ep failed", ei->super.dev_name, ip,
+			rte_be_to_cpu_16(ep->peer.udp_port),
+			ep->resolving ? "did not answer ARP" : "silent after too many timeouts");
 	ep->failed = true;
 	ep->fail_status = st;
 	ei->st.ep_failures++;
@@ -799,7 +804,7 @@ peer_find(struct eth_iface *ei, rte_be32_t ip, rte_be16_t port)
 		return ep;
 	for (unsigned int i = 0; i < ei->n_peers; i++) {
 		ep = ei->peers[i];
-		if (ep->peer.ip == ip && ep->peer.udp_port == port) {
+		if (ep->peer.ip == ip && ep->peer.udp_port == port && !ep->detached) {
 			ei->last_peer = ep;
 			return ep;
 		}
@@ -876,6 +881,26 @@ ep_free(struct eth_ep *ep)
 	rte_free(ep);
 }
 
+/*
+ * @p ep's peer dialled us again (a new ep of its own, sequence numbers from 0): a passive
+ * ep goes; one the protocol layer owns fails with UNIO_ERR_CONNECTION_RESET and is found no
+ * more, so that the new connection gets an ep of its own.  Returns NULL.
+ */
+static struct eth_ep *
+peer_detach(struct eth_ep *ep)
+{
+	if (!ep->user_owned) {
+		ep_free(ep);
+		return NULL;
+	}
+	ep->detached = true;
+	if (ep->ei->last_peer == ep)
+		ep->ei->last_peer = NULL;
+	if (!ep->failed)
+		ep_fail(ep, UNIO_ERR_CONNECTION_RESET);
+	return NULL;
+}
+
 /* The peer's MAC is known now: frames can be built. */
 static void
 resolved(struct eth_ep *ep, const struct rte_ether_addr *mac)
@@ -896,6 +921,15 @@ rx_one(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now)
 	if (w == NULL)
 		return;
 	ep = peer_find(ei, ip->src_addr, udp->src_port);
+	if (ep != NULL && w->dst_conn == 0 && w->dial != ep->dial) {
+		/* another dial of that peer: its first frame starts a new connection */
+		if (w->seq != 0) {
+			ei->st.drop_unknown_conn++;
+			rte_pktmbuf_free(m);
+			return;
+		}
+		ep = peer_detach(ep);
+	}
 	if (ep != NULL && ep->peer.conn == 0 && w->dst_conn == ei->addr.conn)
 		ep->peer.conn = w->src_conn;    /* we dialled this peer: now we know its id */
 	if (ep != NULL && !ep->user_owned && ep->peer.conn != w->src_conn &&
@@ -906,6 +940,7 @@ rx_one(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now)
 	if (ep == NULL && w->type == ETH_FT_DATA && w->seq == 0) {
 		struct eth_addr a = {
 			.udp_port = udp->src_port, .ip = ip->src_addr, .conn = w->src_conn,
+			.magic = ETH_MAGIC, .version = ETH_VERSION,
 		};
 
 		rte_ether_addr_copy(&rte_pktmbuf_mtod(m, struct rte_ether_hdr *)->src_addr,
@@ -916,6 +951,7 @@ rx_one(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now)
 			rte_pktmbuf_free(m);
 			return;
 		}
+		ep->dial = w->dst_conn == 0 ? w->dial : 0;
 	}
 	if (ep != NULL && ep->resolving && ep->peer.conn == w->src_conn)
 		resolved(ep, &rte_pktmbuf_mtod(m, struct rte_ether_hdr *)->src_addr);
@@ -1043,18 +1079,26 @@ eth_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *param
 	struct eth_ep *ep;
 
 	memcpy(&a, params->iface_addr, sizeof(a));
-	if (a.ip == 0 || a.udp_port == 0 || !rte_is_unicast_ether_addr(&a.mac))
+	if (a.magic != ETH_MAGIC || a.rsvd != 0 || a.ip == 0 || a.udp_port == 0 ||
+	    !rte_is_unicast_ether_addr(&a.mac))
 		return UNIO_ERR_INVALID_ADDR;
+	if (a.version != ETH_VERSION) {
+		ETH_LOG(ERR, "%s: a peer address of frame version %u (ours is %u): refused",
+			iface->dev_name, a.version, ETH_VERSION);
+		return UNIO_ERR_VERSION_MISMATCH;
+	}
 	ep = peer_find(ei, a.ip, a.udp_port);
 	if (ep != NULL && (ep->peer.conn == a.conn || a.conn == 0) && !ep->failed) {
 		if (ep->user_owned)
 			return UNIO_ERR_EXISTS;
 	} else {
 		if (ep != NULL)
-			ep_free(ep);     /* an earlier incarnation of that peer */
+			peer_detach(ep);  /* an earlier incarnation of that peer */
 		ep = ep_alloc(ei, &a);
 		if (ep == NULL)
 			return UNIO_ERR_NO_RESOURCE;
+		while (a.conn == 0 && ep->dial == 0)
+			ep->dial = (uint32_t)rte_rand();   /* tells this dial from earlier ones */
 		if (rte_is_zero_ether_addr(&a.mac)) {
 			struct rte_ether_addr mac;
 
@@ -1098,7 +1142,8 @@ eth_iface_query(struct unio_tl_iface *iface, struct unio_tl_iface_attr *attr)
 	memset(attr, 0, sizeof(*attr));
 	attr->cap = UNIO_TL_CAP_AM_SHORT | UNIO_TL_CAP_AM_BCOPY | UNIO_TL_CAP_AM_ZCOPY |
 		    UNIO_TL_CAP_CONNECT_IFACE | UNIO_TL_CAP_PEER_FAILURE | UNIO_TL_CAP_ORDERED |
-		    UNIO_TL_CAP_PUT_ZCOPY | UNIO_TL_CAP_GET_ZCOPY | UNIO_TL_CAP_RMA_TARGET;
+		    UNIO_TL_CAP_PUT_ZCOPY | UNIO_TL_CAP_GET_ZCOPY | UNIO_TL_CAP_RMA_TARGET |
+		    UNIO_TL_CAP_CONNECT_SOCKADDR;
 	attr->max_short = ei->frag - sizeof(uint64_t);
 	attr->max_bcopy = ETH_MAX_MSG;
 	attr->max_zcopy = ETH_MAX_MSG - ETH_ZCOPY_HDR;
@@ -1123,6 +1168,54 @@ eth_iface_get_address(struct unio_tl_iface *iface, void *addr)
 	return UNIO_OK;
 }
 
+static unio_status_t
+eth_iface_get_sockaddr(struct unio_tl_iface *iface, struct sockaddr_storage *sa)
+{
+	struct sockaddr_in *in = (struct sockaddr_in *)sa;
+
+	memset(sa, 0, sizeof(*sa));
+	in->sin_family = AF_INET;
+	in->sin_port = to_ei(iface)->addr.udp_port;
+	in->sin_addr.s_addr = to_ei(iface)->addr.ip;
+	return UNIO_OK;
+}
+
+/*
+ * A socket address is an ethdev one when it is IPv4 and its port is one of the driver's
+ * (UNIO_ETHDEV_PORT + queue, as every iface of a port uses): the peer's address is then its
+ * IPv4 and UDP port with MAC 0 (ARP finds it) and connection id 0 (its first answer tells).
+ */
+static unio_status_t
+eth_sockaddr_to_addr(struct unio_tl_iface *iface, const struct sockaddr *sa, socklen_t len,
+		     void *addr)
+{
+	struct eth_iface *ei = to_ei(iface);
+	const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+	uint16_t base = (uint16_t)(rte_be_to_cpu_16(ei->addr.udp_port) - ei->queue);
+	struct eth_addr a;
+	uint16_t port;
+	uint32_t ip;
+
+	if (sa->sa_family != AF_INET || len < sizeof(*in))
+		return UNIO_ERR_UNREACHABLE;
+	port = rte_be_to_cpu_16(in->sin_port);
+	ip = rte_be_to_cpu_32(in->sin_addr.s_addr);
+	if (port < base || (unsigned int)(port - base) >= ETH_MAX_QUEUES)
+		return UNIO_ERR_UNREACHABLE;
+	if (ip == 0 || ip == UINT32_MAX || (ip >> 28) == 0xe || (ip >> 24) == 127 ||
+	    (in->sin_addr.s_addr == ei->addr.ip && in->sin_port == ei->addr.udp_port))
+		return UNIO_ERR_INVALID_ADDR;   /* not a unicast peer, or this iface itself */
+	memset(&a, 0, sizeof(a));
+	a.magic = ETH_MAGIC;
+	a.version = ETH_VERSION;
+	a.udp_port = in->sin_port;
+	a.ip = in->sin_addr.s_addr;
+	if (a.ip == ei->addr.ip)
+		a.mac = ei->addr.mac;          /* another queue of this port: handed over */
+	memcpy(addr, &a, sizeof(a));
+	return UNIO_OK;
+}
+
 static const struct unio_tl_iface_ctl_ops eth_ctl_ops = {
 	.iface_close = eth_iface_close,
 	.iface_query = eth_iface_query,
@@ -1134,6 +1227,8 @@ static const struct unio_tl_iface_ctl_ops eth_ctl_ops = {
 	.rkey_pack = eth_rkey_pack,
 	.rkey_unpack = eth_rkey_unpack,
 	.rkey_release = eth_rkey_release,
+	.iface_get_sockaddr = eth_iface_get_sockaddr,
+	.sockaddr_to_addr = eth_sockaddr_to_addr,
 };
 
 static unio_status_t
@@ -1153,6 +1248,8 @@ eth_iface_open(const struct unio_tl_iface_params *params, struct unio_tl_iface *
 	do
 		ei->addr.conn = (uint32_t)rte_rand();
 	while (ei->addr.conn == 0);
+	ei->addr.magic = ETH_MAGIC;
+	ei->addr.version = ETH_VERSION;
 	ei->tsc_hz = rte_get_tsc_hz();
 	ei->timer_period = ei->tsc_hz / 10000;      /* 100 us */
 	ei->ack_delay = ei->tsc_hz / 1000000 * ETH_ACK_DELAY_US;

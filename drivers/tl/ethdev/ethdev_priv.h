@@ -83,7 +83,7 @@ struct eth_wire {
 	uint32_t seq;          /**< data: sequence number */
 	uint32_t ack;          /**< next sequence number the sender expects */
 	uint32_t msg_len;      /**< data: bytes of the whole message */
-	uint32_t rsvd2;
+	uint32_t dial;         /**< dst_conn 0: the dialling ep's random id, else 0 */
 	uint64_t sack;         /**< bit i: ack + 1 + i was received */
 	uint64_t tsc;          /**< sender's TSC at transmission */
 	uint64_t tsc_echo;     /**< the peer's tsc of the latest data frame received */
@@ -154,6 +154,9 @@ struct eth_addr {
 	rte_be16_t udp_port;
 	rte_be32_t ip;
 	uint32_t conn;
+	uint8_t magic;         /**< ETH_MAGIC: bytes that are not an address are refused */
+	uint8_t version;       /**< ETH_VERSION: the frames this iface speaks */
+	uint16_t rsvd;         /**< 0 */
 };
 
 struct eth_slot {
@@ -205,6 +208,8 @@ struct eth_ep {
 	bool failed;
 	bool probed;           /**< a probe went out since the last ack progress */
 	bool resolving;        /**< the peer's MAC is being resolved with ARP */
+	bool detached;         /**< replaced by a new connection of its peer: found no more */
+	uint32_t dial;         /**< dialled (peer conn unknown): our id; passive: the peer's */
 	unio_status_t fail_status;
 	uint8_t hdr_tmpl[ETH_L2L3L4];
 	/* send side */
