@@ -156,6 +156,26 @@ UNIO_TEST(config_time, fast)
 	return TEST_OK;
 }
 
+UNIO_TEST(config_string, fast)
+{
+	char longer[UNIO_CFG_STR_MAX + 1];
+
+	TEST_ASSERT(defaults() == 0, "defaults");
+	TEST_ASSERT(strcmp(cfg.eal_args, "none") == 0, "default %s", cfg.eal_args);
+	TEST_ASSERT_STATUS(set("EAL_ARGS", "--vdev=net_af_packet0,iface=va,qpairs=2 -a 0:0.0"),
+			   UNIO_OK);
+	TEST_ASSERT(strcmp(cfg.eal_args, "--vdev=net_af_packet0,iface=va,qpairs=2 -a 0:0.0") ==
+		    0, "%s", cfg.eal_args);
+	memset(longer, 'x', sizeof(longer) - 1);
+	longer[sizeof(longer) - 1] = '\0';
+	TEST_ASSERT_STATUS(set("EAL_ARGS", longer), UNIO_ERR_CONFIG);
+	TEST_ASSERT(strstr(unio_config_error(), "at most 255") != NULL, "msg");
+	longer[UNIO_CFG_STR_MAX - 1] = '\0';    /* 255 characters: the most that fit */
+	TEST_ASSERT_STATUS(set("EAL_ARGS", longer), UNIO_OK);
+	TEST_ASSERT_EQ(strlen(cfg.eal_args), UNIO_CFG_STR_MAX - 1);
+	return TEST_OK;
+}
+
 UNIO_TEST(config_api_roundtrip, fast)
 {
 	struct unio_config *c = NULL;

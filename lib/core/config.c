@@ -27,6 +27,7 @@ enum cfg_type {
 	CFG_LIST,
 	CFG_ENUM,
 	CFG_TIME,
+	CFG_STRING,
 };
 
 struct cfg_row {
@@ -59,6 +60,13 @@ static const struct cfg_row cfg_table[] = {
 	  "CPU the default EAL initialisation pins the calling thread to (-l); -1 means the CPU "
 	  "the process is running on when Unio initialises EAL.  Ignored when the application "
 	  "passes -l/-c/--lcores or initialised EAL itself." },
+	{ "EAL_ARGS", CFG_STRING, "none", OFF(eal_args), NULL, 0, 0,
+	  "EAL arguments, separated by spaces (no quoting), for the EAL initialisation Unio does "
+	  "itself when the application passes none (no arguments before '--' to unio_env_init(), "
+	  "or a context created without it), e.g. '--vdev=net_af_packet0,iface=veth0' to give "
+	  "the ethdev driver a port; the defaults (-l, --no-pci, memory, --file-prefix, "
+	  "--log-level) still fill in what they do not set; 'none' for none.  Ignored when EAL "
+	  "is initialised already or the application passes EAL arguments." },
 	{ "ETHDEV_ARP", CFG_LIST, "none", OFF(ethdev_arp), NULL, 0, 0,
 	  "Static neighbours of the ethdev driver, 'A.B.C.D/aabbccddeeff' items (IPv4 / MAC in "
 	  "12 hex digits), used instead of ARP for peers whose address carries no MAC; 'none' "
@@ -326,6 +334,8 @@ type_forms(const struct cfg_row *row, char *buf, size_t len)
 	case CFG_TIME:
 		return "a time: a number with a unit ns, us, ms, s or m (e.g. 500us, 10s), "
 		       "or 'inf'";
+	case CFG_STRING:
+		return "text of at most 255 characters";
 	case CFG_ENUM:
 		n = (size_t)snprintf(buf, len, "one of:");
 		for (int i = 0; row->words[i] != NULL && n < len; i++)
@@ -376,6 +386,11 @@ row_parse(const struct cfg_row *row, const char *value, struct unio_config *cfg)
 	case CFG_TIME:
 		if (parse_time(value, (uint64_t *)field) != 0)
 			break;
+		return UNIO_OK;
+	case CFG_STRING:
+		if (strlen(value) >= UNIO_CFG_STR_MAX)
+			break;
+		strcpy(field, value);
 		return UNIO_OK;
 	}
 	return cfg_fail(row, value, type_forms(row, forms, sizeof(forms)));
@@ -456,6 +471,9 @@ row_format(const struct cfg_row *row, const struct unio_config *cfg, char *buf, 
 			snprintf(buf, len, "%" PRIu64 "us", t / UINT64_C(1000));
 		else
 			snprintf(buf, len, "%" PRIu64 "ns", t);
+		return;
+	case CFG_STRING:
+		snprintf(buf, len, "%s", (const char *)field);
 		return;
 	}
 }
@@ -598,7 +616,7 @@ unio_config_get(const struct unio_config *config, const char *name, char *buf, s
 
 static const char *const type_names[] = {
 	[CFG_BOOL] = "bool", [CFG_INT] = "integer", [CFG_SIZE] = "size",
-	[CFG_LIST] = "list", [CFG_ENUM] = "enum", [CFG_TIME] = "time",
+	[CFG_LIST] = "list", [CFG_ENUM] = "enum", [CFG_TIME] = "time", [CFG_STRING] = "string",
 };
 
 static void

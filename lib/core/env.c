@@ -235,13 +235,37 @@ eal_init_locked(int n_user, char **user)
 	return UNIO_OK;
 }
 
+/* UNIO_EAL_ARGS split at spaces into @p argv (pointing into @p buf); returns the count. */
+static int
+config_eal_args(char *buf, size_t len, char **argv, int max)
+{
+	const struct unio_config *cfg = unio_config_env();
+	char *save = NULL, *tok;
+	int n = 0;
+
+	if (cfg == NULL || strcmp(cfg->eal_args, "none") == 0)
+		return 0;
+	snprintf(buf, len, "%s", cfg->eal_args);
+	for (tok = strtok_r(buf, " \t", &save); tok != NULL && n < max;
+	     tok = strtok_r(NULL, " \t", &save))
+		argv[n++] = tok;
+	return n;
+}
+
 static unio_status_t
 env_init(int n_user, char **user)
 {
+	static char cfg_buf[UNIO_CFG_STR_MAX];   /* under env_lock */
+	char *cfg_argv[UNIO_CFG_STR_MAX / 2];
 	unio_status_t st = UNIO_OK;
 
 	pthread_mutex_lock(&env_lock);
 	if (!env_done) {
+		if (n_user == 0) {   /* none from the application: UNIO_EAL_ARGS */
+			n_user = config_eal_args(cfg_buf, sizeof(cfg_buf), cfg_argv,
+						 (int)RTE_DIM(cfg_argv));
+			user = cfg_argv;
+		}
 		if (eal_is_initialised()) {
 			CORE_LOG(INFO, "EAL already initialised by the application: "
 				 "using it as is");

@@ -16,6 +16,7 @@
 
 #define UNIO_CFG_LIST_MAX   16
 #define UNIO_CFG_NAME_MAX   32
+#define UNIO_CFG_STR_MAX    256     /**< bytes of a string value, with its NUL */
 
 /** A size value meaning "choose from the drivers' performance models". */
 #define UNIO_SIZE_AUTO ((size_t)-2)
@@ -75,6 +76,7 @@ struct unio_config {
 	int64_t ethdev_retries;           /**< timeouts before an ethdev ep fails */
 	int64_t ethdev_queues;            /**< queue pairs per ethdev port */
 	uint64_t ethdev_target_delay_ns;  /**< ethdev congestion control target delay */
+	char eal_args[UNIO_CFG_STR_MAX];  /**< EAL arguments of Unio's own EAL init, "none" */
 };
 
 /** The environment snapshot, parsed once; NULL and unio_config_error() set when malformed. */

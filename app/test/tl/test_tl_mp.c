@@ -803,3 +803,65 @@ UNIO_TEST(tl_mp_other_user, mp)
 	cur_opts = (struct mp_opts){ .n_children = 1, .count = 2000, .other_user = 1 };
 	return tl_for_each_driver(case_mp);
 }
+
+/*
+ * The conformance suite over the ethdev driver: every case of the fast suite in a process of
+ * its own inside one namespace of a veth pair, with UNIO_TLS=ethdev and the port given by
+ * UNIO_EAL_ARGS (af_packet, two queue pairs: the suite opens two ifaces on one device, whose
+ * frames the driver hands over inside the port).  Each case must pass and must have tested
+ * ethdev (its log names the device).
+ */
+static const char *const tl_fast_cases[] = {
+	"tl_am_short", "tl_am_bcopy", "tl_am_zcopy", "tl_order_flush", "tl_fifo_full",
+	"tl_put_get", "tl_rkey_ptr", "tl_bad_input", "tl_send_from_handler", "tl_many_senders",
+	"tl_connect_sockaddr",
+};
+
+static int
+topo_veth(const char *op, const char *name)
+{
+	const char *src = getenv("UNIO_TEST_SOURCE_DIR");
+
+	return test_system("%s/usertools/unio-topology.sh veth %s %s >/dev/null 2>&1",
+			   src != NULL ? src : ".", op, name);
+}
+
+static int
+tl_over_ethdev(const char *vdev)
+{
+	char name[32], log[64];
+	int rc = TEST_OK;
+
+	if (geteuid() != 0 || test_system("ip netns list >/dev/null 2>&1") != 0)
+		TEST_SKIP_BECAUSE("needs root and iproute2 network namespaces");
+	snprintf(name, sizeof(name), "uniotl-%d", getpid());
+	snprintf(log, sizeof(log), "/tmp/unio-tl-ethdev-%d.log", getpid());
+	if (topo_veth("up", name) != 0) {
+		topo_veth("down", name);
+		TEST_LOG("topology %s", name);
+		return TEST_FAIL;
+	}
+	for (unsigned int i = 0; i < RTE_DIM(tl_fast_cases) && rc == TEST_OK; i++) {
+		const char *c = tl_fast_cases[i];
+
+		if (test_system("ip netns exec %s-a env UNIO_TLS=ethdev UNIO_ETHDEV_IP=10.77.0.1 "
+				"UNIO_ETHDEV_QUEUES=2 'UNIO_EAL_ARGS=--vdev=%s,iface=va' "
+				"%s/app/test/unio-test %s >%s 2>&1", name, vdev, test_build_dir(),
+				c, log) != 0 ||
+		    test_system("grep -q 'driver ethdev device' %s", log) != 0) {
+			test_system("cat %s >&2", log);
+			TEST_LOG("%s over ethdev (%s) failed", c, vdev);
+			rc = TEST_FAIL;
+		} else {
+			TEST_LOG("%s: passed over ethdev (%s)", c, vdev);
+		}
+	}
+	unlink(log);
+	topo_veth("down", name);
+	return rc;
+}
+
+UNIO_TEST(tl_ethdev_af_packet, mp)
+{
+	return tl_over_ethdev("net_af_packet0,qpairs=2");
+}

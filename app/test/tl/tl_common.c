@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "tl_common.h"
+#include "unio_env.h"
 
 int
 tl_for_each_driver(tl_case_fn_t fn)
@@ -13,6 +14,9 @@ tl_for_each_driver(tl_case_fn_t fn)
 	unsigned int tested = 0;
 
 	TEST_ASSERT(cfg != NULL, "malformed UNIO_* environment");
+	/* EAL ports for the ethdev driver: UNIO_EAL_ARGS="--vdev=net_af_packet0,iface=..." */
+	if (strcmp(cfg->eal_args, "none") != 0)
+		TEST_ASSERT_STATUS(unio_env_init_default(), UNIO_OK);
 	for (unsigned int i = 0; i < unio_tl_driver_count(); i++) {
 		const struct unio_tl_driver *drv = unio_tl_driver_get(i);
 		struct unio_tl_device_info devs[UNIO_TL_MAX_DEVICES];

@@ -470,6 +470,18 @@ eth_txq_push(struct eth_iface *ei, struct rte_mbuf *m)
 			to = port_owner(ei, udp->dst_port);
 			if (to == NULL)
 				return drop(m, &ei->st.drop_not_ours);
+			if (m->nb_segs > 1) {
+				/* zero copy: the chain is the send window's, and the receiver
+				 * linearises what it gets: hand over a copy */
+				struct rte_mbuf *c = rte_pktmbuf_copy(m, ei->mp, 0, UINT32_MAX);
+
+				rte_pktmbuf_free(m);
+				if (c == NULL) {
+					ei->st.tx_no_mbuf++;
+					return;
+				}
+				m = c;
+			}
 			return steer(ei, to, m);
 		}
 	}
