@@ -806,10 +806,11 @@ UNIO_TEST(tl_mp_other_user, mp)
 
 /*
  * The conformance suite over the ethdev driver: every case of the fast suite in a process of
- * its own inside one namespace of a veth pair, with UNIO_TLS=ethdev and the port given by
- * UNIO_EAL_ARGS (af_packet, two queue pairs: the suite opens two ifaces on one device, whose
- * frames the driver hands over inside the port).  Each case must pass and must have tested
- * ethdev (its log names the device).
+ * its own, with UNIO_TLS=ethdev and the port given by UNIO_EAL_ARGS (two queue pairs: the
+ * suite opens two ifaces on one device, whose frames the driver hands over inside the
+ * port): af_packet inside one namespace of a veth pair, memif (a server port without a
+ * client) in the root namespace.  Each case must pass and must have tested ethdev (its log
+ * names the device).
  */
 static const char *const tl_fast_cases[] = {
 	"tl_am_short", "tl_am_bcopy", "tl_am_zcopy", "tl_order_flush", "tl_fifo_full",
@@ -827,26 +828,28 @@ topo_veth(const char *op, const char *name)
 }
 
 static int
-tl_over_ethdev(const char *vdev)
+tl_over_ethdev(const char *vdev, bool netns)
 {
-	char name[32], log[64];
+	char name[32], log[64], ns[48] = "";
 	int rc = TEST_OK;
 
-	if (geteuid() != 0 || test_system("ip netns list >/dev/null 2>&1") != 0)
+	if (netns && (geteuid() != 0 || test_system("ip netns list >/dev/null 2>&1") != 0))
 		TEST_SKIP_BECAUSE("needs root and iproute2 network namespaces");
 	snprintf(name, sizeof(name), "uniotl-%d", getpid());
 	snprintf(log, sizeof(log), "/tmp/unio-tl-ethdev-%d.log", getpid());
-	if (topo_veth("up", name) != 0) {
+	if (netns && topo_veth("up", name) != 0) {
 		topo_veth("down", name);
 		TEST_LOG("topology %s", name);
 		return TEST_FAIL;
 	}
+	if (netns)
+		snprintf(ns, sizeof(ns), "ip netns exec %s-a ", name);
 	for (unsigned int i = 0; i < RTE_DIM(tl_fast_cases) && rc == TEST_OK; i++) {
 		const char *c = tl_fast_cases[i];
 
-		if (test_system("ip netns exec %s-a env UNIO_TLS=ethdev UNIO_ETHDEV_IP=10.77.0.1 "
-				"UNIO_ETHDEV_QUEUES=2 'UNIO_EAL_ARGS=--vdev=%s,iface=va' "
-				"%s/app/test/unio-test %s >%s 2>&1", name, vdev, test_build_dir(),
+		if (test_system("%senv UNIO_TLS=ethdev UNIO_ETHDEV_IP=10.77.0.1 "
+				"UNIO_ETHDEV_QUEUES=2 'UNIO_EAL_ARGS=--vdev=%s' "
+				"%s/app/test/unio-test %s >%s 2>&1", ns, vdev, test_build_dir(),
 				c, log) != 0 ||
 		    test_system("grep -q 'driver ethdev device' %s", log) != 0) {
 			test_system("cat %s >&2", log);
@@ -857,11 +860,24 @@ tl_over_ethdev(const char *vdev)
 		}
 	}
 	unlink(log);
-	topo_veth("down", name);
+	if (netns)
+		topo_veth("down", name);
 	return rc;
 }
 
 UNIO_TEST(tl_ethdev_af_packet, mp)
 {
-	return tl_over_ethdev("net_af_packet0,qpairs=2");
+	return tl_over_ethdev("net_af_packet0,iface=va,qpairs=2", true);
+}
+
+UNIO_TEST(tl_ethdev_memif, mp)
+{
+	char vdev[128];
+	int rc;
+
+	snprintf(vdev, sizeof(vdev), "net_memif0,role=server,socket=/tmp/unio-tl-memif-%d.sock,"
+		 "mac=02:00:00:00:04:0a", getpid());
+	rc = tl_over_ethdev(vdev, false);
+	test_system("rm -f /tmp/unio-tl-memif-%d.sock", getpid());
+	return rc;
 }
