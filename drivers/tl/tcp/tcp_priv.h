@@ -53,6 +53,10 @@ extern int unio_logtype_tcp;
 						* MSG_MORE: a burst */
 #define TCP_DIRECT_MIN     (16 * 1024)         /* PUT / GET_RESP bytes still unread: read them
 						* straight to their destination */
+#define TCP_RX_AHEAD       (64 * 1024)         /* bytes read past the current frame */
+#define TCP_RX_AHEAD_BULK  (16 * 1024)         /* the same while bulk frames arrive */
+#define TCP_BULK_FRAMES    64                  /* frames without a bulk one before reads
+						* go TCP_RX_AHEAD past a frame again */
 
 enum tcp_frame_type {
 	TCP_F_AM = 1,
@@ -179,6 +183,8 @@ struct tcp_conn {
 	bool dr_active;
 	bool dr_discard;              /* its destination went away (get canceled): drop it */
 	bool ack_owed;                /* a directly received PUT's ack waits for tx room */
+	unsigned int rx_bulk;         /* > 0: a bulk PUT / GET_RESP came in the last
+				       * TCP_BULK_FRAMES frames: read less past a frame */
 	uint8_t dr_type;
 	unsigned int dr_iovcnt;
 	size_t dr_left;               /* payload bytes still to read */

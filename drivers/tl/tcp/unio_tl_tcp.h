@@ -27,6 +27,8 @@ struct unio_tl_tcp_stats {
 	uint64_t malformed;        /**< connections closed because the peer sent bad frames */
 	uint64_t open_conns;       /**< connections open now (any state but failed) */
 	uint64_t direct_frames;    /**< PUT / GET_RESP payloads read straight to their place */
+	uint64_t direct_bytes;     /**< of which bytes read straight there (not through the
+				    *   receive buffer) */
 	uint64_t more_sends;       /**< short / bcopy sends in a burst, handed over with MSG_MORE */
 	uint64_t more_pushes;      /**< progress calls that pushed what MSG_MORE held back */
 	uint64_t move_timeouts;    /**< simultaneous connects whose peer sent MOVE_START but no
