@@ -830,7 +830,7 @@ topo_veth(const char *op, const char *name)
 static int
 tl_over_ethdev(const char *vdev, bool netns)
 {
-	char name[32], log[64], ns[48] = "";
+	char name[32], log[64], ns[80] = "";
 	int rc = TEST_OK;
 
 	if (netns && (geteuid() != 0 || test_system("ip netns list >/dev/null 2>&1") != 0))
