@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * unio-pathbench: the small-message paths of the public API, one thread, two workers of one
+ * process over the shm lane (UNIO_TLS=shm,self unless set), for instruction counts under
+ * callgrind.  Each path runs inside its own non-inlined function, so that
+ *
+ *   valgrind --tool=callgrind build/app/pathbench/unio-pathbench -n 100000
+ *   callgrind_annotate --inclusive=yes callgrind.out.* | grep ' pb_'
+ *
+ * gives the instructions of each path per call (inclusive cost / calls), start-up excluded:
+ *
+ *   pb_tag_send     unio_tag_send() of an 8-byte message (sender)
+ *   pb_tag_post     unio_tag_recv() of an exact tag with a completion callback (posted)
+ *   pb_tag_rx       unio_worker_progress() of the receiver delivering one message: ring poll,
+ *                   match, copy, completion, the callback that frees the request
+ *   pb_tag_stream   as pb_tag_rx but @c BURST messages per progress call (tag_bw)
+ *   pb_idle         unio_worker_progress() with nothing to do
+ *   pb_am_send      unio_am_send() of 8 bytes with the reply flag
+ *   pb_am_rx        unio_worker_progress() of the receiver delivering one AM to a handler
+ *
+ * Every payload is checked; a mismatch or a lost message fails the run (exit 1): it runs as
+ * the test "pathbench" (suite fast) too.
+ */
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "unio.h"
+#include "unio_am.h"
+
+#define AM_ID 17
+#define BURST 16
+#define TAG   0x5a5a0001ull
+
+/* calls of each progress path (their bodies must differ, or the linker folds them) */
+enum { PB_TAG_RX, PB_TAG_STREAM, PB_IDLE, PB_AM_RX, PB_N };
+static volatile uint64_t calls[PB_N];
+
+struct rx {
+	uint64_t got;            /* completions / handler calls */
+	uint64_t bad;
+	uint64_t want;           /* payload of the next message */
+	uint64_t buf[BURST];
+};
+
+static void
+on_tag(unio_request_t *req, unio_status_t st, const struct unio_recv_info *info, void *arg)
+{
+	struct rx *r = arg;
+
+	if (st != UNIO_OK || info == NULL || info->length != 8 || info->tag != TAG)
+		r->bad++;
+	r->got++;
+	unio_request_free(req);
+}
+
+static unio_status_t
+on_am(void *arg, const void *header, size_t hlen, void *data, size_t len,
+      const struct unio_am_recv_param *p)
+{
+	struct rx *r = arg;
+	uint64_t v;
+
+	(void)header;
+	if (hlen != 0 || len != 8 || p->reply_ep == NULL) {
+		r->bad++;
+		return UNIO_OK;
+	}
+	memcpy(&v, data, 8);
+	if (v != r->want++)
+		r->bad++;
+	r->got++;
+	return UNIO_OK;
+}
+
+static const struct unio_request_param *
+tag_param(struct rx *r)
+{
+	static struct unio_request_param p;
+
+	p = (struct unio_request_param){ .field_mask = UNIO_REQ_PARAM_CB |
+						       UNIO_REQ_PARAM_USER_DATA,
+					 .cb = on_tag, .user_data = r };
+	return &p;
+}
+
+__attribute__((noinline)) static unio_status_t
+pb_tag_send(unio_ep_t *ep, const uint64_t *v)
+{
+	return unio_tag_send(ep, v, 8, TAG, NULL, NULL);
+}
+
+__attribute__((noinline)) static unio_status_t
+pb_tag_post(unio_worker_t *w, uint64_t *buf, const struct unio_request_param *p)
+{
+	unio_request_t *req;   /* freed by on_tag() */
+
+	return unio_tag_recv(w, buf, 8, TAG, UINT64_MAX, p, &req);
+}
+
+__attribute__((noinline)) static unsigned int
+pb_tag_rx(unio_worker_t *w)
+{
+	calls[PB_TAG_RX]++;   /* distinct bodies: not folded into one function */
+	return unio_worker_progress(w);
+}
+
+__attribute__((noinline)) static unsigned int
+pb_tag_stream(unio_worker_t *w)
+{
+	calls[PB_TAG_STREAM]++;   /* distinct bodies: not folded into one function */
+	return unio_worker_progress(w);
+}
+
+__attribute__((noinline)) static unsigned int
+pb_idle(unio_worker_t *w)
+{
+	calls[PB_IDLE]++;   /* distinct bodies: not folded into one function */
+	return unio_worker_progress(w);
+}
+
+__attribute__((noinline)) static unio_status_t
+pb_am_send(unio_ep_t *ep, const uint64_t *v)
+{
+	return unio_am_send(ep, AM_ID, NULL, 0, v, 8, NULL, UNIO_AM_SEND_FLAG_REPLY, NULL);
+}
+
+__attribute__((noinline)) static unsigned int
+pb_am_rx(unio_worker_t *w)
+{
+	calls[PB_AM_RX]++;   /* distinct bodies: not folded into one function */
+	return unio_worker_progress(w);
+}
+
+static int
+fail(const char *what, unio_status_t st)
+{
+	fprintf(stderr, "unio-pathbench: %s: %s\n", what, unio_status_string(st));
+	return 1;
+}
+
+static bool
+connect_wait(unio_worker_t *w, unio_worker_t *peer, unio_ep_t *ep)
+{
+	uint64_t v = 42, got = 0;
+	unio_request_t *sreq = NULL, *rreq = NULL;
+	unio_status_t sst, rst;
+
+	rst = unio_tag_recv(peer, &got, 8, TAG + 1, UINT64_MAX, NULL, &rreq);
+	sst = unio_tag_send(ep, &v, 8, TAG + 1, NULL, &sreq);
+	for (int i = 0; i < 10000000 && (sst == UNIO_INPROGRESS || rst == UNIO_INPROGRESS); i++) {
+		unio_worker_progress(w);
+		unio_worker_progress(peer);
+		if (sst == UNIO_INPROGRESS && (sst = unio_request_test(sreq, NULL)) !=
+		    UNIO_INPROGRESS)
+			unio_request_free(sreq);
+		if (rst == UNIO_INPROGRESS && (rst = unio_request_test(rreq, NULL)) !=
+		    UNIO_INPROGRESS)
+			unio_request_free(rreq);
+	}
+	return sst == UNIO_OK && rst == UNIO_OK && got == v;
+}
+
+static unio_ep_t *
+ep_to(unio_worker_t *w, unio_worker_t *peer)
+{
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_WORKER_ADDR };
+	unio_status_t st;
+	unio_ep_t *ep;
+	size_t len;
+	void *addr;
+
+	if (unio_worker_get_address(peer, &addr, &len) != UNIO_OK)
+		return NULL;
+	p.worker_addr = addr;
+	p.worker_addr_len = len;
+	ep = unio_ep_create(w, &p, &st);
+	unio_worker_release_address(peer, addr);
+	/* wireup needs both workers: a first message goes once the ep is connected */
+	if (ep != NULL && !connect_wait(w, peer, ep))
+		ep = NULL;
+	return ep;
+}
+
+static int
+run_tag(unio_worker_t *wa, unio_worker_t *wb, unio_ep_t *ep, uint64_t n)
+{
+	struct rx r = { 0 };
+	const struct unio_request_param *p = tag_param(&r);
+	uint64_t v;
+	unio_status_t st;
+
+	for (uint64_t i = 0; i < n; i++) {
+		v = i;
+		st = pb_tag_post(wb, &r.buf[0], p);
+		if (st != UNIO_INPROGRESS)
+			return fail("tag receive", st);
+		st = pb_tag_send(ep, &v);
+		if (st != UNIO_OK)
+			return fail("tag send", st);
+		if (pb_tag_rx(wb) == 0 || r.got != i + 1 || r.buf[0] != i)
+			return fail("tag: message not delivered by one progress call", UNIO_ERR_IO);
+		pb_idle(wa);
+	}
+	return r.bad != 0 ? fail("tag: bad completion", UNIO_ERR_IO) : 0;
+}
+
+static int
+run_stream(unio_worker_t *wb, unio_ep_t *ep, uint64_t n)
+{
+	struct rx r = { 0 };
+	const struct unio_request_param *p = tag_param(&r);
+	uint64_t v[BURST];
+	unio_status_t st;
+
+	for (uint64_t i = 0; i < n; i += BURST) {
+		for (unsigned int k = 0; k < BURST; k++) {
+			st = pb_tag_post(wb, &r.buf[k], p);
+			if (st != UNIO_INPROGRESS)
+				return fail("tag receive", st);
+		}
+		for (unsigned int k = 0; k < BURST; k++) {
+			v[k] = i + k;
+			st = pb_tag_send(ep, &v[k]);
+			if (st != UNIO_OK)
+				return fail("tag send", st);
+		}
+		pb_tag_stream(wb);
+		if (r.got != i + BURST)
+			return fail("stream: messages not delivered by one progress call",
+				    UNIO_ERR_IO);
+		for (unsigned int k = 0; k < BURST; k++)
+			if (r.buf[k] != i + k)
+				return fail("stream: payload out of order", UNIO_ERR_IO);
+	}
+	return r.bad != 0 ? fail("stream: bad completion", UNIO_ERR_IO) : 0;
+}
+
+static int
+run_am(unio_worker_t *wa, unio_worker_t *wb, unio_ep_t *ep, uint64_t n)
+{
+	struct rx r = { 0 };
+	unio_status_t st;
+	uint64_t v;
+
+	st = unio_worker_set_am_handler(wb, AM_ID, on_am, &r, 0);
+	if (st != UNIO_OK)
+		return fail("am handler", st);
+	for (uint64_t i = 0; i < n; i++) {
+		v = i;
+		st = pb_am_send(ep, &v);
+		if (st != UNIO_OK)
+			return fail("am send", st);
+		if (pb_am_rx(wb) == 0 || r.got != i + 1)
+			return fail("am: message not delivered by one progress call", UNIO_ERR_IO);
+		pb_idle(wa);
+	}
+	unio_worker_set_am_handler(wb, AM_ID, NULL, NULL, 0);
+	return r.bad != 0 ? fail("am: bad message", UNIO_ERR_IO) : 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct unio_context_params cp = { .field_mask = UNIO_CONTEXT_PARAM_FEATURES,
+					  .features = UNIO_FEATURE_TAG | UNIO_FEATURE_AM };
+	uint64_t n = 10000;
+	unio_context_t *ctx;
+	unio_worker_t *wa, *wb;
+	unio_ep_t *ep;
+	unio_status_t st;
+	int opt, rc;
+
+	while ((opt = getopt(argc, argv, "n:")) != -1) {
+		if (opt != 'n') {
+			fprintf(stderr, "usage: unio-pathbench [-n messages]\n");
+			return 2;
+		}
+		n = strtoull(optarg, NULL, 0);
+	}
+	n = (n + BURST - 1) / BURST * BURST;
+	setenv("UNIO_TLS", "shm,self", 0);
+	ctx = unio_context_create(&cp, &st);
+	if (ctx == NULL)
+		return fail("context", st);
+	wa = unio_worker_create(ctx, NULL, &st);
+	wb = wa != NULL ? unio_worker_create(ctx, NULL, &st) : NULL;
+	if (wb == NULL)
+		return fail("worker", st);
+	ep = ep_to(wa, wb);
+	if (ep == NULL)
+		return fail("endpoint", UNIO_ERR_UNREACHABLE);
+	rc = run_tag(wa, wb, ep, n);
+	if (rc == 0)
+		rc = run_stream(wb, ep, n);
+	if (rc == 0)
+		rc = run_am(wa, wb, ep, n);
+	if (rc == 0)
+		printf("unio-pathbench: %" PRIu64 " messages per path, all delivered and checked\n",
+		       n);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(wb);
+	unio_worker_destroy(wa);
+	unio_context_destroy(ctx);
+	return rc;
+}
