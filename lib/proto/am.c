@@ -215,22 +215,43 @@ proto_am_progress(struct unio_worker *w)
 	return n + proto_rma_progress(w);
 }
 
-/* Send an eager AM at once through am_short: header, user header and data in one copy. */
-static unio_status_t
-send_short(struct unio_ep *ep, unsigned int id, const void *hdr, size_t hdr_len,
-	   const void *buf, size_t len, uint32_t reply)
+/* The 8-byte header word of an eager AM sent through am_short. */
+static inline uint64_t
+short_wire(const struct unio_ep *ep, unsigned int id, size_t hdr_len, uint32_t reply)
 {
 	struct am_eager_hdr h = { .am_id = (uint16_t)id, .ep_id = ep->remote_id };
-	uint8_t tmp[AM_SHORT_MAX];
 	uint64_t wire;
 
 	h.hdr_len = (uint16_t)(hdr_len | reply);
-	if (hdr_len != 0)
-		memcpy(tmp, hdr, hdr_len);
+	memcpy(&wire, &h, sizeof(wire));
+	return wire;
+}
+
+/*
+ * Send an eager AM at once through am_short.  Without a user header the transport copies the
+ * data from the user's buffer; with one, header and data are put together first.
+ */
+static __rte_noinline unio_status_t
+send_short_hdr(struct unio_ep *ep, unsigned int id, const void *hdr, size_t hdr_len,
+	       const void *buf, size_t len, uint32_t reply)
+{
+	uint8_t tmp[AM_SHORT_MAX];
+
+	memcpy(tmp, hdr, hdr_len);
 	if (len != 0)
 		memcpy(tmp + hdr_len, buf, len);
-	memcpy(&wire, &h, sizeof(wire));
-	return unio_tl_ep_am_short(ep->lane.tl_ep, PROTO_AM_USER_EAGER, wire, tmp, hdr_len + len);
+	return unio_tl_ep_am_short(ep->lane.tl_ep, PROTO_AM_USER_EAGER,
+				   short_wire(ep, id, hdr_len, reply), tmp, hdr_len + len);
+}
+
+static inline unio_status_t
+send_short(struct unio_ep *ep, unsigned int id, const void *hdr, size_t hdr_len,
+	   const void *buf, size_t len, uint32_t reply)
+{
+	if (hdr_len != 0)
+		return send_short_hdr(ep, id, hdr, hdr_len, buf, len, reply);
+	return unio_tl_ep_am_short(ep->lane.tl_ep, PROTO_AM_USER_EAGER,
+				   short_wire(ep, id, 0, reply), buf, len);
 }
 
 static bool

@@ -86,6 +86,7 @@ proto_exp_add(struct unio_worker *w, struct unio_request *req)
 		if (req->mclass == NULL)
 			return UNIO_ERR_NO_MEMORY;
 		req->mclass->count++;
+		w->n_exp_masked++;
 		TAILQ_INSERT_TAIL(&req->mclass->bucket[bucket_of(req->rtag & req->rmask)], req,
 				  link);
 	}
@@ -105,6 +106,7 @@ proto_exp_remove(struct unio_worker *w, struct unio_request *req)
 	}
 	TAILQ_REMOVE(&req->mclass->bucket[bucket_of(req->rtag & req->rmask)], req, link);
 	req->mclass->count--;
+	w->n_exp_masked--;
 }
 
 static struct unio_request *
@@ -118,14 +120,13 @@ bucket_first(struct req_list *b, uint64_t key, uint64_t mask)
 	return NULL;
 }
 
-struct unio_request *
-proto_exp_match(struct unio_worker *w, uint64_t tag)
+/* An arrival while receives with other masks are posted: the oldest candidate of all. */
+static __rte_noinline struct unio_request *
+exp_match_masked(struct unio_worker *w, uint64_t tag, struct unio_request *best)
 {
-	struct unio_request *best, *r;
 	struct proto_mclass *mc;
+	struct unio_request *r;
 
-	best = w->n_exp_exact != 0 ?
-	       bucket_first(&w->exp_exact[bucket_of(tag)], tag, UINT64_MAX) : NULL;
 	TAILQ_FOREACH(mc, &w->mclasses, link) {
 		if (mc->count == 0)
 			continue;
@@ -136,6 +137,22 @@ proto_exp_match(struct unio_worker *w, uint64_t tag)
 	}
 	if (best != NULL)
 		proto_exp_remove(w, best);
+	return best;
+}
+
+struct unio_request *
+proto_exp_match(struct unio_worker *w, uint64_t tag)
+{
+	struct req_list *b = &w->exp_exact[bucket_of(tag)];
+	struct unio_request *best = w->n_exp_exact != 0 ? bucket_first(b, tag, UINT64_MAX) : NULL;
+
+	if (unlikely(w->n_exp_masked != 0))
+		return exp_match_masked(w, tag, best);
+	if (best != NULL) {   /* proto_exp_remove() of an exact receive, its bucket known */
+		best->posted = false;
+		TAILQ_REMOVE(b, best, link);
+		w->n_exp_exact--;
+	}
 	return best;
 }
 

@@ -33,8 +33,8 @@ proto_wire_version(void)
 
 /* ---- requests: a free list over chunks, no allocation once warm ---- */
 
-static int
-req_grow(struct unio_worker *w)
+int
+proto_req_grow(struct unio_worker *w)
 {
 	struct unio_request *chunk;
 
@@ -43,53 +43,15 @@ req_grow(struct unio_worker *w)
 	chunk = calloc(REQ_CHUNK, sizeof(*chunk));
 	if (chunk == NULL)
 		return -1;
-	for (unsigned int i = 0; i < REQ_CHUNK; i++) {
+	for (unsigned int i = REQ_CHUNK; i-- > 0;) {   /* the lowest index on top */
 		chunk[i].idx = w->n_req_chunks * REQ_CHUNK + i;
 		chunk[i].gen = 1;
 		chunk[i].worker = w;
-		TAILQ_INSERT_TAIL(&w->req_free, &chunk[i], link);
+		TAILQ_NEXT(&chunk[i], link) = w->req_free;
+		w->req_free = &chunk[i];
 	}
 	w->req_chunks[w->n_req_chunks++] = chunk;
 	return 0;
-}
-
-struct unio_request *
-proto_req_get(struct unio_worker *w)
-{
-	struct unio_request *req = TAILQ_FIRST(&w->req_free);
-	uint32_t idx, gen;
-
-	if (unlikely(req == NULL)) {
-		if (req_grow(w) != 0)
-			return NULL;
-		req = TAILQ_FIRST(&w->req_free);
-	}
-	TAILQ_REMOVE(&w->req_free, req, link);
-	idx = req->idx;
-	gen = req->gen;
-	memset(req, 0, offsetof(struct unio_request, memh));
-	req->comp.count = 0;   /* proto_ep_fail_requests() reads it: no stale count */
-	req->idx = idx;
-	req->gen = gen;
-	req->worker = w;
-	req->state = REQ_ACTIVE;
-	req->status = UNIO_INPROGRESS;
-	return req;
-}
-
-void
-proto_req_put(struct unio_request *req)
-{
-	struct unio_worker *w = req->worker;
-
-	if (unlikely(req->tl_held)) {   /* the transport still writes req->comp */
-		req->put_deferred = true;
-		return;
-	}
-	req->state = REQ_FREE;
-	if (++req->gen == 0)
-		req->gen = 1;
-	TAILQ_INSERT_HEAD(&w->req_free, req, link);
 }
 
 void
@@ -116,36 +78,22 @@ proto_req_lookup(struct unio_worker *w, uint64_t id)
 }
 
 void
-proto_req_complete(struct unio_request *req, unio_status_t st)
+proto_req_dereg(struct unio_request *req)
 {
-	if (req->memh_valid) {
-		req->memh_iface->ctl->mem_dereg(req->memh_iface, &req->memh);
-		req->memh_valid = false;
-	}
-	req->status = st;
-	req->state = REQ_DONE;
-	if (req->user_freed) {
-		proto_req_put(req);
-		return;
-	}
-	if (req->user_owned && req->cb != NULL)
-		req->cb(req, st, req->type == REQ_RECV ? &req->info : NULL, req->user_data);
+	req->memh_iface->ctl->mem_dereg(req->memh_iface, &req->memh);
+	req->memh_valid = false;
 }
 
 unio_status_t
-proto_req_hand_out(struct unio_request *req, const struct unio_request_param *param,
-		   unio_request_t **req_p)
+proto_req_hand_out_done(struct unio_request *req, const struct unio_request_param *param,
+			unio_request_t **req_p)
 {
 	uint64_t fm = param != NULL ? param->field_mask : 0;
 	bool noimm = (fm & UNIO_REQ_PARAM_FLAGS) &&
 		     (param->flags & UNIO_REQ_FLAG_NO_IMM_COMPLETION);
 	unio_status_t st;
 
-	if (fm & UNIO_REQ_PARAM_CB)
-		req->cb = param->cb;
-	if (fm & UNIO_REQ_PARAM_USER_DATA)
-		req->user_data = param->user_data;
-	if (req->state == REQ_DONE && !(noimm && req_p != NULL)) {
+	if (!(noimm && req_p != NULL)) {
 		st = req->status;
 		if (req->type == REQ_RECV && (fm & UNIO_REQ_PARAM_RECV_INFO) &&
 		    param->recv_info != NULL)
@@ -154,12 +102,8 @@ proto_req_hand_out(struct unio_request *req, const struct unio_request_param *pa
 		return st;
 	}
 	req->user_owned = true;
-	if (req_p == NULL) {
-		req->user_freed = true;
-		return UNIO_INPROGRESS;
-	}
 	*req_p = req;
-	if (req->state == REQ_DONE && req->cb != NULL)
+	if (req->cb != NULL)
 		req->cb(req, req->status, req->type == REQ_RECV ? &req->info : NULL,
 			req->user_data);
 	return UNIO_INPROGRESS;
@@ -278,7 +222,7 @@ proto_lane_init(struct unio_worker *w, struct proto_lane *lane, struct unio_tl_e
 unio_status_t
 proto_worker_init(struct unio_worker *w)
 {
-	TAILQ_INIT(&w->req_free);
+	w->req_free = NULL;
 	proto_match_init(w);
 	for (unsigned int i = 0; i < w->n_ifaces; i++) {
 		unio_status_t st = proto_set_handlers(w, w->ifaces[i]);

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/queue.h>
 
 #include <rte_branch_prediction.h>
@@ -139,8 +140,6 @@ struct unio_request {
 	void *user_data;
 	struct unio_worker *worker;
 	struct unio_recv_info info;
-	TAILQ_ENTRY(unio_request) link;     /**< pending / matching / ep list */
-	TAILQ_ENTRY(unio_request) ep_link;  /**< ep's outstanding sends */
 	/* send */
 	struct unio_ep *ep;
 	const uint8_t *sbuf;
@@ -151,27 +150,29 @@ struct unio_request {
 	bool sync;
 	bool on_ep;
 	bool memh_valid;
-	uint64_t rreq_id;      /**< pipelined: the peer's receive */
-	uint32_t peer_ep_id;   /**< pipelined: where PIPE fragments are addressed */
-	/* receive */
-	uint8_t *rbuf;
-	size_t rlen;
-	uint64_t rtag;
-	uint64_t rmask;
-	uint64_t seq;
-	struct proto_mclass *mclass;
-	size_t received;
 	bool rkey_valid;
 	bool posted;            /**< in the expected queue */
 	bool split_wait;        /**< split rendezvous: the sender's part is not written yet */
 	bool tl_held;           /**< failed with its ep while a transport held comp */
 	bool put_deferred;      /**< freed by the user while tl_held: recycled on release */
+	uint64_t rreq_id;      /**< pipelined: the peer's receive */
+	/* receive */
+	uint8_t *rbuf;
+	size_t rlen;
+	size_t received;
 	struct unio_ep *rndv_ep;
 	uint64_t rndv_sreq;
 	/*
 	 * Not cleared by proto_req_get() (the fields above are): each is valid only behind its
-	 * flag (memh: memh_valid, rkey: rkey_valid) or assigned before use (urkey, comp, ctl).
+	 * flag (memh: memh_valid, rkey: rkey_valid, the matching fields: posted, the list
+	 * entries: on a list) or assigned before use (urkey, comp, ctl, rtag, rmask).
 	 */
+	TAILQ_ENTRY(unio_request) link;     /**< free / pending / matching / ep list */
+	TAILQ_ENTRY(unio_request) ep_link;  /**< ep's outstanding sends */
+	uint64_t rtag;          /**< receive: set by every receive before it is matched */
+	uint64_t rmask;
+	uint64_t seq;           /**< set by proto_exp_add() */
+	struct proto_mclass *mclass;   /**< set by proto_exp_add() */
 	struct unio_tl_memh memh;
 	struct unio_tl_iface *memh_iface;
 	struct unio_tl_rkey rkey;
@@ -292,9 +293,9 @@ struct unio_worker {
 	unsigned int n_ifaces;
 	struct unio_tl_iface *ifaces[WORKER_MAX_IFACES];
 	/* requests */
+	struct unio_request *req_free;   /**< free requests, a stack through link.tqe_next */
 	struct unio_request *req_chunks[REQ_MAX_CHUNKS];
 	unsigned int n_req_chunks;
-	struct req_list req_free;
 	/* endpoints */
 	struct unio_ep **eps;
 	struct unio_ep *closed_eps;
@@ -306,6 +307,7 @@ struct unio_worker {
 	/* matching */
 	uint64_t recv_seq;
 	unsigned int n_exp_exact;   /**< posted receives with a full mask */
+	unsigned int n_exp_masked;  /**< posted receives with any other mask */
 	struct req_list exp_exact[PROTO_HASH_BUCKETS];
 	TAILQ_HEAD(, proto_mclass) mclasses;
 	struct unexp_list unexp;
@@ -379,8 +381,72 @@ void proto_ep_release_rkeys(struct unio_ep *ep);
 /** Fail every outstanding and pending request of @p ep with @p st. */
 void proto_ep_fail_requests(struct unio_ep *ep, unio_status_t st);
 
-struct unio_request *proto_req_get(struct unio_worker *w);
-void proto_req_put(struct unio_request *req);
+/** Add a chunk of requests to the free stack (0, or -1 when out of memory). */
+int proto_req_grow(struct unio_worker *w);
+
+/* 16 bytes that may alias anything: proto_req_clear()'s unit */
+typedef uint64_t proto_zero16_t __attribute__((vector_size(16), aligned(8), may_alias));
+
+/*
+ * Clear the fields of @p req before the list entries: a few 16-byte stores written out, not
+ * memset, which compilers turn into "rep stos" (tens of cycles to start) at this size.
+ */
+static inline void
+proto_req_clear(struct unio_request *req)
+{
+	proto_zero16_t *v = (proto_zero16_t *)(void *)req;
+	const proto_zero16_t z = { 0, 0 };
+
+	RTE_BUILD_BUG_ON(offsetof(struct unio_request, link) % 16 != 0);
+#pragma GCC unroll 16
+	for (unsigned int i = 0; i < offsetof(struct unio_request, link) / 16; i++)
+		v[i] = z;
+}
+
+/*
+ * A request from the free stack with every field before the list entries cleared (see
+ * struct unio_request for those that are not), ACTIVE and INPROGRESS.
+ */
+static inline struct unio_request *
+proto_req_get(struct unio_worker *w)
+{
+	struct unio_request *req = w->req_free;
+	uint32_t idx, gen;
+
+	if (unlikely(req == NULL)) {
+		if (proto_req_grow(w) != 0)
+			return NULL;
+		req = w->req_free;
+	}
+	w->req_free = TAILQ_NEXT(req, link);
+	idx = req->idx;
+	gen = req->gen;
+	proto_req_clear(req);
+	req->comp.count = 0;   /* proto_ep_fail_requests() reads it: no stale count */
+	req->idx = idx;
+	req->gen = gen;
+	req->worker = w;
+	req->state = REQ_ACTIVE;
+	req->status = UNIO_INPROGRESS;
+	return req;
+}
+
+/** Back to the free stack (later, when a transport still holds its completion). */
+static inline void
+proto_req_put(struct unio_request *req)
+{
+	struct unio_worker *w = req->worker;
+
+	if (unlikely(req->tl_held)) {   /* the transport still writes req->comp */
+		req->put_deferred = true;
+		return;
+	}
+	req->state = REQ_FREE;
+	if (unlikely(++req->gen == 0))
+		req->gen = 1;
+	TAILQ_NEXT(req, link) = w->req_free;
+	w->req_free = req;
+}
 /** The transport let go of a request that failed with its ep (proto_req_tl_done()). */
 void proto_req_tl_release(struct unio_request *req);
 
@@ -399,8 +465,54 @@ proto_req_tl_done(struct unio_request *req)
 	return true;
 }
 struct unio_request *proto_req_lookup(struct unio_worker *w, uint64_t id);
+
+/** proto_req_hand_out() of a request that is done already (callback and user_data set). */
+unio_status_t proto_req_hand_out_done(struct unio_request *req,
+				      const struct unio_request_param *param,
+				      unio_request_t **req_p);
+
+/**
+ * Give a request just started to the user: UNIO_INPROGRESS and *@p req_p (with a NULL
+ * @p req_p it is freed when it completes, without callback); a request that is done already
+ * returns its status and is freed, unless UNIO_REQ_FLAG_NO_IMM_COMPLETION asks for it.
+ */
+static inline unio_status_t
+proto_req_hand_out(struct unio_request *req, const struct unio_request_param *param,
+		   unio_request_t **req_p)
+{
+	uint64_t fm = param != NULL ? param->field_mask : 0;
+
+	if (fm & UNIO_REQ_PARAM_CB)
+		req->cb = param->cb;
+	if (fm & UNIO_REQ_PARAM_USER_DATA)
+		req->user_data = param->user_data;
+	if (unlikely(req->state == REQ_DONE))
+		return proto_req_hand_out_done(req, param, req_p);
+	req->user_owned = true;
+	if (req_p == NULL)
+		req->user_freed = true;
+	else
+		*req_p = req;
+	return UNIO_INPROGRESS;
+}
+/** Deregister the memory a request registered (memh_valid). */
+void proto_req_dereg(struct unio_request *req);
+
 /** Complete a request: status, callback, release when the user let go of it. */
-void proto_req_complete(struct unio_request *req, unio_status_t st);
+static inline void
+proto_req_complete(struct unio_request *req, unio_status_t st)
+{
+	if (unlikely(req->memh_valid))
+		proto_req_dereg(req);
+	req->status = st;
+	req->state = REQ_DONE;
+	if (req->user_freed) {
+		proto_req_put(req);
+		return;
+	}
+	if (req->user_owned && req->cb != NULL)
+		req->cb(req, st, req->type == REQ_RECV ? &req->info : NULL, req->user_data);
+}
 
 static inline uint64_t
 proto_req_id(const struct unio_request *req)
@@ -431,8 +543,6 @@ unio_status_t proto_tag_send(struct unio_ep *ep, const void *buf, size_t len, ui
 			     unio_request_t **req_p);
 unio_status_t proto_recv_unexp(struct unio_worker *w, struct unio_request *req,
 			       struct proto_unexp *ux);
-unio_status_t proto_req_hand_out(struct unio_request *req,
-				 const struct unio_request_param *param, unio_request_t **req_p);
 void proto_send_pipeline(struct unio_request *req, uint64_t rreq_id);
 /** Split rendezvous, sender side: put the part the receiver asked for, then ATS it. */
 void proto_rndv_put_part(struct unio_request *req, const struct proto_rtp_hdr *h,
