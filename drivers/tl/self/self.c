@@ -246,10 +246,10 @@ complete_flushes(struct self_iface *si)
 	si->n_flush = kept;
 }
 
-static unsigned int
-self_progress(struct unio_tl_iface *iface)
+static __rte_noinline unsigned int
+self_deliver(struct self_iface *si)
 {
-	struct self_iface *si = (struct self_iface *)iface;
+	struct unio_tl_iface *iface = &si->super;
 	uint64_t end = si->head;   /* what handlers queue now waits for the next call */
 	unsigned int n = 0;
 
@@ -264,6 +264,18 @@ self_progress(struct unio_tl_iface *iface)
 		complete_flushes(si);
 	si->armed = false;   /* awake */
 	return n;
+}
+
+static unsigned int
+self_progress(struct unio_tl_iface *iface)
+{
+	struct self_iface *si = (struct self_iface *)iface;
+
+	if (likely(si->tail == si->head && si->n_flush == 0)) {   /* idle: no call, no spill */
+		si->armed = false;
+		return 0;
+	}
+	return self_deliver(si);
 }
 
 /* ---- control path ---- */
