@@ -14,6 +14,8 @@
  *   pb_tag_rx       unio_worker_progress() of the receiver delivering one message: ring poll,
  *                   match, copy, completion, the callback that frees the request
  *   pb_tag_stream   as pb_tag_rx but @c BURST messages per progress call (tag_bw)
+ *   pb_unexp_rx     as pb_tag_stream, the receives not posted yet (unexpected messages)
+ *   pb_unexp_post   unio_tag_recv() that finds its message in the unexpected queue
  *   pb_idle         unio_worker_progress() with nothing to do
  *   pb_am_send      unio_am_send() of 8 bytes with the reply flag
  *   pb_am_rx        unio_worker_progress() of the receiver delivering one AM to a handler
@@ -37,7 +39,7 @@
 #define TAG   0x5a5a0001ull
 
 /* calls of each progress path (their bodies must differ, or the linker folds them) */
-enum { PB_TAG_RX, PB_TAG_STREAM, PB_IDLE, PB_AM_RX, PB_N };
+enum { PB_TAG_RX, PB_TAG_STREAM, PB_UNEXP_RX, PB_UNEXP_POST, PB_IDLE, PB_AM_RX, PB_N };
 static volatile uint64_t calls[PB_N];
 
 struct rx {
@@ -114,6 +116,22 @@ pb_tag_stream(unio_worker_t *w)
 {
 	calls[PB_TAG_STREAM]++;   /* distinct bodies: not folded into one function */
 	return unio_worker_progress(w);
+}
+
+__attribute__((noinline)) static unsigned int
+pb_unexp_rx(unio_worker_t *w)
+{
+	calls[PB_UNEXP_RX]++;
+	return unio_worker_progress(w);
+}
+
+__attribute__((noinline)) static unio_status_t
+pb_unexp_post(unio_worker_t *w, uint64_t *buf, const struct unio_request_param *p)
+{
+	unio_request_t *req;   /* done at once: freed by the call */
+
+	calls[PB_UNEXP_POST]++;
+	return unio_tag_recv(w, buf, 8, TAG, UINT64_MAX, p, &req);
 }
 
 __attribute__((noinline)) static unsigned int
@@ -240,6 +258,34 @@ run_stream(unio_worker_t *wb, unio_ep_t *ep, uint64_t n)
 	return r.bad != 0 ? fail("stream: bad completion", UNIO_ERR_IO) : 0;
 }
 
+/* the messages first, then their receives: each is matched in the unexpected queue */
+static int
+run_unexp(unio_worker_t *wb, unio_ep_t *ep, uint64_t n)
+{
+	struct unio_recv_info info;
+	struct unio_request_param p = { .field_mask = UNIO_REQ_PARAM_RECV_INFO,
+					.recv_info = &info };
+	uint64_t v[BURST], got;
+	unio_status_t st;
+
+	for (uint64_t i = 0; i < n; i += BURST) {
+		for (unsigned int k = 0; k < BURST; k++) {
+			v[k] = i + k;
+			st = pb_tag_send(ep, &v[k]);
+			if (st != UNIO_OK)
+				return fail("tag send", st);
+		}
+		if (pb_unexp_rx(wb) != BURST)
+			return fail("unexpected: not all arrived at once", UNIO_ERR_IO);
+		for (unsigned int k = 0; k < BURST; k++) {
+			st = pb_unexp_post(wb, &got, &p);
+			if (st != UNIO_OK || info.length != 8 || info.tag != TAG || got != i + k)
+				return fail("unexpected: wrong message or order", st);
+		}
+	}
+	return 0;
+}
+
 static int
 run_am(unio_worker_t *wa, unio_worker_t *wb, unio_ep_t *ep, uint64_t n)
 {
@@ -297,6 +343,8 @@ main(int argc, char **argv)
 	rc = run_tag(wa, wb, ep, n);
 	if (rc == 0)
 		rc = run_stream(wb, ep, n);
+	if (rc == 0)
+		rc = run_unexp(wb, ep, n);
 	if (rc == 0)
 		rc = run_am(wa, wb, ep, n);
 	if (rc == 0)

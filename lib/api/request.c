@@ -117,6 +117,14 @@ recv_req(unio_worker_t *w, void *buf, size_t len, uint64_t tag, uint64_t mask)
 	return req;
 }
 
+/* the caller wants a request even when the operation completes at once */
+static inline bool
+no_imm(const struct unio_request_param *param)
+{
+	return param != NULL && (param->field_mask & UNIO_REQ_PARAM_FLAGS) &&
+	       (param->flags & UNIO_REQ_FLAG_NO_IMM_COMPLETION);
+}
+
 unio_status_t
 unio_tag_recv(unio_worker_t *w, void *buf, size_t len, uint64_t tag, uint64_t tag_mask,
 	      const struct unio_request_param *param, unio_request_t **req_p)
@@ -128,12 +136,18 @@ unio_tag_recv(unio_worker_t *w, void *buf, size_t len, uint64_t tag, uint64_t ta
 	if (unlikely(w == NULL || (buf == NULL && len != 0)))
 		return UNIO_ERR_INVALID_PARAM;
 	worker_lock(w);
+	ux = w->n_unexp != 0 ? proto_unexp_match(w, tag, tag_mask) : NULL;
+	/* an eager message that is all there: received now, no request (unless one is asked) */
+	if (ux != NULL && proto_unexp_ready(ux) && !(req_p != NULL && no_imm(param))) {
+		st = proto_recv_unexp_now(w, buf, len, ux, param);
+		worker_unlock(w);
+		return st;
+	}
 	req = recv_req(w, buf, len, tag, tag_mask);
 	if (unlikely(req == NULL)) {
 		worker_unlock(w);
 		return UNIO_ERR_NO_MEMORY;
 	}
-	ux = w->n_unexp != 0 ? proto_unexp_match(w, tag, tag_mask) : NULL;
 	if (ux != NULL)
 		proto_recv_unexp(w, req, ux);
 	else

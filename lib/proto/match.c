@@ -167,7 +167,8 @@ proto_unexp_alloc(struct unio_worker *w, size_t len)
 		ux = malloc(sizeof(*ux));
 	if (ux == NULL)
 		return NULL;
-	memset(ux, 0, offsetof(struct proto_unexp, rts));
+	RTE_BUILD_BUG_ON(offsetof(struct proto_unexp, rts) % 16 != 0);
+	proto_clear16(ux, offsetof(struct proto_unexp, rts));
 	ux->length = len;
 	if (len <= sizeof(ux->inl)) {
 		ux->data = ux->inl;

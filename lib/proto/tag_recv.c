@@ -52,7 +52,8 @@ recv_done(struct unio_request *req, uint64_t tag, size_t len, const void *data)
 	proto_req_complete(req, UNIO_OK);
 }
 
-static void
+/* out of line: the expected path of am_eager_short() keeps its registers */
+static __rte_noinline void
 unexp_eager(struct unio_worker *w, uint64_t tag, const void *data, size_t len,
 	    const struct proto_eager_hdr *h)
 {
@@ -70,7 +71,7 @@ unexp_eager(struct unio_worker *w, uint64_t tag, const void *data, size_t len,
 		ux->sreq_id = h->sreq_id;
 		ux->ep_id = h->ep_id;
 	}
-	memcpy(ux->data, data, len);
+	copy_small(ux->data, data, len);
 	proto_unexp_add(w, ux);
 }
 
@@ -601,6 +602,28 @@ proto_set_handlers(struct unio_worker *w, struct unio_tl_iface *iface)
 }
 
 /* ---- receiving an unexpected message ---- */
+
+unio_status_t
+proto_recv_unexp_now(struct unio_worker *w, void *buf, size_t len, struct proto_unexp *ux,
+		     const struct unio_request_param *param)
+{
+	unio_status_t st = UNIO_OK;
+
+	proto_unexp_remove(w, ux);
+	if (ux->sync)
+		sync_ack(w, ux->ep_id, ux->sreq_id);
+	if (unlikely(ux->length > len))
+		st = UNIO_ERR_MESSAGE_TRUNCATED;   /* nothing written */
+	else
+		copy_small(buf, ux->data, ux->length);
+	if (param != NULL && (param->field_mask & UNIO_REQ_PARAM_RECV_INFO) &&
+	    param->recv_info != NULL) {
+		param->recv_info->tag = ux->tag;
+		param->recv_info->length = ux->length;
+	}
+	proto_unexp_free(w, ux);
+	return st;
+}
 
 unio_status_t
 proto_recv_unexp(struct unio_worker *w, struct unio_request *req, struct proto_unexp *ux)

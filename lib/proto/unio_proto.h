@@ -388,19 +388,27 @@ int proto_req_grow(struct unio_worker *w);
 typedef uint64_t proto_zero16_t __attribute__((vector_size(16), aligned(8), may_alias));
 
 /*
- * Clear the fields of @p req before the list entries: a few 16-byte stores written out, not
- * memset, which compilers turn into "rep stos" (tens of cycles to start) at this size.
+ * Clear the first @p n bytes of @p p (a multiple of 16, known at compile time) with 16-byte
+ * stores written out, not memset, which compilers turn into "rep stos" (tens of cycles to
+ * start) at the sizes of a request or an unexpected-message record.
  */
+static __rte_always_inline void
+proto_clear16(void *p, size_t n)
+{
+	proto_zero16_t *v = p;
+	const proto_zero16_t z = { 0, 0 };
+
+#pragma GCC unroll 16
+	for (size_t i = 0; i < n / 16; i++)
+		v[i] = z;
+}
+
+/* Clear the fields of @p req before the list entries. */
 static inline void
 proto_req_clear(struct unio_request *req)
 {
-	proto_zero16_t *v = (proto_zero16_t *)(void *)req;
-	const proto_zero16_t z = { 0, 0 };
-
 	RTE_BUILD_BUG_ON(offsetof(struct unio_request, link) % 16 != 0);
-#pragma GCC unroll 16
-	for (unsigned int i = 0; i < offsetof(struct unio_request, link) / 16; i++)
-		v[i] = z;
+	proto_clear16(req, offsetof(struct unio_request, link));
 }
 
 /*
@@ -543,6 +551,22 @@ unio_status_t proto_tag_send(struct unio_ep *ep, const void *buf, size_t len, ui
 			     unio_request_t **req_p);
 unio_status_t proto_recv_unexp(struct unio_worker *w, struct unio_request *req,
 			       struct proto_unexp *ux);
+
+/** An unexpected message that a receive takes at once, without a request: eager, complete. */
+static inline bool
+proto_unexp_ready(const struct proto_unexp *ux)
+{
+	return !ux->is_rts && ux->complete;
+}
+
+/**
+ * Receive the ready (proto_unexp_ready()) unexpected message @p ux into @p buf without a
+ * request: what proto_recv_unexp() and handing out a completed request do (the sync ack,
+ * truncation, @p param's recv_info), returning the receive's status.
+ */
+unio_status_t proto_recv_unexp_now(struct unio_worker *w, void *buf, size_t len,
+				   struct proto_unexp *ux,
+				   const struct unio_request_param *param);
 void proto_send_pipeline(struct unio_request *req, uint64_t rreq_id);
 /** Split rendezvous, sender side: put the part the receiver asked for, then ATS it. */
 void proto_rndv_put_part(struct unio_request *req, const struct proto_rtp_hdr *h,
