@@ -52,6 +52,7 @@ static const char *const rndv_schemes[] = { "auto", "get", "pipeline", "am", NUL
 static const char *const hugepage_modes[] = { "try", "yes", "no", NULL };
 static const char *const size_auto[] = { "auto", NULL };
 static const char *const tcp_poll_modes[] = { "busy", "epoll", NULL };
+static const char *const yield_modes[] = { "auto", "yes", "no", NULL };
 
 #define OFF(f) offsetof(struct unio_config, f)
 
@@ -71,6 +72,13 @@ static const struct cfg_row cfg_table[] = {
 	  "Static neighbours of the ethdev driver, 'A.B.C.D/aabbccddeeff' items (IPv4 / MAC in "
 	  "12 hex digits), used instead of ARP for peers whose address carries no MAC; 'none' "
 	  "for none.  Consumer: the ethdev driver." },
+	{ "ETHDEV_IDLE_YIELD", CFG_ENUM, "auto", OFF(ethdev_idle_yield), yield_modes, 0, 0,
+	  "Whether a worker whose ethdev iface found nothing to receive or send in 16 "
+	  "consecutive progress calls gives its CPU away once (sched_yield).  PMDs that are "
+	  "kernel sockets (af_xdp, af_packet, tap) move every frame with kernel work (softirqs, "
+	  "ksoftirqd) that runs on the same CPUs as the busy-polling workers and waits behind "
+	  "them; 'auto' yields on those ports only, 'yes' on every port, 'no' never.  "
+	  "Consumer: the ethdev driver." },
 	{ "ETHDEV_IP", CFG_LIST, "auto", OFF(ethdev_ip), NULL, 0, 0,
 	  "IPv4 address of the ethdev driver's ifaces: 'auto' takes the address of the kernel "
 	  "interface a vdev wraps (iface= devarg); 'A.B.C.D' applies to every port; "

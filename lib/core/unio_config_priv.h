@@ -44,6 +44,12 @@ enum unio_tcp_poll_mode {
 	UNIO_TCP_POLL_EPOLL,          /**< epoll finds the ready connections */
 };
 
+enum unio_ethdev_idle_yield {
+	UNIO_ETHDEV_YIELD_AUTO,       /**< on ports whose PMD is a kernel socket */
+	UNIO_ETHDEV_YIELD_YES,
+	UNIO_ETHDEV_YIELD_NO,
+};
+
 enum unio_hugepages_mode {
 	UNIO_HUGEPAGES_TRY,
 	UNIO_HUGEPAGES_YES,
@@ -77,6 +83,7 @@ struct unio_config {
 	int64_t ethdev_queues;            /**< queue pairs per ethdev port */
 	uint64_t ethdev_target_delay_ns;  /**< ethdev congestion control target delay */
 	char eal_args[UNIO_CFG_STR_MAX];  /**< EAL arguments of Unio's own EAL init, "none" */
+	int ethdev_idle_yield;            /**< enum unio_ethdev_idle_yield */
 };
 
 /** The environment snapshot, parsed once; NULL and unio_config_error() set when malformed. */

@@ -367,6 +367,37 @@ sync_peer(unio_worker_t *w, unio_ep_t *ep, uint32_t step)
 }
 
 /*
+ * A 1 MiB get and, before it completes, a put into the end of its range: the target reads
+ * the get's data from the registered memory as its frames go out (a window is far less than
+ * 1 MiB), so the put arrives while most of the range is still to be sent; the get must
+ * return the bytes from before the put (operations of an ep apply in issue order).  The
+ * put is undone afterwards.  @p want holds the peer's region.
+ */
+static int
+get_then_put(unio_worker_t *w, unio_ep_t *ep, const struct rkey_msg *theirs, unio_rkey_t *rkey,
+	     uint8_t *local, const uint8_t *want)
+{
+	static uint8_t junk[64 * 1024];
+	const size_t at = MIB - sizeof(junk);
+	unio_request_t *g = NULL, *p = NULL;
+	unio_status_t sg, sp;
+
+	memset(junk, 0xa5, sizeof(junk));
+	memset(local, 0, MIB);
+	sg = unio_get(ep, local, MIB, theirs->addr, rkey, NULL, &g);
+	sp = unio_put(ep, junk, sizeof(junk), theirs->addr + at, rkey, NULL, &p);
+	TEST_ASSERT_STATUS(rma_wait(w, sg, &g), UNIO_OK);
+	TEST_ASSERT_STATUS(rma_wait(w, sp, &p), UNIO_OK);
+	TEST_ASSERT(memcmp(local, want, MIB) == 0, "a later put changed what a get returned");
+	TEST_ASSERT_STATUS(rma_wait(w, unio_get(ep, local, sizeof(junk), theirs->addr + at, rkey,
+						 NULL, &g), &g), UNIO_OK);
+	TEST_ASSERT(memcmp(local, junk, sizeof(junk)) == 0, "the put did not land");
+	TEST_ASSERT_STATUS(rma_wait(w, unio_put(ep, want + at, sizeof(junk), theirs->addr + at,
+						 rkey, NULL, &p), &p), UNIO_OK);
+	return TEST_OK;
+}
+
+/*
  * A forged key: the ethdev part of the peer's key with the right slot and generation but
  * another cookie (struct eth_rkey: base, len, slot, generation, cookie).  It unpacks (only
  * the target knows its cookies), and the target refuses put and get: nothing is written
@@ -440,6 +471,7 @@ rma_run(unio_worker_t *w, unio_ep_t *ep, int role)
 							 NULL, &req), &req), UNIO_OK);
 	}
 	TEST_ASSERT(memcmp(local, want, RMA_LEN) == 0, "get of %zu bytes: data differs", RMA_LEN);
+	TEST_ASSERT(get_then_put(w, ep, &theirs, rkey, local, want) == TEST_OK, "get, then put");
 	/* puts of every size class, then a get of each range behind them (ordered) */
 	for (unsigned int i = 0; i < RTE_DIM(puts_done); i++) {
 		size_t off = puts_done[i].off, len = puts_done[i].len;

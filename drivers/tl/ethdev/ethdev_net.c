@@ -30,7 +30,6 @@
 
 #include "ethdev_priv.h"
 
-#define ETH_NB_DESC     1024u
 #define ETH_POOL_MBUFS  8191u
 #define ETH_POOL_CACHE  256u
 
@@ -41,6 +40,7 @@ struct eth_port {
 	bool configured;
 	bool tx_csum;          /**< the PMD computes IPv4 and UDP checksums */
 	bool tx_multiseg;      /**< the PMD sends mbuf chains */
+	bool kernel_pmd;       /**< the PMD is a kernel socket: the kernel moves every frame */
 	uint16_t nq;           /**< queue pairs configured */
 	uint16_t n_open;       /**< ifaces open (queues taken) */
 	uint16_t base_port;    /**< UDP port of queue 0's iface (host order) */
@@ -77,6 +77,9 @@ port_setup(uint16_t pid, struct eth_port *p, unsigned int want_q)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 	p->tx_csum = (conf.txmode.offloads & ETH_TX_CSUM) != 0;
 	p->tx_multiseg = (conf.txmode.offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
+	p->kernel_pmd = rc == 0 && (strcmp(info.driver_name, "net_af_xdp") == 0 ||
+				    strcmp(info.driver_name, "net_af_packet") == 0 ||
+				    strcmp(info.driver_name, "net_tap") == 0);
 	if (rc == 0)
 		ETH_LOG(INFO, "port %u (%s): tx offloads 0x%" PRIx64 ", rx offloads 0x%" PRIx64,
 			pid, info.driver_name, info.tx_offload_capa, info.rx_offload_capa);
@@ -346,6 +349,8 @@ port_open_locked(struct eth_iface *ei, const struct unio_config *cfg, const char
 	iface_frag(ei);
 	ei->tx_csum = p->tx_csum;
 	ei->tx_multiseg = p->tx_multiseg;
+	ei->idle_yield = cfg->ethdev_idle_yield == UNIO_ETHDEV_YIELD_YES ||
+			 (cfg->ethdev_idle_yield == UNIO_ETHDEV_YIELD_AUTO && p->kernel_pmd);
 	p->owner[q] = ei;
 	p->n_open++;
 	return UNIO_OK;
@@ -879,7 +884,7 @@ static const char *const stat_names[] = {
 	"drop_other_proto", "drop_not_ours", "drop_truncated", "drop_bad_csum", "drop_bad_len",
 	"drop_bad_hdr", "drop_unknown_conn", "drop_bad_seq", "drop_bad_msg", "drop_no_peer",
 	"tx_no_mbuf", "rx_steered", "drop_steer_full", "tx_zcopy",
-	"flow_rules",
+	"flow_rules", "timeouts_undone", "idle_yields",
 };
 
 static int

@@ -34,9 +34,10 @@ extern int ethdev_logtype;
 
 #define ETH_MAGIC        0x55u     /* 'U' */
 #define ETH_VERSION      1u
-#define ETH_WIN          256u      /* frames in flight per ep, and the reorder window */
+#define ETH_WIN          256u       /* frames in flight per ep, and the reorder window */
 #define ETH_MAX_PEERS    64u
 #define ETH_BURST        32u
+#define ETH_NB_DESC      1024u     /* rx / tx descriptors per queue */
 #define ETH_TXQ_LEN      1024u     /* frames waiting for the tx queue (power of two) */
 #define ETH_MAX_MSG      (64u * 1024u)
 #define ETH_MAX_COMPS    64u
@@ -77,7 +78,7 @@ struct eth_wire {
 	uint8_t rsvd0;
 	uint16_t len;          /**< payload bytes in this frame */
 	uint16_t credit;       /**< free slots in the sender's reorder window */
-	uint16_t rsvd1;
+	uint16_t echo_delay;   /**< us the sender of this frame held the frame of tsc_echo */
 	uint32_t dst_conn;     /**< the receiving iface's connection id */
 	uint32_t src_conn;     /**< the sending iface's connection id */
 	uint32_t seq;          /**< data: sequence number */
@@ -129,11 +130,16 @@ struct eth_rma_job {
 	TAILQ_ENTRY(eth_rma_job) link;
 	uint8_t id;            /**< ETH_AM_* */
 	bool started;
+	bool from_region;      /**< GET_RESP: iov[0] is the registered range, checked per step */
 	struct eth_rma_hdr h;
-	struct iovec iov[UNIO_TL_MAX_IOV];   /**< data source (put: the user's, answer: snap) */
+	struct eth_rma_hdr req; /**< GET_RESP: the request (address, length, key) */
+	struct iovec iov[UNIO_TL_MAX_IOV];   /**< data source (put: the user's, answer: see
+					      *   from_region and snap) */
 	uint32_t iovcnt;
 	size_t total, sent;
-	uint8_t *snap;         /**< GET_RESP: the bytes read at the request, freed at the end */
+	size_t base;           /**< GET_RESP: offset in the get of the first byte of iov */
+	uint8_t *snap;         /**< GET_RESP: the rest of the range copied before a put of the
+				*   same ep overwrote it; freed at the end */
 };
 
 TAILQ_HEAD(eth_rma_jobs, eth_rma_job);
@@ -216,6 +222,8 @@ struct eth_ep {
 	uint32_t snd_una, snd_nxt;
 	uint32_t peer_edge;    /**< peer's ack + credit: do not send at or beyond */
 	double cwnd;
+	double cwnd_undo;      /**< cwnd before the latest timeout (restored if spurious) */
+	uint64_t to_tsc;       /**< when that timeout fired; 0: none to judge */
 	uint64_t srtt, rttvar, min_rtt, rto, rto_cur, last_decrease, last_ack_tsc;
 	unsigned int n_timeouts;
 	unsigned int n_comps;
@@ -227,6 +235,7 @@ struct eth_ep {
 	uint32_t rcv_nxt;
 	uint32_t n_ooo;
 	uint64_t echo_tsc;
+	uint64_t echo_rx;        /**< the frame of echo_tsc arrived after this (our TSC) */
 	uint64_t ack_since;      /**< when the oldest unacked frame arrived */
 	uint32_t n_unacked;      /**< frames received since the last ack sent */
 	struct rte_mbuf *rcv[ETH_WIN];
@@ -248,10 +257,16 @@ struct eth_iface {
 	uint16_t ip_id;
 	bool tx_csum;           /**< checksums offloaded to the PMD */
 	bool tx_multiseg;       /**< the PMD sends mbuf chains: zero copy possible */
+	bool idle_yield;        /**< give the CPU away when idle (UNIO_ETHDEV_IDLE_YIELD) */
+	uint32_t idle_polls;    /**< consecutive progress calls without a frame in or out */
+	uint64_t tx_seen;       /**< st.tx_frames at the previous progress call */
 	struct eth_addr addr;
 	struct rte_mempool *mp;
 	uint64_t tsc_hz;
 	uint64_t timer_period, last_timer;
+	uint64_t rx_clear;       /**< the latest poll that left the rx queue and inbox empty */
+	uint64_t rx_after;       /**< frames of this progress call arrived after this */
+	uint32_t rx_backlog;     /**< frames read since rx_clear */
 	uint64_t ack_delay;      /**< TSC cycles an ack may wait for a reply */
 	uint64_t rto_min, rto_max;
 	uint64_t target_delay;  /**< TSC cycles of queueing the cwnd aims at */

@@ -8,8 +8,13 @@
  *
  * A put is sent as chunks of at most one message (64 KiB less the header); the target acks
  * each chunk once applied, and the put completes with the last ack.  A get sends one
- * request; the target copies the range at once (so later operations of the ep cannot change
- * what the get returns) and streams it back in chunks.  Frames of puts, requests and
+ * request; the target streams the range back in chunks, read from the registered memory
+ * as they go out (the key is checked again for every chunk under the registration lock, so
+ * a region deregistered meanwhile ends the answer with an error instead of being read);
+ * a put of the same ep that would overwrite what is still to be sent first copies that
+ * rest aside, so later operations of the ep cannot change what the get returns.  (A copy
+ * of the whole range at the request cost a malloc and a copy of up to 1 MiB per get on
+ * the side that sends the data.)  Frames of puts, requests and
  * answers wait in a per-ep job queue while the window is full; active messages of that ep
  * wait behind its own puts and requests (UNIO_ERR_NO_RESOURCE), which keeps every operation
  * of an ep in order, but not behind answers to the peer's gets (a sender's next rendezvous
@@ -205,6 +210,16 @@ job_slice(const struct eth_rma_job *j, size_t off, size_t len, struct iovec *out
 	return n;
 }
 
+static unio_status_t
+job_sent(struct eth_rma_job *j, unio_status_t st, size_t chunk)
+{
+	if (st == UNIO_OK) {
+		j->sent += chunk;
+		j->started = true;
+	}
+	return st;
+}
+
 /* Send the next message of @p j: UNIO_OK, UNIO_ERR_NO_RESOURCE (window full) or an error. */
 static unio_status_t
 job_step(struct eth_ep *ep, struct eth_rma_job *j)
@@ -219,15 +234,55 @@ job_step(struct eth_ep *ep, struct eth_rma_job *j)
 		h.addr += j->sent;
 	if (j->id == ETH_AM_PUT || j->id == ETH_AM_GET_RESP) {
 		h.len = (uint32_t)chunk;
-		h.off = (uint32_t)j->sent;
+		h.off = (uint32_t)(j->base + j->sent);
 	}
 	v[0] = (struct iovec){ &h, sizeof(h) };
-	st = eth_send_msg(ep, j->id, v, n, sizeof(h) + chunk);
+	if (!j->from_region)
+		return job_sent(j, eth_send_msg(ep, j->id, v, n, sizeof(h) + chunk), chunk);
+	/* read from the registered memory: only while the key still holds */
+	pthread_mutex_lock(&regs_lock);
+	st = region_check(&j->req, j->req.addr + j->base + j->sent, chunk);
 	if (st == UNIO_OK) {
-		j->sent += chunk;
-		j->started = true;
+		st = job_sent(j, eth_send_msg(ep, j->id, v, n, sizeof(h) + chunk), chunk);
+	} else {
+		h.len = 0;
+		h.status = st;     /* deregistered meanwhile: the get fails, nothing is read */
+		st = job_sent(j, eth_send_msg(ep, j->id, v, 1, sizeof(h)), j->total - j->sent);
 	}
+	pthread_mutex_unlock(&regs_lock);
 	return st;
+}
+
+/*
+ * A put of @p ep is about to write [addr, addr + len): answers to the ep's earlier gets
+ * that still have to read from there copy the rest of their range first.  Called with
+ * regs_lock held; UNIO_ERR_NO_MEMORY when a copy cannot be made (the put is refused).
+ */
+static unio_status_t
+rma_detach(struct eth_ep *ep, uint64_t addr, uint64_t len)
+{
+	struct eth_rma_job *j;
+
+	TAILQ_FOREACH(j, &ep->rma->jobs, link) {
+		uint64_t from = j->req.addr + j->base + j->sent;
+		size_t rest = j->total - j->sent;
+		uint8_t *snap;
+
+		if (!j->from_region || rest == 0 || addr >= from + rest || from >= addr + len)
+			continue;
+		snap = malloc(rest);
+		if (snap == NULL)
+			return UNIO_ERR_NO_MEMORY;
+		memcpy(snap, (const void *)(uintptr_t)from, rest);
+		j->snap = snap;
+		j->from_region = false;
+		j->iov[0] = (struct iovec){ snap, rest };
+		j->iovcnt = 1;
+		j->base += j->sent;
+		j->total = rest;
+		j->sent = 0;
+	}
+	return UNIO_OK;
 }
 
 static void
@@ -451,21 +506,22 @@ op_scatter(struct eth_rma_op *op, size_t off, const uint8_t *src, size_t len)
 
 /* ---- the target, and answers ---- */
 
+/* Queue the answer to @p req; a GET_RESP of @p len > 0 bytes reads the registered range. */
 static void
 answer(struct eth_ep *ep, uint8_t id, const struct eth_rma_hdr *req, unio_status_t st,
-       uint8_t *snap, size_t len)
+       size_t len)
 {
 	struct eth_rma_hdr h = { .req_id = req->req_id, .status = st };
 	struct eth_rma_job *j;
 
 	if (rma_of(ep) == NULL || (j = job_new(ep, id, &h)) == NULL) {
-		free(snap);
 		ep->ei->st.drop_bad_msg++;   /* no memory: the initiator times out in its flush */
 		return;
 	}
-	if (snap != NULL) {
-		j->snap = snap;
-		j->iov[0] = (struct iovec){ snap, len };
+	if (len != 0) {
+		j->from_region = true;
+		j->req = *req;
+		j->iov[0] = (struct iovec){ (void *)(uintptr_t)req->addr, len };
 		j->iovcnt = 1;
 		j->total = len;
 	}
@@ -479,7 +535,6 @@ eth_rma_input(struct eth_ep *ep, uint8_t id, const void *data, size_t len)
 	struct eth_rma_hdr h;
 	struct eth_rma_op *op;
 	unio_status_t st;
-	uint8_t *snap = NULL;
 
 	if (len < sizeof(h))
 		goto bad;
@@ -491,28 +546,22 @@ eth_rma_input(struct eth_ep *ep, uint8_t id, const void *data, size_t len)
 			goto bad;
 		pthread_mutex_lock(&regs_lock);
 		st = region_check(&h, h.addr, h.len);
+		if (st == UNIO_OK && len != 0 && ep->rma != NULL)
+			st = rma_detach(ep, h.addr, len);
 		if (st == UNIO_OK && len != 0)
 			memcpy((void *)(uintptr_t)h.addr, pl, len);
 		pthread_mutex_unlock(&regs_lock);
-		answer(ep, ETH_AM_PUT_ACK, &h, st, NULL, 0);
+		answer(ep, ETH_AM_PUT_ACK, &h, st, 0);
 		return;
 	case ETH_AM_GET_REQ:
 		if (len != 0)
 			goto bad;
 		st = h.len > ETH_RMA_MAX_GET ? UNIO_ERR_OUT_OF_RANGE : UNIO_OK;
-		if (st == UNIO_OK && h.len != 0 && (snap = malloc(h.len)) == NULL)
-			st = UNIO_ERR_NO_MEMORY;
 		pthread_mutex_lock(&regs_lock);
 		if (st == UNIO_OK)
 			st = region_check(&h, h.addr, h.len);
-		if (st == UNIO_OK && h.len != 0)
-			memcpy(snap, (const void *)(uintptr_t)h.addr, h.len);
 		pthread_mutex_unlock(&regs_lock);
-		if (st != UNIO_OK) {
-			free(snap);
-			snap = NULL;
-		}
-		answer(ep, ETH_AM_GET_RESP, &h, st, snap, st == UNIO_OK ? h.len : 0);
+		answer(ep, ETH_AM_GET_RESP, &h, st, st == UNIO_OK ? h.len : 0);
 		return;
 	case ETH_AM_PUT_ACK:
 		op = op_find(ep, h.req_id, true);

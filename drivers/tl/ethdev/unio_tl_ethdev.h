@@ -53,6 +53,8 @@ struct unio_tl_ethdev_stats {
 	uint64_t drop_steer_full;    /**< ... dropped because its inbox was full */
 	uint64_t tx_zcopy;           /**< messages sent from user memory (no copy) */
 	uint64_t flow_rules;         /**< rte_flow rules steering this iface's UDP port (0/1) */
+	uint64_t timeouts_undone;    /**< timeouts found spurious (the originals arrived) */
+	uint64_t idle_yields;        /**< CPU given away after idle progress calls */
 };
 
 /**
