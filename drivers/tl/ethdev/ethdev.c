@@ -130,7 +130,7 @@ wire_init(struct eth_ep *ep, struct rte_mbuf *m, uint8_t type, uint16_t len)
 	w->len = len;
 	w->dst_conn = ep->peer.conn;
 	w->src_conn = ep->ei->addr.conn;
-	w->dial = ep->peer.conn == 0 ? ep->dial : 0;
+	w->dial = ep->dial;
 	w->seq = ep->snd_nxt;
 	return w;
 }
@@ -975,9 +975,14 @@ rx_one(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now)
 	if (w == NULL)
 		return;
 	ep = peer_find(ei, ip->src_addr, udp->src_port);
-	if (ep != NULL && w->dst_conn == 0 && w->dial != ep->dial) {
-		/* another dial of that peer: its first frame starts a new connection */
-		if (w->seq != 0) {
+	if (ep != NULL && w->dial != ep->dial) {
+		/*
+		 * Another connection of that peer: the first frame of a new dial replaces ours;
+		 * anything else is late (a retransmission of a connection closed meanwhile, say a
+		 * refusal the API sent before its peer dialled again) and must not be taken for
+		 * this connection's.
+		 */
+		if (w->dst_conn != 0 || w->type != ETH_FT_DATA || w->seq != 0) {
 			ei->st.drop_unknown_conn++;
 			rte_pktmbuf_free(m);
 			return;

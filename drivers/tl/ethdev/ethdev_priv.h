@@ -84,7 +84,7 @@ struct eth_wire {
 	uint32_t seq;          /**< data: sequence number */
 	uint32_t ack;          /**< next sequence number the sender expects */
 	uint32_t msg_len;      /**< data: bytes of the whole message */
-	uint32_t dial;         /**< dst_conn 0: the dialling ep's random id, else 0 */
+	uint32_t dial;         /**< a dialled connection's random id, both ways; else 0 */
 	uint64_t sack;         /**< bit i: ack + 1 + i was received */
 	uint64_t tsc;          /**< sender's TSC at transmission */
 	uint64_t tsc_echo;     /**< the peer's tsc of the latest data frame received */
@@ -215,7 +215,7 @@ struct eth_ep {
 	bool probed;           /**< a probe went out since the last ack progress */
 	bool resolving;        /**< the peer's MAC is being resolved with ARP */
 	bool detached;         /**< replaced by a new connection of its peer: found no more */
-	uint32_t dial;         /**< dialled (peer conn unknown): our id; passive: the peer's */
+	uint32_t dial;         /**< the connection's dial id (ours or the dialler's), or 0 */
 	unio_status_t fail_status;
 	uint8_t hdr_tmpl[ETH_L2L3L4];
 	/* send side */
