@@ -69,7 +69,8 @@ static unsigned int hellos_progress(struct unio_worker *w);
 static void lingers_progress(struct unio_worker *w, bool all);
 static void linger(struct unio_worker *w, struct unio_tl_ep *tl_ep);
 static unio_status_t conn_send(struct unio_worker *w, struct unio_tl_ep *tl_ep, uint16_t type,
-			       uint32_t ep_id, uint32_t dst_ep_id, const struct wire_sockaddr *dst);
+			       uint32_t ep_id, uint32_t dst_ep_id, const struct wire_sockaddr *dst,
+			       bool wait);
 
 /* Wait until @p fd is readable (POLLIN) or writable; UNIO_ERR_TIMED_OUT at the deadline. */
 static unio_status_t
@@ -316,8 +317,12 @@ ep_free(struct unio_ep *ep)
 	struct unio_worker *w = ep->worker;
 
 	proto_ep_release_rkeys(ep);
-	if (ep->lane.tl_ep != NULL)
+	if (ep->lane.tl_ep != NULL && ep->linger_lane) {
+		ep->lane.tl_ep->user = NULL;
+		linger(w, ep->lane.tl_ep);   /* our CLOSE still has to reach the peer */
+	} else if (ep->lane.tl_ep != NULL) {
 		unio_tl_ep_destroy(ep->lane.tl_ep);
+	}
 	ep->lane.tl_ep = NULL;
 	if (ep->ctl_fd >= 0)
 		close(ep->ctl_fd);
@@ -702,7 +707,7 @@ unio_listener_reject(unio_listener_t *l, unio_conn_request_t *cr)
 		return UNIO_ERR_INVALID_PARAM;
 	if (cr->tl_ep != NULL) {
 		worker_lock(l->worker);
-		conn_send(l->worker, cr->tl_ep, WIRE_REJECT, 0, cr->remote_ep_id, NULL);
+		conn_send(l->worker, cr->tl_ep, WIRE_REJECT, 0, cr->remote_ep_id, NULL, true);
 		linger(l->worker, cr->tl_ep);   /* destroyed once the REJECT is acked */
 		cr->tl_ep = NULL;
 		worker_unlock(l->worker);
@@ -808,7 +813,9 @@ ep_connect_driver(struct unio_ep *ep, struct unio_tl_iface *ifc, const uint8_t *
 	sa_to_wire(p->sockaddr, p->addrlen, &dst);
 	ep->conn_status = UNIO_INPROGRESS;
 	ep->err_handler = NULL;   /* a failure now is this call's status, not an ep error */
-	st = conn_send(w, tl_ep, WIRE_HELLO, ep->id, 0, &dst);
+	st = conn_send(w, tl_ep, WIRE_HELLO, ep->id, 0, &dst, true);
+	API_LOG(DEBUG, "ep %#x: HELLO over %s/%s: %s", ep->id, ifc->driver->name, ifc->dev_name,
+		unio_status_string(st));
 	while (st == UNIO_OK && ep->conn_status == UNIO_INPROGRESS) {
 		for (unsigned int i = 0; i < w->n_ifaces; i++)
 			unio_tl_iface_progress(w->ifaces[i]);
@@ -820,6 +827,7 @@ ep_connect_driver(struct unio_ep *ep, struct unio_tl_iface *ifc, const uint8_t *
 		st = ep->conn_status;
 	if (st == UNIO_OK && ep->state != EP_CONNECTED)
 		st = UNIO_ERR_CONNECTION_RESET;   /* accepted, then failed at once */
+	ep->by_driver = st == UNIO_OK;
 	ep->conn_status = UNIO_OK;
 	ep->err_handler = eh;
 	if (st == UNIO_ERR_VERSION_MISMATCH)
@@ -885,7 +893,7 @@ ep_accept(struct unio_ep *ep, struct unio_conn_request *cr)
 
 		cr->tl_ep = NULL;
 		if (n < 0) {
-			conn_send(ep->worker, tl_ep, WIRE_REJECT, 0, cr->remote_ep_id, NULL);
+			conn_send(ep->worker, tl_ep, WIRE_REJECT, 0, cr->remote_ep_id, NULL, true);
 			linger(ep->worker, tl_ep);
 			conn_request_free(cr);
 			return n;
@@ -894,7 +902,8 @@ ep_accept(struct unio_ep *ep, struct unio_conn_request *cr)
 		tl_ep->user = ep;
 		proto_lane_init(ep->worker, &ep->lane, tl_ep);
 		conn_request_free(cr);
-		return conn_send(ep->worker, tl_ep, WIRE_ACCEPT, ep->id, ep->remote_id, NULL);
+		ep->by_driver = true;
+		return conn_send(ep->worker, tl_ep, WIRE_ACCEPT, ep->id, ep->remote_id, NULL, true);
 	}
 	st = ep_connect_lanes(ep, cr->addr, cr->addr_len);
 	if (st != UNIO_OK) {
@@ -1103,6 +1112,10 @@ ep_close_now(struct unio_ep *ep, bool tell_peer)
 		return;   /* closed meanwhile (force, or the worker went away) */
 	if (tell_peer && ep->ctl_fd >= 0 && ep->state == EP_CONNECTED)
 		send_ctl(ep->ctl_fd, WIRE_CLOSE, ep->id, NULL, 0);
+	/* over a driver: CLOSE on the lane, if it has room now (it was just flushed) */
+	if (tell_peer && ep->by_driver && ep->state == EP_CONNECTED && !ep->remote_closed)
+		ep->linger_lane = conn_send(ep->worker, ep->lane.tl_ep, WIRE_CLOSE, ep->id,
+					    ep->remote_id, NULL, false) == UNIO_OK;
 	if (ep->state == EP_CONNECTED || ep->state == EP_CONNECTING)
 		proto_ep_fail_requests(ep, UNIO_ERR_CANCELED);
 	ep->state = EP_CLOSED;
@@ -1485,7 +1498,7 @@ pack_conn(void *dest, void *arg)
  */
 static unio_status_t
 conn_send(struct unio_worker *w, struct unio_tl_ep *tl_ep, uint16_t type, uint32_t ep_id,
-	  uint32_t dst_ep_id, const struct wire_sockaddr *dst)
+	  uint32_t dst_ep_id, const struct wire_sockaddr *dst, bool wait)
 {
 	struct unio_tl_iface *ifc = tl_ep->iface;
 	uint8_t ia[UNIO_TL_ADDR_MAX];
@@ -1518,7 +1531,7 @@ conn_send(struct unio_worker *w, struct unio_tl_ep *tl_ep, uint16_t type, uint32
 
 		if (r >= 0)
 			return UNIO_OK;
-		if (r != UNIO_ERR_NO_RESOURCE || now_ns() >= deadline)
+		if (r != UNIO_ERR_NO_RESOURCE || !wait || now_ns() >= deadline)
 			return (unio_status_t)r;
 		for (unsigned int i = 0; i < w->n_ifaces; i++)
 			unio_tl_iface_progress(w->ifaces[i]);
@@ -1529,7 +1542,7 @@ conn_send(struct unio_worker *w, struct unio_tl_ep *tl_ep, uint16_t type, uint32
 static void
 conn_refuse(struct unio_worker *w, struct unio_tl_ep *tl_ep, uint16_t type, uint32_t dst_ep_id)
 {
-	if (conn_send(w, tl_ep, type, 0, dst_ep_id, NULL) != UNIO_OK)
+	if (conn_send(w, tl_ep, type, 0, dst_ep_id, NULL, true) != UNIO_OK)
 		API_LOG(WARNING, "could not answer a connection request (type %u)", type);
 	linger(w, tl_ep);
 }
@@ -1655,7 +1668,28 @@ conn_answer(struct unio_worker *w, const struct wire_conn *h, const uint8_t *dat
 		break;
 	}
 bad:
-	API_LOG(ERR, "connection answer: malformed or for an unknown ep (%zu bytes)", length);
+	API_LOG(ERR, "connection answer %u: malformed or for an unknown ep %#x (%zu bytes)",
+		h->ctl.type, h->dst_ep_id, length);
+}
+
+/*
+ * The peer closed an endpoint made over a driver, after its flush: what it sent is in our
+ * rx path already; requests still waiting for it fail after a grace period, as for CLOSE on
+ * a control connection.
+ */
+static void
+conn_close(struct unio_worker *w, const struct wire_conn *h)
+{
+	struct unio_ep *ep = (h->dst_ep_id & 0xffff) < w->n_eps ?
+			     w->eps[h->dst_ep_id & 0xffff] : NULL;
+
+	if (ep == NULL || ep->id != h->dst_ep_id || ep->state != EP_CONNECTED ||
+	    !ep->by_driver || ep->remote_id != h->ctl.ep_id) {
+		API_LOG(ERR, "CLOSE for an unknown ep %#x", h->dst_ep_id);
+		return;
+	}
+	ep->remote_closed = true;
+	ep->close_deadline = now_ns() + CLOSE_GRACE_NS;
 }
 
 static unio_status_t
@@ -1672,6 +1706,10 @@ am_conn(void *arg, const void *data, size_t length, unsigned int flags)
 	if (h.ctl.magic != UNIO_WIRE_MAGIC || h.iface_addr_len > UNIO_TL_ADDR_MAX ||
 	    length - sizeof(h) < h.iface_addr_len)
 		goto bad;
+	if (h.ctl.type == WIRE_CLOSE) {
+		conn_close(w, &h);
+		return UNIO_OK;
+	}
 	if (h.ctl.type != WIRE_HELLO) {
 		conn_answer(w, &h, data, length);
 		return UNIO_OK;

@@ -259,6 +259,8 @@ struct unio_ep {
 	bool err_reported;
 	bool remote_closed;
 	bool pending_counted;       /**< counted in worker->n_pending */
+	bool by_driver;             /**< connected by sockaddr over its lane: CLOSE goes there */
+	bool linger_lane;           /**< the lane carried our CLOSE: kept until it was acked */
 	struct proto_lane lane;
 	struct proto_rx_frag rx;
 	struct req_list pending;    /**< sends waiting for resources, in order */

@@ -669,6 +669,35 @@ goodbye(struct conn *c)
 	return TEST_OK;
 }
 
+/*
+ * Without the kernel there is no control connection: the client's close with flush sends
+ * CLOSE over the lane, and the server's endpoint learns of it (sends then fail at once
+ * instead of after the driver's timeouts; its own close with flush completes).
+ */
+static int
+close_cm(struct conn *c, int role)
+{
+	uint32_t x = 1;
+	unio_request_t *req = NULL;
+
+	if (role == 1) {
+		TEST_ASSERT_STATUS(unio_ep_close(c->ep, UNIO_EP_CLOSE_FLUSH, NULL), UNIO_OK);
+		c->ep = NULL;
+		for (double end = now_s() + 0.3; now_s() < end;)
+			unio_worker_progress(c->w);   /* the CLOSE is acked meanwhile */
+		return TEST_OK;
+	}
+	for (double end = now_s() + 5; !c->ep->remote_closed && now_s() < end;)
+		unio_worker_progress(c->w);
+	TEST_ASSERT(c->ep->remote_closed, "the client's CLOSE did not arrive");
+	TEST_ASSERT_STATUS(unio_tag_send(c->ep, &x, sizeof(x), DONE_TAG + 2, NULL, &req),
+			   UNIO_ERR_CONNECTION_RESET);
+	TEST_ASSERT_STATUS(unio_ep_close(c->ep, UNIO_EP_CLOSE_FLUSH, NULL), UNIO_OK);
+	c->ep = NULL;
+	TEST_LOG("server: the client's CLOSE arrived over the lane");
+	return TEST_OK;
+}
+
 /* argv: netns vdev dpdk_ip role ctl_ip ctl_port ready_file|- [cm] */
 UNIO_TEST_CHILD(ethdev_api_peer)
 {
@@ -708,6 +737,8 @@ UNIO_TEST_CHILD(ethdev_api_peer)
 		rc = rma_run(c.w, c.ep, role);
 	if (rc == TEST_OK)
 		rc = goodbye(&c);
+	if (rc == TEST_OK && c.cm)
+		rc = close_cm(&c, role);
 	if (role == 0 && strcmp(argv[6], "-") != 0) {
 		/*
 		 * memif: the client closes first, and the server does not poll meanwhile: the
