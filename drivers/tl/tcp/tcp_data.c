@@ -1002,6 +1002,10 @@ rx_want(const struct tcp_conn *c)
 	if (have >= HDR_LEN) {  /* validated by rx_parse(): its length is bounded */
 		memcpy(&h, c->rxbuf + c->rx_off, HDR_LEN);
 		end = HDR_LEN + rte_le_to_cpu_32(h.len);
+		/* a bulk frame cut inside its rma header: that first, then rx_direct_start() */
+		if ((h.type == TCP_F_PUT || h.type == TCP_F_GET_RESP) &&
+		    end - HDR_LEN >= TCP_DIRECT_MIN && have < HDR_LEN + RMA_LEN)
+			return HDR_LEN + RMA_LEN - have;
 		if (end > have)
 			want += end - have;
 	}
