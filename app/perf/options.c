@@ -4,6 +4,7 @@
  * request this build cannot serve into a clear error.
  */
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -43,6 +44,8 @@ perf_usage(FILE *f)
 		"  --csv          CSV on stdout instead of the table\n"
 		"  --json FILE    one JSON record per size\n"
 		"  --loopback     both sides in this process, the server on the second lcore\n"
+		"  --listen IP    server: listen on this IPv4 only (an ethdev iface's own address\n"
+		"                 with -p its UDP port: no kernel socket at all)\n"
 		"  --timeout SEC  fail when an operation makes no progress this long (default 10)\n"
 		"  -i             interactive: start, stop, show stats, show config, set, quit\n"
 		"  --cmdline-file FILE  run interactive commands from FILE\n"
@@ -151,7 +154,7 @@ bad(const char *opt, const char *val)
 	return -1;
 }
 
-enum { OPT_CSV = 256, OPT_JSON, OPT_LOOPBACK, OPT_CMDFILE, OPT_TIMEOUT };
+enum { OPT_CSV = 256, OPT_JSON, OPT_LOOPBACK, OPT_CMDFILE, OPT_TIMEOUT, OPT_LISTEN };
 
 static int
 parse_one(int opt, const char *arg, struct perf_opts *o)
@@ -211,6 +214,14 @@ parse_one(int opt, const char *arg, struct perf_opts *o)
 	case OPT_CSV: o->csv = 1; return 0;
 	case OPT_JSON: o->json_path = arg; return 0;
 	case OPT_LOOPBACK: o->loopback = 1; return 0;
+	case OPT_LISTEN: {
+		struct in_addr a;
+
+		if (inet_pton(AF_INET, arg, &a) != 1)
+			return bad("--listen", arg);
+		o->listen_addr = arg;
+		return 0;
+	}
 	case OPT_CMDFILE: o->cmdline_file = arg; o->interactive = 1; return 0;
 	default:
 		return -1;
@@ -228,6 +239,7 @@ perf_parse_opts(int argc, char **argv, struct perf_opts *o)
 		{ "csv", no_argument, NULL, OPT_CSV },
 		{ "json", required_argument, NULL, OPT_JSON },
 		{ "loopback", no_argument, NULL, OPT_LOOPBACK },
+		{ "listen", required_argument, NULL, OPT_LISTEN },
 		{ "cmdline-file", required_argument, NULL, OPT_CMDFILE },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "help", no_argument, NULL, 'h' },

@@ -67,6 +67,7 @@ struct perf_opts {
 	const char *json_path;
 	const char *cmdline_file;
 	const char *host;
+	const char *listen_addr;        /* server: IPv4 to listen on (NULL: any) */
 };
 
 /* Log-linear histogram of TSC cycles: 64 sub-buckets per power of two (~1.6 % error). */

@@ -11,6 +11,7 @@
  * sends is checked before use.
  */
 
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1035,6 +1036,8 @@ server_listen(struct perf_side *s)
 
 	sa.sin_port = htons(s->o->loopback ? 0 : s->o->port);
 	sa.sin_addr.s_addr = htonl(s->o->loopback ? INADDR_LOOPBACK : INADDR_ANY);
+	if (!s->o->loopback && s->o->listen_addr != NULL)
+		inet_pton(AF_INET, s->o->listen_addr, &sa.sin_addr);
 	s->listener = unio_listener_create(s->worker, &lp, &st);
 	if (s->listener == NULL)
 		return fail(s, "listening", st);

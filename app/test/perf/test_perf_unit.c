@@ -71,7 +71,9 @@ UNIO_TEST(perf_opts_parse, fast)
 		(const char *const[]){ "-w", "-1", NULL },
 		(const char *const[]){ "--loopback", "host", NULL },
 		(const char *const[]){ "a", "b", NULL },
+		(const char *const[]){ "--listen", "10.0.0", NULL },
 	};
+	static const char *const listen[] = { "--listen", "10.77.0.2", "-p", "13337", NULL };
 	static const char *const help[] = { "-h", NULL };
 	static const char *const dflt[] = { NULL };
 	static const char *const iov[] = { "-D", "2", NULL };
@@ -94,6 +96,10 @@ UNIO_TEST(perf_opts_parse, fast)
 	TEST_ASSERT_EQ(opts_of(&o, dflt), 0);
 	TEST_ASSERT(o.test == PERF_TAG_LAT && o.n_sizes == 1 && o.sizes[0] == 8 &&
 		    o.host == NULL && o.port == PERF_DEFAULT_PORT, "defaults");
+	TEST_ASSERT(o.listen_addr == NULL, "listens on one address by default");
+	TEST_ASSERT_EQ(opts_of(&o, listen), 0);
+	TEST_ASSERT(o.listen_addr != NULL && strcmp(o.listen_addr, "10.77.0.2") == 0 &&
+		    o.port == 13337, "--listen");
 	TEST_ASSERT_EQ(opts_of(&o, help), 1);
 	for (unsigned int i = 0; i < RTE_DIM(bad); i++)
 		TEST_ASSERT(opts_of(&o, bad[i]) < 0, "bad command line %u accepted", i);
