@@ -38,15 +38,20 @@ deadline_of(const struct unio_worker *w)
 	return t == UNIO_TIME_INF ? UINT64_MAX : now_ns() + t;
 }
 
-/* Progress the control plane of every worker of the context (a handshake with a listener
- * of this very process must not deadlock). */
+static unsigned int control_progress(struct unio_worker *w, bool own);
+
+/*
+ * Progress the control plane of every worker of the context (a handshake with a listener
+ * of this very process must not deadlock).  Another worker's requests that came over a
+ * driver are left to that worker's own progress: serving them touches its ifaces.
+ */
 static void
 progress_ctx_control(struct unio_worker *self)
 {
 	struct unio_worker *w;
 
 	TAILQ_FOREACH(w, &self->ctx->workers, link)
-		wireup_progress(w);
+		control_progress(w, w == self);
 }
 
 /* A HELLO that arrived over a driver, kept until wireup_progress() serves it. */
@@ -472,6 +477,13 @@ ep_check_ctl(struct unio_ep *ep)
 unsigned int
 wireup_progress(struct unio_worker *w)
 {
+	return control_progress(w, true);
+}
+
+/* @p own: called by @p w's own progress (its ifaces may be used) */
+static unsigned int
+control_progress(struct unio_worker *w, bool own)
+{
 	struct unio_listener *l, *next;
 	unsigned int n = 0;
 
@@ -479,9 +491,9 @@ wireup_progress(struct unio_worker *w)
 		next = TAILQ_NEXT(l, link);
 		n += listener_progress(l);
 	}
-	if (w->hellos != NULL)
+	if (own && w->hellos != NULL)
 		n += hellos_progress(w);
-	if (w->lingers != NULL)
+	if (own && w->lingers != NULL)
 		lingers_progress(w, false);
 	for (uint32_t i = 0; i < w->n_eps; i++) {
 		struct unio_ep *ep = w->eps[i];
