@@ -38,20 +38,33 @@ deadline_of(const struct unio_worker *w)
 	return t == UNIO_TIME_INF ? UINT64_MAX : now_ns() + t;
 }
 
-static unsigned int control_progress(struct unio_worker *w, bool own);
-
 /*
- * Progress the control plane of every worker of the context (a handshake with a listener
- * of this very process must not deadlock).  Another worker's requests that came over a
- * driver are left to that worker's own progress: serving them touches its ifaces.
+ * Progress the control plane of the calling worker while a connect waits (a listener of the
+ * same worker answers).  Never another worker's: its listeners, HELLOs and lingering eps
+ * belong to the thread that progresses it (its handler would run in the wrong thread, and a
+ * MULTI worker's state would change without its lock).
  */
 static void
 progress_ctx_control(struct unio_worker *self)
 {
-	struct unio_worker *w;
+	wireup_progress(self);
+}
 
-	TAILQ_FOREACH(w, &self->ctx->workers, link)
-		control_progress(w, w == self);
+/*
+ * Progress @p w's ifaces from a wait inside an API call; false (nothing done) when the call
+ * came from a callback of @p w's progress: a nested progress would have a driver deliver
+ * again, or overwrite, what the outer handler is still using.
+ */
+static bool
+ifaces_progress(struct unio_worker *w)
+{
+	if (w->in_progress)
+		return false;
+	w->in_progress = true;
+	for (unsigned int i = 0; i < w->n_ifaces; i++)
+		unio_tl_iface_progress(w->ifaces[i]);
+	w->in_progress = false;
+	return true;
 }
 
 /* A HELLO that arrived over a driver, kept until wireup_progress() serves it. */
@@ -477,13 +490,6 @@ ep_check_ctl(struct unio_ep *ep)
 unsigned int
 wireup_progress(struct unio_worker *w)
 {
-	return control_progress(w, true);
-}
-
-/* @p own: called by @p w's own progress (its ifaces may be used) */
-static unsigned int
-control_progress(struct unio_worker *w, bool own)
-{
 	struct unio_listener *l, *next;
 	unsigned int n = 0;
 
@@ -491,9 +497,9 @@ control_progress(struct unio_worker *w, bool own)
 		next = TAILQ_NEXT(l, link);
 		n += listener_progress(l);
 	}
-	if (own && w->hellos != NULL)
+	if (w->hellos != NULL)
 		n += hellos_progress(w);
-	if (own && w->lingers != NULL)
+	if (w->lingers != NULL)
 		lingers_progress(w, false);
 	for (uint32_t i = 0; i < w->n_eps; i++) {
 		struct unio_ep *ep = w->eps[i];
@@ -655,14 +661,15 @@ unio_listener_create(unio_worker_t *w, const struct unio_listener_params *params
 	l = calloc(1, sizeof(*l));
 	if (l == NULL)
 		goto out;
+	/* one lock section from the one-listener-per-iface check to the insert */
 	worker_lock(w);
 	st = listener_on_iface(w, l, params->sockaddr, params->addrlen);
-	worker_unlock(w);
 	if (st == UNIO_OK) {
 		l->fd = -1;
 		goto take;
 	}
 	if (st != UNIO_ERR_UNREACHABLE) {
+		worker_unlock(w);
 		free(l);
 		goto out;
 	}
@@ -670,6 +677,7 @@ unio_listener_create(unio_worker_t *w, const struct unio_listener_params *params
 	if (l->fd < 0) {
 		API_LOG(ERR, "listener: cannot bind/listen: %s", strerror(errno));
 		st = errno == EADDRINUSE ? UNIO_ERR_BUSY : UNIO_ERR_IO;
+		worker_unlock(w);
 		free(l);
 		goto out;
 	}
@@ -681,7 +689,6 @@ take:
 		l->pend_fd[i] = -1;
 	l->handler = params->conn_handler;
 	l->arg = params->arg;
-	worker_lock(w);
 	TAILQ_INSERT_TAIL(&w->listeners, l, link);
 	worker_efd_watch(w, l->fd);
 	worker_unlock(w);
@@ -804,7 +811,7 @@ fail:
 /*
  * unio_ep_create by a socket address that iface @p ifc serves: an ep to the peer's partial
  * address @p addr, HELLO over it, and a wait (bounded by UNIO_PEER_TIMEOUT) for the answer,
- * progressing the ifaces and every worker's control plane meanwhile.
+ * progressing its own worker (ifaces, control plane) meanwhile.
  */
 static unio_status_t
 ep_connect_driver(struct unio_ep *ep, struct unio_tl_iface *ifc, const uint8_t *addr,
@@ -817,8 +824,11 @@ ep_connect_driver(struct unio_ep *ep, struct unio_tl_iface *ifc, const uint8_t *
 	uint64_t deadline = deadline_of(w);
 	struct wire_sockaddr dst;
 	struct unio_tl_ep *tl_ep;
-	unio_status_t st = unio_tl_ep_create(ifc, &tp, &tl_ep);
+	unio_status_t st;
 
+	if (w->in_progress)
+		return UNIO_ERR_BUSY;   /* from a callback: the wait could not progress the iface */
+	st = unio_tl_ep_create(ifc, &tp, &tl_ep);
 	if (st != UNIO_OK)
 		return st;
 	proto_lane_init(w, &ep->lane, tl_ep);
@@ -829,9 +839,8 @@ ep_connect_driver(struct unio_ep *ep, struct unio_tl_iface *ifc, const uint8_t *
 	API_LOG(DEBUG, "ep %#x: HELLO over %s/%s: %s", ep->id, ifc->driver->name, ifc->dev_name,
 		unio_status_string(st));
 	while (st == UNIO_OK && ep->conn_status == UNIO_INPROGRESS) {
-		for (unsigned int i = 0; i < w->n_ifaces; i++)
-			unio_tl_iface_progress(w->ifaces[i]);
-		progress_ctx_control(w);   /* a listener of this process answers too */
+		ifaces_progress(w);
+		progress_ctx_control(w);   /* a listener of this worker answers too */
 		if (ep->conn_status == UNIO_INPROGRESS && now_ns() >= deadline)
 			st = UNIO_ERR_TIMED_OUT;
 	}
@@ -1543,10 +1552,9 @@ conn_send(struct unio_worker *w, struct unio_tl_ep *tl_ep, uint16_t type, uint32
 
 		if (r >= 0)
 			return UNIO_OK;
-		if (r != UNIO_ERR_NO_RESOURCE || !wait || now_ns() >= deadline)
+		if (r != UNIO_ERR_NO_RESOURCE || !wait || now_ns() >= deadline ||
+		    !ifaces_progress(w))
 			return (unio_status_t)r;
-		for (unsigned int i = 0; i < w->n_ifaces; i++)
-			unio_tl_iface_progress(w->ifaces[i]);
 	}
 }
 

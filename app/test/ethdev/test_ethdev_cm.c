@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Connect by socket address over the ethdev driver, with the threads and callbacks of a real
+ * application: a listener's handler runs in the thread that progresses the listener's worker
+ * (never in the thread of another worker's dial), and a dial from a callback of the
+ * worker's own progress returns UNIO_ERR_BUSY.  One process: a memif server port (no client)
+ * with two queue pairs, one worker per queue (UNIO_ETHDEV_PORT and UNIO_ETHDEV_PORT + 1),
+ * whose frames the driver hands over inside the port.
+ */
+
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_common.h>
+
+#include "unio_api_priv.h"
+#include "unio_env.h"
+#include "unio_proto.h"
+#include "unio_test.h"
+
+#define CM_IP     "10.79.1.1"
+#define CM_DIALS  8
+
+struct cm_threads {
+	unio_worker_t *a, *b;           /* b: port 13337, progressed by its own thread */
+	unio_listener_t *la, *lb, *lk;  /* lk: b's listener on a kernel socket */
+	pthread_t owner;
+	struct sockaddr_in addr_a, addr_b, addr_k;
+	int stop, phase;                /* phase 1: b dials a; 2: that dial returned */
+	unsigned int in_owner, in_other;
+	unio_status_t nested_st, b_dial_st;
+	unsigned int n_nested;
+};
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static unio_ep_t *
+dial(unio_worker_t *w, const struct sockaddr_in *a, unio_status_t *st)
+{
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_SOCKADDR,
+				    .sockaddr = (const struct sockaddr *)a, .addrlen = sizeof(*a) };
+
+	return unio_ep_create(w, &p, st);
+}
+
+/* b's listener: counts in which thread it runs, rejects */
+static void
+on_conn_b(unio_conn_request_t *cr, void *arg)
+{
+	struct cm_threads *s = arg;
+
+	if (pthread_equal(pthread_self(), s->owner))
+		__atomic_fetch_add(&s->in_owner, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(&s->in_other, 1, __ATOMIC_RELAXED);
+	unio_listener_reject(cr->listener, cr);
+}
+
+/* a's listener, called from a's progress: a dial from here cannot wait */
+static void
+on_conn_a(unio_conn_request_t *cr, void *arg)
+{
+	struct cm_threads *s = arg;
+	unio_ep_t *ep = dial(s->a, &s->addr_b, &s->nested_st);
+
+	s->n_nested++;
+	if (ep != NULL)
+		unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_listener_reject(s->la, cr);
+}
+
+static void *
+owner_main(void *arg)
+{
+	struct cm_threads *s = arg;
+
+	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
+		unio_worker_progress(s->b);
+		if (__atomic_load_n(&s->phase, __ATOMIC_ACQUIRE) == 1) {
+			unio_ep_t *ep = dial(s->b, &s->addr_a, &s->b_dial_st);
+
+			if (ep != NULL)
+				unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+			__atomic_store_n(&s->phase, 2, __ATOMIC_RELEASE);
+		}
+		usleep(1000);   /* leaves the other thread every chance to take b's work */
+	}
+	return NULL;
+}
+
+static unio_listener_t *
+listen_on(unio_worker_t *w, struct sockaddr_in *a, int port, unio_conn_handler_t h, void *arg)
+{
+	struct unio_listener_params lp = {
+		.field_mask = UNIO_LISTENER_PARAM_SOCKADDR | UNIO_LISTENER_PARAM_HANDLER,
+		.sockaddr = (struct sockaddr *)a, .addrlen = sizeof(*a), .conn_handler = h,
+		.arg = arg,
+	};
+	unio_listener_t *l;
+	unio_status_t st;
+
+	*a = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	a->sin_addr.s_addr = inet_addr(CM_IP);
+	l = unio_listener_create(w, &lp, &st);
+	if (l == NULL)
+		TEST_LOG("listen on %s:%d: %s", CM_IP, port, unio_status_string(st));
+	else if (l->fd >= 0)
+		TEST_LOG("the listener on %s:%d has a kernel socket", CM_IP, port);
+	return l != NULL && l->fd < 0 ? l : NULL;
+}
+
+/* CM_DIALS dials from a to @p to, each rejected: UNIO_ERR_REJECTED, else the first error */
+static unio_status_t
+dials(struct cm_threads *s, const struct sockaddr_in *to)
+{
+	unio_status_t st = UNIO_ERR_REJECTED;
+
+	for (int i = 0; i < CM_DIALS && st == UNIO_ERR_REJECTED; i++) {
+		unio_ep_t *ep = dial(s->a, to, &st);
+
+		if (ep != NULL)
+			unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+		if (st != UNIO_ERR_REJECTED)
+			TEST_LOG("dial %d: %s", i, unio_status_string(st));
+	}
+	return st;
+}
+
+static int
+cm_threads_run(struct cm_threads *s)
+{
+	struct unio_listener_params lp = {
+		.field_mask = UNIO_LISTENER_PARAM_SOCKADDR | UNIO_LISTENER_PARAM_HANDLER,
+		.sockaddr = (struct sockaddr *)&s->addr_k, .addrlen = sizeof(s->addr_k),
+		.conn_handler = on_conn_b, .arg = s,
+	};
+	unio_status_t st, st_k;
+	pthread_t t;
+
+	s->lb = listen_on(s->b, &s->addr_b, 13337, on_conn_b, s);
+	s->la = listen_on(s->a, &s->addr_a, 13338, on_conn_a, s);
+	TEST_ASSERT(s->lb != NULL && s->la != NULL, "listeners on the ethdev ifaces");
+	s->addr_k = (struct sockaddr_in){ .sin_family = AF_INET,
+					  .sin_port = htons((uint16_t)test_free_port()),
+					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	s->lk = unio_listener_create(s->b, &lp, &st);
+	TEST_ASSERT(s->lk != NULL, "kernel listener: %s", unio_status_string(st));
+	TEST_ASSERT_EQ(pthread_create(&t, NULL, owner_main, s), 0);
+	s->owner = t;
+	st = dials(s, &s->addr_b);
+	st_k = dials(s, &s->addr_k);
+	/* the REJECTs are acked: b's eps that carried them go (one connection per iface pair) */
+	for (double end = now_s() + 0.3; now_s() < end;)
+		unio_worker_progress(s->a);
+	__atomic_store_n(&s->phase, 1, __ATOMIC_RELEASE);
+	for (double end = now_s() + 30; __atomic_load_n(&s->phase, __ATOMIC_ACQUIRE) != 2 &&
+	     now_s() < end;)
+		unio_worker_progress(s->a);
+	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	TEST_LOG("b's handler ran %u times in b's thread, %u times in a's; a dial from a's "
+		 "handler: %s; b's dial: %s", s->in_owner, s->in_other,
+		 unio_status_string(s->nested_st), unio_status_string(s->b_dial_st));
+	TEST_ASSERT_STATUS(st, UNIO_ERR_REJECTED);
+	TEST_ASSERT_STATUS(st_k, UNIO_ERR_REJECTED);
+	TEST_ASSERT(s->in_other == 0 && s->in_owner == 2 * CM_DIALS,
+		    "b's handler ran %u times in another worker's thread, %u in its own",
+		    s->in_other, s->in_owner);
+	TEST_ASSERT_EQ(s->n_nested, 1);
+	TEST_ASSERT_STATUS(s->nested_st, UNIO_ERR_BUSY);
+	TEST_ASSERT_STATUS(s->b_dial_st, UNIO_ERR_REJECTED);
+	return TEST_OK;
+}
+
+/* argv: vdev */
+UNIO_TEST_CHILD(ethdev_cm_threads_child)
+{
+	static struct cm_threads s;
+	struct unio_context_params cp = { .field_mask = UNIO_CONTEXT_PARAM_FEATURES,
+					  .features = UNIO_FEATURE_TAG };
+	char vdev_arg[256];
+	char *eal[] = { (char *)"unio-test", (char *)"-l", (char *)"0", vdev_arg,
+			(char *)"--" };
+	unio_context_t *ctx;
+	unio_status_t st;
+	int rc;
+
+	TEST_ASSERT(argc == 1, "argc %d", argc);
+	snprintf(vdev_arg, sizeof(vdev_arg), "--vdev=%s", argv[0]);
+	setenv("UNIO_TLS", "ethdev,self", 1);
+	setenv("UNIO_ETHDEV_IP", CM_IP, 1);
+	setenv("UNIO_ETHDEV_QUEUES", "2", 1);
+	setenv("UNIO_ETHDEV_PORT", "13337", 1);
+	TEST_ASSERT(unio_env_init((int)RTE_DIM(eal), eal) >= 0, "EAL init failed");
+	ctx = unio_context_create(&cp, &st);
+	TEST_ASSERT(ctx != NULL, "context: %s", unio_status_string(st));
+	s.b = unio_worker_create(ctx, NULL, &st);    /* queue 0: 13337 */
+	TEST_ASSERT(s.b != NULL, "worker b: %s", unio_status_string(st));
+	s.a = unio_worker_create(ctx, NULL, &st);    /* queue 1: 13338 */
+	TEST_ASSERT(s.a != NULL, "worker a: %s", unio_status_string(st));
+	rc = cm_threads_run(&s);
+	unio_listener_destroy(s.lk);
+	unio_listener_destroy(s.la);
+	unio_listener_destroy(s.lb);
+	unio_worker_destroy(s.a);
+	unio_worker_destroy(s.b);
+	unio_context_destroy(ctx);
+	return rc;
+}
+
+/*
+ * Worker a dials b's listener on the ethdev iface, then b's listener on a kernel socket,
+ * CM_DIALS times each (rejected) while b's own thread progresses b: the handler runs in b's
+ * thread every time.  Then b dials a's listener, whose handler
+ * (in a's progress) dials b: UNIO_ERR_BUSY, and b's dial is rejected.
+ */
+UNIO_TEST(ethdev_api_cm_threads, mp)
+{
+	char vdev[160], sock[64];
+	const char *args[] = { vdev, NULL };
+	int rc;
+
+	snprintf(sock, sizeof(sock), "/tmp/unio-memif-cmt-%d.sock", getpid());
+	snprintf(vdev, sizeof(vdev), "net_memif0,role=server,socket=%s,mac=02:00:00:00:05:0a",
+		 sock);
+	rc = test_wait(test_spawn("ethdev_cm_threads_child", args), 120000);
+	unlink(sock);
+	TEST_ASSERT(rc == 0, "child exit %d", rc);
+	return TEST_OK;
+}
