@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -883,6 +884,138 @@ UNIO_TEST(ethdev_api_af_packet, mp)
 UNIO_TEST(ethdev_api_af_xdp, mp)
 {
 	return api_pair("net_af_xdp", false);
+}
+
+/*
+ * Two workers of one process, each on its own queue of one af_packet port (UDP ports 13337
+ * and 13338): the first dials the second's address, whose worker a thread progresses.
+ * Without a listener there the answer is REFUSED (UNIO_ERR_UNREACHABLE, at once: the
+ * address is on this port, no ARP); with one, the request is accepted and a tagged message
+ * crosses each way, handed over inside the port.
+ */
+struct two_workers {
+	unio_worker_t *srv;
+	unio_listener_t *l;
+	unio_ep_t *ep;
+	int want_listener;     /* main -> thread: create the listener */
+	int stop;
+};
+
+static void
+tw_conn(unio_conn_request_t *cr, void *arg)
+{
+	struct two_workers *t = arg;
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_CONN_REQUEST, .conn_request = cr };
+
+	__atomic_store_n(&t->ep, unio_ep_create(t->srv, &p, NULL), __ATOMIC_RELEASE);
+}
+
+static void *
+tw_server(void *arg)
+{
+	struct two_workers *t = arg;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(13338) };
+	struct unio_listener_params lp = {
+		.field_mask = UNIO_LISTENER_PARAM_SOCKADDR | UNIO_LISTENER_PARAM_HANDLER,
+		.sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a),
+		.conn_handler = tw_conn, .arg = t,
+	};
+
+	a.sin_addr.s_addr = inet_addr("10.77.0.1");
+	while (!__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE)) {
+		if (t->l == NULL && __atomic_load_n(&t->want_listener, __ATOMIC_ACQUIRE))
+			t->l = unio_listener_create(t->srv, &lp, NULL);
+		unio_worker_progress(t->srv);
+	}
+	return NULL;
+}
+
+UNIO_TEST_CHILD(ethdev_api_two_workers)
+{
+	static struct two_workers t;
+	struct unio_worker_params wp = { .field_mask = UNIO_WORKER_PARAM_THREAD_MODE,
+					 .thread_mode = UNIO_THREAD_MODE_MULTI };
+	char *eal[] = { (char *)"unio-test", (char *)"-l", (char *)"0",
+			(char *)"--vdev=net_af_packet0,iface=va,qpairs=2", (char *)"--" };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(13338) };
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_SOCKADDR,
+				    .sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a) };
+	struct unio_recv_info info;
+	uint64_t x = 0x1234567890abcdefull, y = 0;
+	unio_context_t *ctx;
+	unio_worker_t *cli;
+	unio_status_t st;
+	unio_ep_t *ep;
+	pthread_t th;
+	int rc = TEST_FAIL;
+
+	TEST_ASSERT(argc == 1 && enter_netns(argv[0]) == 0, "setns: %s", strerror(errno));
+	setenv("UNIO_TLS", "ethdev,self", 1);
+	setenv("UNIO_ETHDEV_IP", "10.77.0.1", 1);
+	setenv("UNIO_ETHDEV_QUEUES", "2", 1);
+	TEST_ASSERT(unio_env_init((int)RTE_DIM(eal), eal) >= 0, "EAL init failed");
+	ctx = unio_context_create(NULL, &st);
+	TEST_ASSERT(ctx != NULL, "context: %s", unio_status_string(st));
+	cli = unio_worker_create(ctx, &wp, &st);
+	t.srv = unio_worker_create(ctx, &wp, &st);
+	TEST_ASSERT(cli != NULL && t.srv != NULL, "workers: %s", unio_status_string(st));
+	a.sin_addr.s_addr = inet_addr("10.77.0.1");
+	TEST_ASSERT_EQ(pthread_create(&th, NULL, tw_server, &t), 0);
+	ep = unio_ep_create(cli, &p, &st);
+	if (ep != NULL || st != UNIO_ERR_UNREACHABLE) {
+		TEST_LOG("no listener yet: %s", unio_status_string(st));
+		goto out;
+	}
+	__atomic_store_n(&t.want_listener, 1, __ATOMIC_RELEASE);
+	for (double end = now_s() + 10; ep == NULL && now_s() < end;)
+		ep = unio_ep_create(cli, &p, &st);   /* REFUSED until the thread listens */
+	if (ep == NULL || strcmp(ep->lane.iface->driver->name, "ethdev") != 0) {
+		TEST_LOG("with a listener: %s", unio_status_string(st));
+		goto out;
+	}
+	while (__atomic_load_n(&t.ep, __ATOMIC_ACQUIRE) == NULL)
+		unio_worker_progress(cli);
+	if (api_send(cli, ep, &x, sizeof(x), 7, 0) != UNIO_OK) {
+		TEST_LOG("send");
+		goto out;
+	}
+	__atomic_store_n(&t.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	if (api_recv(t.srv, &y, sizeof(y), 7, UINT64_MAX, &info) != UNIO_OK || y != x ||
+	    api_send(t.srv, t.ep, &y, sizeof(y), 8, 0) != UNIO_OK ||
+	    api_recv(cli, &y, sizeof(y), 8, UINT64_MAX, &info) != UNIO_OK || y != x) {
+		TEST_LOG("tagged exchange between the workers");
+		goto done;
+	}
+	TEST_LOG("refused without a listener, then connected between two queues of the port");
+	rc = TEST_OK;
+	goto done;
+out:
+	__atomic_store_n(&t.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+done:
+	unio_listener_destroy(t.l);
+	unio_worker_destroy(cli);
+	unio_worker_destroy(t.srv);
+	unio_context_destroy(ctx);
+	return rc;
+}
+
+UNIO_TEST(ethdev_api_cm_two_workers, mp)
+{
+	char name[32], na[40];
+	const char *args[] = { na, NULL };
+	int rc = TEST_FAIL;
+
+	if (!can_netns())
+		TEST_SKIP_BECAUSE("needs root and iproute2 network namespaces");
+	snprintf(name, sizeof(name), "unioapi2-%d", getpid());
+	snprintf(na, sizeof(na), "%s-a", name);
+	if (topo("up", name) == 0)
+		rc = test_wait(test_spawn("ethdev_api_two_workers", args), 60000) == 0 ?
+		     TEST_OK : TEST_FAIL;
+	topo("down", name);
+	return rc;
 }
 
 /* Listener and ep_create by the DPDK address: the handshake over the driver, no kernel */
