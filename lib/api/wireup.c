@@ -860,6 +860,19 @@ ep_connect_driver(struct unio_ep *ep, struct unio_tl_iface *ifc, const uint8_t *
 	return st;
 }
 
+/*
+ * A dial over a driver that reached no Unio worker: the driver's ep failed (ARP unanswered,
+ * a peer that never acked, reset) or the wait ran out, and no HELLO answer (ACCEPT, REJECT,
+ * VERSION, REFUSED) came.
+ */
+static bool
+driver_unanswered(const struct unio_ep *ep, unio_status_t st)
+{
+	return !ep->conn_answered && ep->lane.tl_ep != NULL &&
+	       (st == UNIO_ERR_UNREACHABLE || st == UNIO_ERR_TIMED_OUT ||
+		st == UNIO_ERR_CONNECTION_RESET);
+}
+
 static unio_status_t
 ep_connect_sockaddr(struct unio_ep *ep, const struct unio_ep_params *p)
 {
@@ -873,8 +886,25 @@ ep_connect_sockaddr(struct unio_ep *ep, const struct unio_ep_params *p)
 	for (unsigned int i = 0; i < w->n_ifaces; i++) {
 		uint8_t a[UNIO_TL_ADDR_MAX];
 
-		if (unio_tl_sockaddr_to_addr(w->ifaces[i], p->sockaddr, p->addrlen, a) == UNIO_OK)
-			return ep_connect_driver(ep, w->ifaces[i], a, p);
+		if (unio_tl_sockaddr_to_addr(w->ifaces[i], p->sockaddr, p->addrlen, a) != UNIO_OK)
+			continue;
+		st = ep_connect_driver(ep, w->ifaces[i], a, p);
+		if (!driver_unanswered(ep, st))
+			return st;
+		/*
+		 * Nothing of Unio answered there (no ARP answer, or the driver gave up on a
+		 * silent peer): the address may be a kernel listener's, whose port only looks
+		 * like a driver's.  The kernel path decides, with a deadline of its own.
+		 */
+		API_LOG(INFO, "connect over %s/%s: %s, no Unio iface answered: kernel TCP",
+			w->ifaces[i]->driver->name, w->ifaces[i]->dev_name,
+			unio_status_string(st));
+		unio_tl_ep_destroy(ep->lane.tl_ep);
+		memset(&ep->lane, 0, sizeof(ep->lane));
+		ep->state = EP_CONNECTING;
+		ep->err_reported = false;
+		ep->conn_answered = false;
+		break;
 	}
 	ep->ctl_fd = connect_socket(w, p->sockaddr, p->addrlen, &st);
 	if (ep->ctl_fd < 0)
@@ -1661,6 +1691,7 @@ conn_answer(struct unio_worker *w, const struct wire_conn *h, const uint8_t *dat
 	if (ep == NULL || ep->id != h->dst_ep_id || ep->state != EP_CONNECTING ||
 	    ep->conn_status != UNIO_INPROGRESS)
 		goto bad;
+	ep->conn_answered = true;   /* a Unio worker serves that address: no kernel fallback */
 	switch (h->ctl.type) {
 	case WIRE_ACCEPT:
 		if (h->ctl.version != UNIO_WIRE_VERSION) {

@@ -6,10 +6,16 @@
  * worker's own progress returns UNIO_ERR_BUSY.  One process: a memif server port (no client)
  * with two queue pairs, one worker per queue (UNIO_ETHDEV_PORT and UNIO_ETHDEV_PORT + 1),
  * whose frames the driver hands over inside the port.
+ *
+ * And a kernel listener whose port only looks like the driver's (UNIO_ETHDEV_PORT, unio-perf's
+ * default): an ethdev worker's dial, answered by no Unio iface, falls back to kernel TCP.
  */
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +24,7 @@
 
 #include <rte_common.h>
 
+#include "../api/api_common.h"
 #include "unio_api_priv.h"
 #include "unio_env.h"
 #include "unio_proto.h"
@@ -239,4 +246,185 @@ UNIO_TEST(ethdev_api_cm_threads, mp)
 	unlink(sock);
 	TEST_ASSERT(rc == 0, "child exit %d", rc);
 	return TEST_OK;
+}
+
+/* ---- a kernel listener at UNIO_ETHDEV_PORT, dialled by an ethdev worker ---- */
+
+#define KP_TAG   0x6b70000000000001ull
+#define KP_BYTES 65536
+
+static int
+enter_netns(const char *ns)
+{
+	char path[128];
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	rc = setns(fd, CLONE_NEWNET);
+	close(fd);
+	return rc;
+}
+
+static void
+kp_on_conn(unio_conn_request_t *cr, void *arg)
+{
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_CONN_REQUEST, .conn_request = cr };
+	unio_ep_t **slot = arg;
+	unio_status_t st;
+
+	*slot = unio_ep_create(cr->listener->worker, &p, &st);
+	if (*slot == NULL)
+		TEST_LOG("accept: %s", unio_status_string(st));
+}
+
+/* the server (tcp only): a kernel listener on 10.77.0.2:13337; checks what the client sent */
+static int
+kp_server(unio_worker_t *w, const char *ready)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(13337) };
+	unio_ep_t *ep = NULL;
+	struct unio_listener_params lp = {
+		.field_mask = UNIO_LISTENER_PARAM_SOCKADDR | UNIO_LISTENER_PARAM_HANDLER,
+		.sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a),
+		.conn_handler = kp_on_conn, .arg = &ep,
+	};
+	static uint8_t buf[KP_BYTES];
+	struct unio_recv_info info;
+	unio_listener_t *l;
+	uint64_t sum;
+	unio_status_t st;
+
+	a.sin_addr.s_addr = inet_addr("10.77.0.2");
+	l = unio_listener_create(w, &lp, &st);
+	TEST_ASSERT(l != NULL && l->fd >= 0, "kernel listener: %s", unio_status_string(st));
+	close(open(ready, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+	for (double end = now_s() + 30; ep == NULL && now_s() < end;)
+		unio_worker_progress(w);
+	TEST_ASSERT(ep != NULL, "no client connected");
+	TEST_ASSERT_STATUS(api_recv(w, buf, sizeof(buf), KP_TAG, UINT64_MAX, &info), UNIO_OK);
+	TEST_ASSERT_EQ(info.length, sizeof(buf));
+	sum = test_checksum(buf, sizeof(buf));
+	TEST_ASSERT_STATUS(api_send(w, ep, &sum, sizeof(sum), KP_TAG + 1, 0), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_ep_close(ep, UNIO_EP_CLOSE_FLUSH, NULL), UNIO_OK);
+	unio_listener_destroy(l);
+	return TEST_OK;
+}
+
+/* the client (ethdev, tcp): dials 10.77.0.2:13337, which no Unio iface serves */
+static int
+kp_client(unio_worker_t *w)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(13337) };
+	static uint8_t buf[KP_BYTES];
+	struct unio_recv_info info;
+	uint64_t sum = 0;
+	unio_status_t st;
+	unio_ep_t *ep;
+	double t0 = now_s();
+
+	a.sin_addr.s_addr = inet_addr("10.77.0.2");
+	ep = dial(w, &a, &st);
+	TEST_LOG("client: ep_create to 10.77.0.2:13337 (a kernel listener): %s after %.2f s",
+		 unio_status_string(st), now_s() - t0);
+	TEST_ASSERT(ep != NULL, "no connection: %s", unio_status_string(st));
+	TEST_ASSERT(ep->ctl_fd >= 0 && !ep->by_driver, "not connected through the kernel");
+	TEST_ASSERT(strcmp(ep->lane.iface->driver->name, "tcp") == 0, "lane %s",
+		    ep->lane.iface->driver->name);
+	test_fill(buf, sizeof(buf), 0x6b70);
+	TEST_ASSERT_STATUS(api_send(w, ep, buf, sizeof(buf), KP_TAG, 0), UNIO_OK);
+	TEST_ASSERT_STATUS(api_recv(w, &sum, sizeof(sum), KP_TAG + 1, UINT64_MAX, &info),
+			   UNIO_OK);
+	TEST_ASSERT_EQ(sum, test_checksum(buf, sizeof(buf)));
+	unio_ep_close(ep, UNIO_EP_CLOSE_FLUSH, NULL);
+	return TEST_OK;
+}
+
+/* argv: netns role vdev|- ready_file */
+UNIO_TEST_CHILD(ethdev_cm_kernel_peer)
+{
+	struct unio_context_params cp = { .field_mask = UNIO_CONTEXT_PARAM_FEATURES,
+					  .features = UNIO_FEATURE_TAG };
+	char vdev_arg[256];
+	char *eal[] = { (char *)"unio-test", (char *)"-l", (char *)"0", vdev_arg,
+			(char *)"--" };
+	int role, n_eal = (int)RTE_DIM(eal), rc;
+	unio_context_t *ctx;
+	unio_worker_t *w;
+	unio_status_t st;
+
+	TEST_ASSERT(argc == 4, "argc %d", argc);
+	role = atoi(argv[1]);
+	TEST_ASSERT(enter_netns(argv[0]) == 0, "setns %s: %s", argv[0], strerror(errno));
+	if (role == 0) {
+		setenv("UNIO_TLS", "tcp,self", 1);
+		eal[3] = (char *)"--";
+		n_eal--;
+	} else {
+		snprintf(vdev_arg, sizeof(vdev_arg), "--vdev=%s", argv[2]);
+		setenv("UNIO_TLS", "ethdev,tcp,self", 1);
+		setenv("UNIO_ETHDEV_IP", "10.77.0.11", 1);
+		setenv("UNIO_ETHDEV_PORT", "13337", 1);
+		setenv("UNIO_ETHDEV_TARGET_DELAY", "5ms", 1);
+	}
+	TEST_ASSERT(unio_env_init(n_eal, eal) >= 0, "EAL init failed");
+	ctx = unio_context_create(&cp, &st);
+	TEST_ASSERT(ctx != NULL, "context: %s", unio_status_string(st));
+	w = unio_worker_create(ctx, NULL, &st);
+	TEST_ASSERT(w != NULL, "worker: %s", unio_status_string(st));
+	TEST_ASSERT(role == 0 || strcmp(w->ifaces[0]->driver->name, "ethdev") == 0 ||
+		    (w->n_ifaces > 1 && strcmp(w->ifaces[1]->driver->name, "ethdev") == 0),
+		    "the client has no ethdev iface");
+	rc = role == 0 ? kp_server(w, argv[3]) : kp_client(w);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return rc;
+}
+
+/*
+ * A kernel TCP listener at 10.77.0.2:13337 (namespace b, a Unio server with tcp only), a
+ * client whose worker has an ethdev iface (af_packet on namespace a's veth, DPDK address
+ * 10.77.0.11, the kernel's 10.77.0.1) and UNIO_ETHDEV_PORT 13337: the port looks like the
+ * driver's, no Unio iface answers there (the kernel of b answers the ARP, drops the UDP), and
+ * unio_ep_create connects through the kernel; a checksummed message crosses.
+ */
+UNIO_TEST(ethdev_api_cm_kernel_fallback, mp)
+{
+	const char *src = getenv("UNIO_TEST_SOURCE_DIR");
+	char name[32], na[40], nb[40], ready[80];
+	const char *args_a[] = { na, "1", "net_af_packet0,iface=va", "-", NULL };
+	const char *args_b[] = { nb, "0", "-", ready, NULL };
+	int rc = TEST_FAIL, ra = -1, rb = -1;
+	pid_t a, b;
+
+	if (geteuid() != 0 || test_system("ip netns list >/dev/null 2>&1") != 0)
+		TEST_SKIP_BECAUSE("needs root and iproute2 network namespaces");
+	snprintf(name, sizeof(name), "uniokfb-%d", getpid());
+	snprintf(na, sizeof(na), "%s-a", name);
+	snprintf(nb, sizeof(nb), "%s-b", name);
+	snprintf(ready, sizeof(ready), "/tmp/unio-kfb-%d.ready", getpid());
+	unlink(ready);
+	if (test_system("%s/usertools/unio-topology.sh veth up %s >/dev/null 2>&1 && "
+			"ip -n %s addr add 10.77.0.1/24 dev va && "
+			"ip -n %s addr add 10.77.0.2/24 dev vb", src != NULL ? src : ".", name,
+			na, nb) != 0) {
+		TEST_LOG("topology %s", name);
+		goto out;
+	}
+	b = test_spawn("ethdev_cm_kernel_peer", args_b);
+	for (int i = 0; i < 400 && access(ready, F_OK) != 0; i++)
+		usleep(50000);
+	a = test_spawn("ethdev_cm_kernel_peer", args_a);
+	ra = test_wait(a, 120000);
+	rb = test_wait(b, 120000);
+	if (ra != 0 || rb != 0)
+		TEST_LOG("exit codes: client %d, server %d", ra, rb);
+	rc = ra == 0 && rb == 0 ? TEST_OK : TEST_FAIL;
+out:
+	test_system("%s/usertools/unio-topology.sh veth down %s >/dev/null 2>&1",
+		    src != NULL ? src : ".", name);
+	unlink(ready);
+	return rc;
 }
