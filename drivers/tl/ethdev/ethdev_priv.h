@@ -33,7 +33,12 @@ extern int ethdev_logtype;
 #define ETH_LOG(lvl, fmt, ...) UNIO_LOG(lvl, ethdev_logtype, fmt, ##__VA_ARGS__)
 
 #define ETH_MAGIC        0x55u     /* 'U' */
-#define ETH_VERSION      1u
+/*
+ * 2: the dial id and echo_delay fields (reserved in 1, whose peers dropped or ignored them)
+ * and the 62-byte header; frames of another version are dropped (drop_bad_hdr), addresses of
+ * another version refused (UNIO_ERR_VERSION_MISMATCH).
+ */
+#define ETH_VERSION      2u
 #define ETH_WIN          256u       /* frames in flight per ep, and the reorder window */
 #define ETH_MAX_PEERS    64u
 #define ETH_BURST        32u
