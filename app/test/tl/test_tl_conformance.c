@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <rte_cycles.h>
+
 #include "tl_common.h"
 
 #define ORDER_COUNT 4000u
@@ -147,10 +149,17 @@ send_zcopy(struct tl_pair *p, struct unio_tl_memh *mh, size_t len, uint64_t seq)
 	struct iovec iov[2] = {
 		{ buf + 24, len / 2 }, { buf + 24 + len / 2, len - len / 2 },
 	};
+	uint64_t end = rte_rdtsc() + 5 * rte_get_tsc_hz();
 	unio_status_t st;
 
 	tl_make_msg(buf, len + 24, seq);
-	st = unio_tl_ep_am_zcopy(p->ep, TL_AM_ID, buf, 24, iov, 2, 0, &comp);
+	/* no room (a network sender's window, until acks come back): progress both, retry */
+	while ((st = unio_tl_ep_am_zcopy(p->ep, TL_AM_ID, buf, 24, iov, 2, 0, &comp)) ==
+	       UNIO_ERR_NO_RESOURCE && rte_rdtsc() < end) {
+		unio_tl_iface_progress(p->rx);
+		if (p->tx != p->rx)
+			unio_tl_iface_progress(p->tx);
+	}
 	if (st == UNIO_INPROGRESS) {
 		tl_pair_wait_comp(p, &comp);
 		st = comp.count == 0 ? comp.status : UNIO_ERR_TIMED_OUT;
