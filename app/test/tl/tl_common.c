@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers of the transport conformance suite (see tl_common.h). */
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -56,6 +57,7 @@ int
 tl_pair_open(struct tl_pair *p, const struct unio_tl_driver *drv, const char *dev)
 {
 	struct unio_tl_ep_params ep_params = { 0 };
+	const char *tx_dev = getenv("UNIO_TEST_TL_TX_DEV");
 
 	memset(p, 0, sizeof(*p));
 	p->drv = drv;
@@ -63,7 +65,8 @@ tl_pair_open(struct tl_pair *p, const struct unio_tl_driver *drv, const char *de
 		return TEST_FAIL;
 	if (p->rx->attr.reach == UNIO_TL_REACH_SELF)
 		p->tx = p->rx;
-	else if (open_iface(drv, dev, &p->tx) != TEST_OK)
+	else if (open_iface(drv, tx_dev != NULL && tx_dev[0] != '\0' ? tx_dev : dev,
+			    &p->tx) != TEST_OK)
 		goto close;
 	TEST_ASSERT(p->rx->attr.iface_addr_len <= sizeof(p->rx_addr), "address too long");
 	if (unio_tl_iface_get_address(p->rx, p->rx_addr) != UNIO_OK)

@@ -36,7 +36,11 @@ typedef int (*tl_case_fn_t)(const struct unio_tl_driver *drv, const char *dev);
 /** Run @p fn on the first device of every driver that has one; TEST_OK when all pass. */
 int tl_for_each_driver(tl_case_fn_t fn);
 
-/** Open a pair on @p drv / @p dev with the environment's configuration. */
+/**
+ * Open a pair on @p drv / @p dev with the environment's configuration.  The sender iface
+ * opens on the device named by UNIO_TEST_TL_TX_DEV when that is set (two ports joined by a
+ * wire, for PMDs with one queue per port such as af_xdp on a veth), else on @p dev too.
+ */
 int tl_pair_open(struct tl_pair *p, const struct unio_tl_driver *drv, const char *dev);
 
 /** Close what tl_pair_open opened. */
