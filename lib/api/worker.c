@@ -64,7 +64,7 @@ unio_context_create(const struct unio_context_params *params, unio_status_t *sta
 	ctx->features = (fm & UNIO_CONTEXT_PARAM_FEATURES) ? params->features : UNIO_FEATURE_TAG;
 	snprintf(ctx->name, sizeof(ctx->name), "%s",
 		 (fm & UNIO_CONTEXT_PARAM_NAME) && params->name != NULL ? params->name : "unio");
-	st = unio_env_init_default();
+	st = unio_env_init_config(&ctx->config);   /* its UNIO_EAL_ARGS, not the environment's */
 	if (st != UNIO_OK)
 		goto free_ctx;
 	TAILQ_INIT(&ctx->workers);

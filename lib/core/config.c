@@ -66,8 +66,10 @@ static const struct cfg_row cfg_table[] = {
 	  "itself when the application passes none (no arguments before '--' to unio_env_init(), "
 	  "or a context created without it), e.g. '--vdev=net_af_packet0,iface=veth0' to give "
 	  "the ethdev driver a port; the defaults (-l, --no-pci, memory, --file-prefix, "
-	  "--log-level) still fill in what they do not set; 'none' for none.  Ignored when EAL "
-	  "is initialised already or the application passes EAL arguments." },
+	  "--log-level) still fill in what they do not set; 'none' for none.  A context's own "
+	  "configuration counts (unio_config_modify() on the one given to "
+	  "unio_context_create()).  Ignored when EAL is initialised already (once per process) "
+	  "or the application passes EAL arguments." },
 	{ "ETHDEV_ARP", CFG_LIST, "none", OFF(ethdev_arp), NULL, 0, 0,
 	  "Static neighbours of the ethdev driver, 'A.B.C.D/aabbccddeeff' items (IPv4 / MAC in "
 	  "12 hex digits), used instead of ARP for peers whose address carries no MAC; 'none' "

@@ -235,14 +235,18 @@ eal_init_locked(int n_user, char **user)
 	return UNIO_OK;
 }
 
-/* UNIO_EAL_ARGS split at spaces into @p argv (pointing into @p buf); returns the count. */
+/*
+ * UNIO_EAL_ARGS of @p cfg (NULL: the environment's) split at spaces into @p argv (pointing
+ * into @p buf); returns the count.
+ */
 static int
-config_eal_args(char *buf, size_t len, char **argv, int max)
+config_eal_args(const struct unio_config *cfg, char *buf, size_t len, char **argv, int max)
 {
-	const struct unio_config *cfg = unio_config_env();
 	char *save = NULL, *tok;
 	int n = 0;
 
+	if (cfg == NULL)
+		cfg = unio_config_env();
 	if (cfg == NULL || strcmp(cfg->eal_args, "none") == 0)
 		return 0;
 	snprintf(buf, len, "%s", cfg->eal_args);
@@ -253,7 +257,7 @@ config_eal_args(char *buf, size_t len, char **argv, int max)
 }
 
 static unio_status_t
-env_init(int n_user, char **user)
+env_init(int n_user, char **user, const struct unio_config *cfg)
 {
 	static char cfg_buf[UNIO_CFG_STR_MAX];   /* under env_lock */
 	char *cfg_argv[UNIO_CFG_STR_MAX / 2];
@@ -262,7 +266,7 @@ env_init(int n_user, char **user)
 	pthread_mutex_lock(&env_lock);
 	if (!env_done) {
 		if (n_user == 0) {   /* none from the application: UNIO_EAL_ARGS */
-			n_user = config_eal_args(cfg_buf, sizeof(cfg_buf), cfg_argv,
+			n_user = config_eal_args(cfg, cfg_buf, sizeof(cfg_buf), cfg_argv,
 						 (int)RTE_DIM(cfg_argv));
 			user = cfg_argv;
 		}
@@ -294,7 +298,7 @@ unio_env_init(int argc, char **argv)
 			sep = i;
 			break;
 		}
-	st = env_init(sep > 0 ? sep - 1 : 0, argv + 1);
+	st = env_init(sep > 0 ? sep - 1 : 0, argv + 1, NULL);
 	if (st != UNIO_OK)
 		return st;
 	if (sep < 0)
@@ -307,5 +311,11 @@ unio_env_init(int argc, char **argv)
 unio_status_t
 unio_env_init_default(void)
 {
-	return env_init(0, NULL);
+	return env_init(0, NULL, NULL);
+}
+
+unio_status_t
+unio_env_init_config(const struct unio_config *cfg)
+{
+	return env_init(0, NULL, cfg);
 }

@@ -98,4 +98,10 @@ unio_status_t unio_config_snapshot(struct unio_config *out);
 /** Apply one override to a struct (see unio_config_modify()). */
 unio_status_t unio_config_set(struct unio_config *config, const char *name, const char *value);
 
+/**
+ * Initialise EAL as unio_env_init_default() does, with @p cfg's UNIO_EAL_ARGS instead of the
+ * environment's (what unio_context_create() does with the context's configuration).
+ */
+unio_status_t unio_env_init_config(const struct unio_config *cfg);
+
 #endif /* UNIO_CONFIG_PRIV_H */

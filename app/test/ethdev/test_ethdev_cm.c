@@ -428,3 +428,65 @@ out:
 	unlink(ready);
 	return rc;
 }
+
+/* ---- UNIO_EAL_ARGS set with unio_config_modify() ---- */
+
+/* argv: vdev; EAL initialised by unio_context_create() from the context's configuration */
+UNIO_TEST_CHILD(ethdev_cm_config_eal_args)
+{
+	static const char *const set[][2] = {
+		{ "TLS", "ethdev,self" }, { "ETHDEV_IP", CM_IP }, { "EAL_ARGS", NULL },
+	};
+	struct unio_context_params cp = { .field_mask = UNIO_CONTEXT_PARAM_FEATURES |
+							UNIO_CONTEXT_PARAM_CONFIG,
+					  .features = UNIO_FEATURE_TAG };
+	struct unio_config *cfg = NULL;
+	char eal_args[256];
+	unio_context_t *ctx;
+	unio_worker_t *w;
+	unio_status_t st;
+	bool ethdev = false;
+
+	TEST_ASSERT(argc == 1, "argc %d", argc);
+	unsetenv("UNIO_EAL_ARGS");
+	snprintf(eal_args, sizeof(eal_args), "--vdev=%s", argv[0]);
+	TEST_ASSERT_STATUS(unio_config_read(&cfg), UNIO_OK);
+	for (unsigned int i = 0; i < RTE_DIM(set); i++)
+		TEST_ASSERT_STATUS(unio_config_modify(cfg, set[i][0], set[i][1] != NULL ?
+						      set[i][1] : eal_args), UNIO_OK);
+	cp.config = cfg;
+	ctx = unio_context_create(&cp, &st);
+	unio_config_release(cfg);
+	TEST_ASSERT(ctx != NULL, "context: %s (EAL arguments used: '%s')",
+		    unio_status_string(st), unio_env_eal_args());
+	w = unio_worker_create(ctx, NULL, &st);
+	TEST_ASSERT(w != NULL, "worker: %s", unio_status_string(st));
+	for (unsigned int i = 0; i < w->n_ifaces; i++)
+		ethdev |= strcmp(w->ifaces[i]->driver->name, "ethdev") == 0;
+	TEST_LOG("EAL arguments: %s; ethdev iface: %s", unio_env_eal_args(),
+		 ethdev ? "yes" : "no");
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	TEST_ASSERT(strstr(unio_env_eal_args(), "net_memif0") != NULL, "the vdev was not passed");
+	TEST_ASSERT(ethdev, "the worker has no ethdev iface");
+	return TEST_OK;
+}
+
+/*
+ * UNIO_EAL_ARGS set on the context's configuration with unio_config_modify() (not in the
+ * environment) gives Unio's own EAL initialisation its port: the worker has an ethdev iface.
+ */
+UNIO_TEST(ethdev_config_eal_args, mp)
+{
+	char vdev[160], sock[64];
+	const char *args[] = { vdev, NULL };
+	int rc;
+
+	snprintf(sock, sizeof(sock), "/tmp/unio-memif-cfg-%d.sock", getpid());
+	snprintf(vdev, sizeof(vdev), "net_memif0,role=server,socket=%s,mac=02:00:00:00:05:0c",
+		 sock);
+	rc = test_wait(test_spawn("ethdev_cm_config_eal_args", args), 60000);
+	unlink(sock);
+	TEST_ASSERT(rc == 0, "child exit %d", rc);
+	return TEST_OK;
+}
