@@ -100,6 +100,8 @@ stamp(struct eth_ep *ep, struct rte_mbuf *m, uint64_t now)
 {
 	struct eth_wire *w = frame_wire(m);
 
+	w->dst_conn = ep->peer.conn;   /* a frame sent before we knew it, or joined its dial */
+	w->dial = ep->dial;
 	w->ack = ep->rcv_nxt;
 	w->sack = build_sack(ep);
 	w->credit = (uint16_t)(ETH_WIN - ep->n_ooo);
@@ -987,7 +989,23 @@ rx_one(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now)
 			rte_pktmbuf_free(m);
 			return;
 		}
-		ep = peer_detach(ep);
+		if (ep->user_owned && ep->peer.conn == 0 && ep->dial != 0 && !ep->failed) {
+			/*
+			 * Crossing dials: both ends dialled, neither heard from the other.  The
+			 * higher dial id is the connection: the peer joins ours (this frame is
+			 * dropped), or this ep joins the peer's, and what it sent goes again
+			 * under that id (stamp()).
+			 */
+			if (ep->dial > w->dial) {
+				ei->st.drop_unknown_conn++;
+				rte_pktmbuf_free(m);
+				return;
+			}
+			ep->dial = w->dial;
+			ep->peer.conn = w->src_conn;
+		} else {
+			ep = peer_detach(ep);
+		}
 	}
 	if (ep != NULL && ep->peer.conn == 0 && w->dst_conn == ei->addr.conn)
 		ep->peer.conn = w->src_conn;    /* we dialled this peer: now we know its id */

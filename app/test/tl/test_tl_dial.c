@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Dialling by socket address (UNIO_TL_CAP_CONNECT_SOCKADDR) where two ifaces dial each other
+ * at once: neither connection resets the other, every message of both arrives once, in
+ * order, checked.  Runs over the drivers that connect by socket address (ethdev: through
+ * tl_ethdev_*, two ifaces of one port); a no-op elsewhere.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tl_common.h"
+#include "unio_env.h"
+
+#define CD_MSGS 16
+
+static unsigned int cd_errs;
+
+static void
+cd_err(void *arg, struct unio_tl_ep *ep, unio_status_t st)
+{
+	RTE_SET_USED(arg);
+	cd_errs++;
+	TEST_LOG("err_cb: ep %p %s", (void *)ep, unio_status_string(st));
+}
+
+static int
+cd_open(const struct unio_tl_driver *drv, const char *dev, struct unio_tl_iface **i)
+{
+	struct unio_tl_iface_params params = {
+		.config = unio_config_env(), .dev_name = dev, .cpu = -1, .err_cb = cd_err,
+	};
+
+	TEST_ASSERT_STATUS(unio_tl_iface_open(drv, &params, i), UNIO_OK);
+	return TEST_OK;
+}
+
+static void
+cd_progress(struct unio_tl_iface *a, struct unio_tl_iface *b, double secs)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		unio_tl_iface_progress(a);
+		unio_tl_iface_progress(b);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < secs);
+}
+
+static unio_status_t
+cd_send(struct unio_tl_ep *ep, struct unio_tl_iface *a, struct unio_tl_iface *b, uint64_t seq)
+{
+	uint8_t buf[64];
+	unio_status_t st;
+	time_t end = time(NULL) + 3;
+
+	tl_make_msg(buf, 40, seq);
+	do {
+		st = unio_tl_ep_am_short(ep, TL_AM_ID, seq, buf + 8, 32);
+		if (st == UNIO_ERR_NO_RESOURCE) {
+			unio_tl_iface_progress(a);
+			unio_tl_iface_progress(b);
+		}
+	} while (st == UNIO_ERR_NO_RESOURCE && time(NULL) <= end);
+	return st;
+}
+
+static int
+case_crossing(const struct unio_tl_driver *drv, const char *dev)
+{
+	struct unio_tl_iface *a = NULL, *b = NULL;
+	struct tl_rx ra = { .check_order = 1 }, rb = { .check_order = 1 };
+	struct sockaddr_storage sa, sb;
+	uint8_t aa[UNIO_TL_ADDR_MAX], ab[UNIO_TL_ADDR_MAX];
+	struct unio_tl_ep *ea = NULL, *eb = NULL;
+	struct unio_tl_ep_params pa = { .iface_addr = ab }, pb = { .iface_addr = aa };
+	int rc = TEST_FAIL;
+
+	const char *tx_dev = getenv("UNIO_TEST_TL_TX_DEV");   /* as tl_pair_open() does */
+
+	if (cd_open(drv, dev, &a) != TEST_OK ||
+	    cd_open(drv, tx_dev != NULL && *tx_dev != '\0' ? tx_dev : dev, &b) != TEST_OK)
+		goto out;
+	if (!(a->attr.cap & UNIO_TL_CAP_CONNECT_SOCKADDR)) {
+		rc = TEST_OK;
+		goto out;
+	}
+	TEST_LOG("crossing dials over %s/%s", drv->name, dev);
+	unio_tl_iface_set_am_handler(a, TL_AM_ID, tl_check_cb, &ra);
+	unio_tl_iface_set_am_handler(b, TL_AM_ID, tl_check_cb, &rb);
+	unio_tl_iface_get_sockaddr(a, &sa);
+	unio_tl_iface_get_sockaddr(b, &sb);
+	if (unio_tl_sockaddr_to_addr(a, (struct sockaddr *)&sb, sizeof(sb), ab) != UNIO_OK ||
+	    unio_tl_sockaddr_to_addr(b, (struct sockaddr *)&sa, sizeof(sa), aa) != UNIO_OK) {
+		TEST_LOG("sockaddr_to_addr");
+		goto out;
+	}
+	pa.iface_addr_len = a->attr.iface_addr_len;
+	pb.iface_addr_len = b->attr.iface_addr_len;
+	cd_errs = 0;
+	if (unio_tl_ep_create(a, &pa, &ea) != UNIO_OK || unio_tl_ep_create(b, &pb, &eb) != UNIO_OK) {
+		TEST_LOG("ep_create");
+		goto out;
+	}
+	/* both first messages leave before either side reads anything */
+	if (cd_send(ea, a, b, 0) != UNIO_OK || cd_send(eb, a, b, 0) != UNIO_OK) {
+		TEST_LOG("first sends");
+		goto out;
+	}
+	for (uint64_t i = 1; i < CD_MSGS; i++)
+		if (cd_send(ea, a, b, i) != UNIO_OK || cd_send(eb, a, b, i) != UNIO_OK) {
+			TEST_LOG("send %" PRIu64, i);
+			goto out;
+		}
+	for (int i = 0; i < 300 && (ra.count < CD_MSGS || rb.count < CD_MSGS); i++)
+		cd_progress(a, b, 0.01);
+	cd_progress(a, b, 0.1);   /* nothing more, nothing twice */
+	TEST_LOG("crossing dials: a got %" PRIu64 " (bad %" PRIu64 "), b got %" PRIu64
+		 " (bad %" PRIu64 "), %u ep errors", ra.count, ra.bad, rb.count, rb.bad, cd_errs);
+	if (ra.count == CD_MSGS && rb.count == CD_MSGS && ra.bad == 0 && rb.bad == 0 &&
+	    cd_errs == 0)
+		rc = TEST_OK;
+out:
+	if (ea != NULL)
+		unio_tl_ep_destroy(ea);
+	if (eb != NULL)
+		unio_tl_ep_destroy(eb);
+	if (a != NULL)
+		unio_tl_iface_close(a);
+	if (b != NULL)
+		unio_tl_iface_close(b);
+	return rc;
+}
+
+UNIO_TEST(tl_crossing_dials, fast)
+{
+	return tl_for_each_driver(case_crossing);
+}
