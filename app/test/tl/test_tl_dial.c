@@ -2,8 +2,10 @@
 /*
  * Dialling by socket address (UNIO_TL_CAP_CONNECT_SOCKADDR) where two ifaces dial each other
  * at once: neither connection resets the other, every message of both arrives once, in
- * order, checked.  Runs over the drivers that connect by socket address (ethdev: through
- * tl_ethdev_*, two ifaces of one port); a no-op elsewhere.
+ * order, checked.  And a dial after one that gave up, whose late answer left a passive ep
+ * behind: the new dial is a connection of its own, its message arrives.  Runs over the
+ * drivers that connect by socket address (ethdev: through tl_ethdev_*, two ifaces of one
+ * port); a no-op elsewhere.
  */
 
 #include <stdlib.h>
@@ -16,12 +18,14 @@
 #define CD_MSGS 16
 
 static unsigned int cd_errs;
+static struct unio_tl_ep *cd_err_ep;
 
 static void
 cd_err(void *arg, struct unio_tl_ep *ep, unio_status_t st)
 {
 	RTE_SET_USED(arg);
 	cd_errs++;
+	cd_err_ep = ep;
 	TEST_LOG("err_cb: ep %p %s", (void *)ep, unio_status_string(st));
 }
 
@@ -100,7 +104,8 @@ case_crossing(const struct unio_tl_driver *drv, const char *dev)
 	pa.iface_addr_len = a->attr.iface_addr_len;
 	pb.iface_addr_len = b->attr.iface_addr_len;
 	cd_errs = 0;
-	if (unio_tl_ep_create(a, &pa, &ea) != UNIO_OK || unio_tl_ep_create(b, &pb, &eb) != UNIO_OK) {
+	if (unio_tl_ep_create(a, &pa, &ea) != UNIO_OK ||
+	    unio_tl_ep_create(b, &pb, &eb) != UNIO_OK) {
 		TEST_LOG("ep_create");
 		goto out;
 	}
@@ -137,4 +142,80 @@ out:
 UNIO_TEST(tl_crossing_dials, fast)
 {
 	return tl_for_each_driver(case_crossing);
+}
+
+/*
+ * a dials b (message 0); b answers on that connection (its ep by a's full address) after a
+ * gave up on it (a's ep destroyed): the answer leaves a passive ep at a.  a dials b again:
+ * the new dial must not take that ep over, and its message reaches b.
+ */
+static int
+case_stale(const struct unio_tl_driver *drv, const char *dev)
+{
+	const char *tx_dev = getenv("UNIO_TEST_TL_TX_DEV");
+	struct unio_tl_iface *a = NULL, *b = NULL;
+	struct tl_rx ra = { 0 }, rb = { 0 };
+	struct sockaddr_storage sb;
+	uint8_t ab[UNIO_TL_ADDR_MAX], aa_full[UNIO_TL_ADDR_MAX];
+	struct unio_tl_ep *ea = NULL, *back = NULL;
+	struct unio_tl_ep_params pa = { .iface_addr = ab }, pb = { .iface_addr = aa_full };
+	int rc = TEST_FAIL;
+
+	if (cd_open(drv, dev, &b) != TEST_OK ||
+	    cd_open(drv, tx_dev != NULL && *tx_dev != '\0' ? tx_dev : dev, &a) != TEST_OK)
+		goto out;
+	if (!(a->attr.cap & UNIO_TL_CAP_CONNECT_SOCKADDR)) {
+		rc = TEST_OK;
+		goto out;
+	}
+	TEST_LOG("a dial after a stale one over %s/%s", drv->name, dev);
+	unio_tl_iface_set_am_handler(a, TL_AM_ID, tl_check_cb, &ra);
+	unio_tl_iface_set_am_handler(b, TL_AM_ID, tl_check_cb, &rb);
+	unio_tl_iface_get_sockaddr(b, &sb);
+	unio_tl_iface_get_address(a, aa_full);
+	if (unio_tl_sockaddr_to_addr(a, (struct sockaddr *)&sb, sizeof(sb), ab) != UNIO_OK)
+		goto out;
+	pa.iface_addr_len = a->attr.iface_addr_len;
+	pb.iface_addr_len = b->attr.iface_addr_len;
+	cd_errs = 0;
+	cd_err_ep = NULL;
+	if (unio_tl_ep_create(a, &pa, &ea) != UNIO_OK || cd_send(ea, a, b, 0) != UNIO_OK)
+		goto out;
+	for (int i = 0; i < 300 && rb.count < 1; i++)
+		cd_progress(a, b, 0.01);
+	if (unio_tl_ep_create(b, &pb, &back) != UNIO_OK)   /* b attaches to that connection */
+		goto out;
+	unio_tl_ep_destroy(ea);                              /* a gave up meanwhile */
+	ea = NULL;
+	if (cd_send(back, a, b, 0) != UNIO_OK)               /* the late answer */
+		goto out;
+	for (int i = 0; i < 300 && ra.count < 1; i++)
+		cd_progress(a, b, 0.01);
+	cd_errs = 0;
+	if (unio_tl_ep_create(a, &pa, &ea) != UNIO_OK || cd_send(ea, a, b, 1) != UNIO_OK) {
+		TEST_LOG("the second dial");
+		goto out;
+	}
+	for (int i = 0; i < 300 && rb.count < 2; i++)
+		cd_progress(a, b, 0.01);
+	TEST_LOG("stale dial: b got %" PRIu64 " of 2 (bad %" PRIu64 "), a %" PRIu64
+		 ", %u ep errors (the second dial's: %s)", rb.count, rb.bad, ra.count, cd_errs,
+		 cd_err_ep == ea && cd_errs != 0 ? "yes" : "no");
+	if (rb.count == 2 && rb.bad == 0 && (cd_errs == 0 || cd_err_ep != ea))
+		rc = TEST_OK;
+out:
+	if (ea != NULL)
+		unio_tl_ep_destroy(ea);
+	if (back != NULL)
+		unio_tl_ep_destroy(back);
+	if (a != NULL)
+		unio_tl_iface_close(a);
+	if (b != NULL)
+		unio_tl_iface_close(b);
+	return rc;
+}
+
+UNIO_TEST(tl_stale_dial, fast)
+{
+	return tl_for_each_driver(case_stale);
 }

@@ -815,7 +815,7 @@ UNIO_TEST(tl_mp_other_user, mp)
 static const char *const tl_fast_cases[] = {
 	"tl_am_short", "tl_am_bcopy", "tl_am_zcopy", "tl_order_flush", "tl_fifo_full",
 	"tl_put_get", "tl_rkey_ptr", "tl_bad_input", "tl_send_from_handler", "tl_many_senders",
-	"tl_connect_sockaddr", "tl_crossing_dials",
+	"tl_connect_sockaddr", "tl_crossing_dials", "tl_stale_dial",
 };
 
 static int

@@ -1202,9 +1202,16 @@ eth_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *param
 		return UNIO_ERR_VERSION_MISMATCH;
 	}
 	ep = peer_find(ei, a.ip, a.udp_port);
-	if (ep != NULL && (ep->peer.conn == a.conn || a.conn == 0) && !ep->failed) {
+	/*
+	 * A dial (connection id 0) never takes over a passive ep: that one may be what is left
+	 * of an earlier connection (a late answer to a dial that gave up), which the peer no
+	 * longer knows; the dial starts a connection of its own, with a new dial id.
+	 */
+	if (ep != NULL && ep->peer.conn == a.conn && a.conn != 0 && !ep->failed) {
 		if (ep->user_owned)
 			return UNIO_ERR_EXISTS;
+	} else if (ep != NULL && a.conn == 0 && ep->user_owned && !ep->failed) {
+		return UNIO_ERR_EXISTS;
 	} else {
 		if (ep != NULL)
 			peer_detach(ep);  /* an earlier incarnation of that peer */
