@@ -11,8 +11,10 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <sys/socket.h>
@@ -141,6 +143,23 @@ vsystem(char *out, size_t len, const char *fmt, va_list ap)
 	out[n] = '\0';
 	st = pclose(p);
 	return st == -1 ? -1 : (WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+int
+test_enter_netns(const char *ns)
+{
+	char path[PATH_MAX];
+	int fd, rc;
+
+	if (strcmp(ns, "-") == 0)
+		return 0;
+	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	rc = setns(fd, CLONE_NEWNET);
+	close(fd);
+	return rc;
 }
 
 int

@@ -103,6 +103,12 @@ int test_system(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int test_capture(char *out, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/**
+ * Move the calling process into network namespace @p ns (a name under /var/run/netns, as
+ * `ip netns add` makes); "-" stays where it is.  0, or -1 with errno set.
+ */
+int test_enter_netns(const char *ns);
+
 /** Path of the build directory's tools (unio-info, unio-perf): "<dir of this binary>/..". */
 const char *test_build_dir(void);
 

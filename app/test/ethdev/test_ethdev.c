@@ -429,23 +429,6 @@ fuzz_check(const struct unio_tl_ethdev_stats *s, uint64_t k)
 /* ---- the peer process ---- */
 
 static int
-enter_netns(const char *ns)
-{
-	char path[128];
-	int fd, rc;
-
-	if (strcmp(ns, "-") == 0)
-		return 0;
-	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	rc = setns(fd, CLONE_NEWNET);
-	close(fd);
-	return rc;
-}
-
-static int
 peer_open(struct peer *p, const char *vdev, const char *ip, int role)
 {
 	const struct unio_tl_driver *drv = unio_tl_driver_find("ethdev");
@@ -536,7 +519,6 @@ stats_log(const struct peer *p, const struct unio_tl_ethdev_stats *s, double sec
 		 s->drop_bad_hdr, s->drop_unknown_conn, s->drop_bad_seq, s->drop_bad_msg,
 		 s->tx_no_mbuf);
 }
-
 
 static void stats_log(const struct peer *p, const struct unio_tl_ethdev_stats *s, double secs);
 
@@ -860,7 +842,7 @@ UNIO_TEST_CHILD(ethdev_peer)
 		    strcmp(argv[6], "8k") == 0 ? RTE_DIM(sizes_8k) :
 		    strcmp(argv[6], "tiny") == 0 ? RTE_DIM(sizes_tiny) :
 		    strcmp(argv[6], "64k") == 0 ? RTE_DIM(sizes_64k) : RTE_DIM(sizes_small);
-	TEST_ASSERT(enter_netns(argv[0]) == 0, "setns %s: %s", argv[0], strerror(errno));
+	TEST_ASSERT(test_enter_netns(argv[0]) == 0, "setns %s: %s", argv[0], strerror(errno));
 	p.vdev = argv[1];
 	p.pong = strcmp(mode, "pingpong") == 0 && role == 1;  /* pings may come before the ep */
 	if (peer_open(&p, argv[1], argv[2], role) != TEST_OK)

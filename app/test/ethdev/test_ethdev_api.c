@@ -62,23 +62,6 @@ now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int
-enter_netns(const char *ns)
-{
-	char path[128];
-	int fd, rc;
-
-	if (strcmp(ns, "-") == 0)
-		return 0;      /* memif: no namespace */
-	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	rc = setns(fd, CLONE_NEWNET);
-	close(fd);
-	return rc;
-}
-
 /* ---- the tagged echo: role 0 sends every size class, role 1 echoes with wildcards ---- */
 
 static int
@@ -715,7 +698,7 @@ UNIO_TEST_CHILD(ethdev_api_peer)
 	TEST_ASSERT(argc == 7 || argc == 8, "argc %d", argc);
 	role = atoi(argv[3]);
 	c.cm = argc == 8 && strcmp(argv[7], "cm") == 0;
-	TEST_ASSERT(enter_netns(argv[0]) == 0, "setns %s: %s", argv[0], strerror(errno));
+	TEST_ASSERT(test_enter_netns(argv[0]) == 0, "setns %s: %s", argv[0], strerror(errno));
 	snprintf(vdev_arg, sizeof(vdev_arg), "--vdev=%s", argv[1]);
 	snprintf(lcore, sizeof(lcore), "%d", role);
 	setenv("UNIO_TLS", "ethdev,self", 1);
@@ -949,7 +932,7 @@ UNIO_TEST_CHILD(ethdev_api_two_workers)
 	pthread_t th;
 	int rc = TEST_FAIL;
 
-	TEST_ASSERT(argc == 1 && enter_netns(argv[0]) == 0, "setns: %s", strerror(errno));
+	TEST_ASSERT(argc == 1 && test_enter_netns(argv[0]) == 0, "setns: %s", strerror(errno));
 	setenv("UNIO_TLS", "ethdev,self", 1);
 	setenv("UNIO_ETHDEV_IP", "10.77.0.1", 1);
 	setenv("UNIO_ETHDEV_QUEUES", "2", 1);

@@ -253,21 +253,6 @@ UNIO_TEST(ethdev_api_cm_threads, mp)
 #define KP_TAG   0x6b70000000000001ull
 #define KP_BYTES 65536
 
-static int
-enter_netns(const char *ns)
-{
-	char path[128];
-	int fd, rc;
-
-	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	rc = setns(fd, CLONE_NEWNET);
-	close(fd);
-	return rc;
-}
-
 static void
 kp_on_conn(unio_conn_request_t *cr, void *arg)
 {
@@ -357,7 +342,7 @@ UNIO_TEST_CHILD(ethdev_cm_kernel_peer)
 
 	TEST_ASSERT(argc == 4, "argc %d", argc);
 	role = atoi(argv[1]);
-	TEST_ASSERT(enter_netns(argv[0]) == 0, "setns %s: %s", argv[0], strerror(errno));
+	TEST_ASSERT(test_enter_netns(argv[0]) == 0, "setns %s: %s", argv[0], strerror(errno));
 	if (role == 0) {
 		setenv("UNIO_TLS", "tcp,self", 1);
 		eal[3] = (char *)"--";
