@@ -833,6 +833,8 @@ ep_connect_driver(struct unio_ep *ep, struct unio_tl_iface *ifc, const uint8_t *
 		return st;
 	proto_lane_init(w, &ep->lane, tl_ep);
 	sa_to_wire(p->sockaddr, p->addrlen, &dst);
+	RTE_BUILD_BUG_ON(sizeof(ep->dial_dst) != sizeof(dst));
+	memcpy(ep->dial_dst, &dst, sizeof(dst));   /* a crossing HELLO from there joins us */
 	ep->conn_status = UNIO_INPROGRESS;
 	ep->err_handler = NULL;   /* a failure now is this call's status, not an ep error */
 	st = conn_send(w, tl_ep, WIRE_HELLO, ep->id, 0, &dst, true);
@@ -1602,6 +1604,50 @@ conn_refuse(struct unio_worker *w, struct unio_tl_ep *tl_ep, uint16_t type, uint
  * which the driver attaches to the connection the HELLO came on), then the version check,
  * the listener, and its handler.
  */
+/*
+ * A HELLO from a peer this worker is dialling at the same time over the same iface (the
+ * driver made the two dials one connection, so no ep for the HELLO could be made): a
+ * simultaneous open.  Each side takes the other's HELLO as the answer to its own dial and
+ * acknowledges it with an ACCEPT from its dialling ep, so both unio_ep_create() calls return
+ * the one connection (no listener handler runs).  A HELLO that crosses a dial completed
+ * that way already (the peer's ACCEPT came first) needs nothing.  True when @p h was one.
+ */
+static bool
+hello_crossing(struct unio_worker *w, struct unio_tl_iface *ifc, const struct wire_conn *h,
+	       const uint8_t *addr)
+{
+	struct wire_addr_hdr ah;
+
+	for (unsigned int i = 0; i < w->n_eps; i++) {
+		struct unio_ep *d = w->eps[i];
+
+		if (d == NULL || d->lane.tl_ep == NULL || d->lane.iface != ifc ||
+		    memcmp(d->dial_dst, &h->src, sizeof(h->src)) != 0)
+			continue;
+		if (d->state == EP_CONNECTED && d->remote_id == h->ctl.ep_id)
+			return true;   /* joined already, from the peer's side */
+		if (d->state != EP_CONNECTING || d->conn_status != UNIO_INPROGRESS)
+			continue;
+		d->conn_answered = true;
+		if (h->ctl.version != UNIO_WIRE_VERSION) {
+			d->conn_status = UNIO_ERR_VERSION_MISMATCH;
+			return true;
+		}
+		if (addr_parse(addr, h->ctl.addr_len, &ah) < 0)
+			return false;
+		d->remote_id = h->ctl.ep_id;
+		d->peer_uuid = ah.uuid;
+		d->conn_status = conn_send(w, d->lane.tl_ep, WIRE_ACCEPT, d->id, d->remote_id,
+					   NULL, true);
+		if (d->conn_status == UNIO_OK)
+			d->state = EP_CONNECTED;
+		API_LOG(INFO, "ep %#x: the peer dialled us at the same time: one connection (%s)",
+			d->id, unio_status_string(d->conn_status));
+		return true;
+	}
+	return false;
+}
+
 static void
 hello_serve(struct unio_worker *w, struct wireup_hello *q)
 {
@@ -1623,6 +1669,9 @@ hello_serve(struct unio_worker *w, struct wireup_hello *q)
 	tp = (struct unio_tl_ep_params){ .iface_addr = q->data + sizeof(h),
 					 .iface_addr_len = h.iface_addr_len };
 	st = unio_tl_ep_create(ifc, &tp, &tl_ep);
+	if (st == UNIO_ERR_EXISTS && h.ctl.addr_len == q->len - sizeof(h) - h.iface_addr_len &&
+	    hello_crossing(w, ifc, &h, q->data + sizeof(h) + h.iface_addr_len))
+		goto out;
 	if (st != UNIO_OK) {
 		API_LOG(ERR, "connection request: no ep to its sender: %s",
 			unio_status_string(st));
@@ -1688,6 +1737,9 @@ conn_answer(struct unio_worker *w, const struct wire_conn *h, const uint8_t *dat
 	if ((h->dst_ep_id & 0xffff) >= w->n_eps)
 		goto bad;
 	ep = w->eps[h->dst_ep_id & 0xffff];
+	if (ep != NULL && ep->id == h->dst_ep_id && ep->state == EP_CONNECTED &&
+	    h->ctl.type == WIRE_ACCEPT && ep->remote_id == h->ctl.ep_id)
+		return;   /* a simultaneous open: the peer's HELLO connected us already */
 	if (ep == NULL || ep->id != h->dst_ep_id || ep->state != EP_CONNECTING ||
 	    ep->conn_status != UNIO_INPROGRESS)
 		goto bad;

@@ -274,6 +274,7 @@ struct unio_ep {
 	uint64_t close_deadline;      /**< the peer closed: fail what still waits after this */
 	unio_status_t conn_status;    /**< by sockaddr over a driver: the listener's answer */
 	bool conn_answered;           /**< by sockaddr over a driver: a Unio worker answered */
+	uint8_t dial_dst[20];         /**< by sockaddr over a driver: the wire_sockaddr dialled */
 	struct unio_ep *closed_next;  /**< closed eps, freed with the worker */
 };
 

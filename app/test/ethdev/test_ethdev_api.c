@@ -1016,3 +1016,162 @@ UNIO_TEST(ethdev_api_cm_memif, mp)
 {
 	return memif_pair(true);
 }
+
+/*
+ * A simultaneous open over ethdev: two workers (two queues of one af_packet port, UDP 13337
+ * and 13338), each with a listener, dial each other at the same moment.  Both
+ * unio_ep_create() calls must succeed quickly over the ethdev lane (since the driver made
+ * crossing dials one connection, both used to wait UNIO_PEER_TIMEOUT and fail), and a
+ * checksummed message must cross each way.
+ */
+struct md_side {
+	unio_worker_t *w;
+	unio_listener_t *l;
+	uint16_t own, peer;
+	unio_ep_t *ep, *acc;
+	unio_status_t st;
+	double secs;
+	int *go;
+};
+
+static void
+md_conn(unio_conn_request_t *cr, void *arg)
+{
+	struct md_side *s = arg;
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_CONN_REQUEST, .conn_request = cr };
+	unio_status_t st;
+
+	s->acc = unio_ep_create(s->w, &p, &st);
+	TEST_LOG("port %u accepted: %s", s->own, unio_status_string(st));
+}
+
+/* 4 KiB from each side's dialled ep to the other worker, received and checksummed */
+static int
+md_exchange(struct md_side *s)
+{
+	static uint8_t out[2][4096], in[2][4096];
+	unio_request_t *sr[2] = { NULL, NULL }, *rr[2] = { NULL, NULL };
+	struct unio_recv_info info;
+	int done = 0;
+	double end;
+
+	for (int i = 0; i < 2; i++) {
+		for (size_t k = 0; k < sizeof(out[i]); k++)
+			out[i][k] = (uint8_t)(k * 7 + (size_t)i * 13 + 1);
+		TEST_ASSERT(unio_tag_recv(s[i].w, in[i], sizeof(in[i]), 0x6d64, ~0ull, NULL,
+					  &rr[i]) == UNIO_INPROGRESS, "recv %d", i);
+		TEST_ASSERT(unio_tag_send(s[i].ep, out[i], sizeof(out[i]), 0x6d64, NULL,
+					  &sr[i]) >= 0, "send %d", i);
+	}
+	for (end = now_s() + 10; done != 4 && now_s() < end;) {
+		done = 0;
+		for (int i = 0; i < 2; i++) {
+			unio_worker_progress(s[i].w);
+			done += sr[i] == NULL || unio_request_test(sr[i], NULL) != UNIO_INPROGRESS;
+			done += unio_request_test(rr[i], NULL) != UNIO_INPROGRESS;
+		}
+	}
+	TEST_ASSERT_EQ(done, 4);
+	for (int i = 0; i < 2; i++) {
+		TEST_ASSERT_STATUS(unio_request_test(rr[i], &info), UNIO_OK);
+		TEST_ASSERT_EQ(info.length, sizeof(in[i]));
+		TEST_ASSERT(memcmp(in[i], out[1 - i], sizeof(in[i])) == 0, "side %d: payload", i);
+		unio_request_free(rr[i]);
+		unio_request_free(sr[i]);
+	}
+	return TEST_OK;
+}
+
+static void *
+md_thread(void *arg)
+{
+	struct md_side *s = arg;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(s->peer) };
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_SOCKADDR,
+				    .sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a) };
+	double t0;
+
+	a.sin_addr.s_addr = inet_addr("10.77.0.1");
+	while (!__atomic_load_n(s->go, __ATOMIC_ACQUIRE))
+		unio_worker_progress(s->w);
+	t0 = now_s();
+	s->ep = unio_ep_create(s->w, &p, &s->st);
+	s->secs = now_s() - t0;
+	for (double end = now_s() + 1; now_s() < end;)
+		unio_worker_progress(s->w);
+	return NULL;
+}
+
+UNIO_TEST_CHILD(ethdev_api_mutual_dial_child)
+{
+	static struct md_side s[2];
+	static int go;
+	struct unio_worker_params wp = { .field_mask = UNIO_WORKER_PARAM_THREAD_MODE,
+					 .thread_mode = UNIO_THREAD_MODE_MULTI };
+	char *eal[] = { (char *)"unio-test", (char *)"-l", (char *)"0",
+			(char *)"--vdev=net_af_packet0,iface=va,qpairs=2", (char *)"--" };
+	unio_context_t *ctx;
+	unio_status_t st;
+	pthread_t th[2];
+
+	TEST_ASSERT(argc == 1 && test_enter_netns(argv[0]) == 0, "setns: %s", strerror(errno));
+	setenv("UNIO_TLS", "ethdev,self", 1);
+	setenv("UNIO_ETHDEV_IP", "10.77.0.1", 1);
+	setenv("UNIO_ETHDEV_QUEUES", "2", 1);
+	setenv("UNIO_PEER_TIMEOUT", "4s", 1);
+	TEST_ASSERT(unio_env_init((int)RTE_DIM(eal), eal) >= 0, "EAL init failed");
+	ctx = unio_context_create(NULL, &st);
+	TEST_ASSERT(ctx != NULL, "context: %s", unio_status_string(st));
+	for (int i = 0; i < 2; i++) {
+		struct sockaddr_in a = { .sin_family = AF_INET };
+		struct unio_listener_params lp = {
+			.field_mask = UNIO_LISTENER_PARAM_SOCKADDR | UNIO_LISTENER_PARAM_HANDLER,
+			.sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a),
+			.conn_handler = md_conn, .arg = &s[i],
+		};
+
+		s[i].own = (uint16_t)(13337 + i);
+		s[i].peer = (uint16_t)(13338 - i);
+		s[i].go = &go;
+		s[i].w = unio_worker_create(ctx, &wp, &st);
+		TEST_ASSERT(s[i].w != NULL, "worker: %s", unio_status_string(st));
+		a.sin_port = htons(s[i].own);
+		a.sin_addr.s_addr = inet_addr("10.77.0.1");
+		s[i].l = unio_listener_create(s[i].w, &lp, &st);
+		TEST_ASSERT(s[i].l != NULL, "listener: %s", unio_status_string(st));
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, md_thread, &s[i]);
+	usleep(100000);
+	__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < 2; i++) {
+		TEST_LOG("side %u -> %u: ep %p %s after %.3f s, driver %s, accepted %p", s[i].own,
+			 s[i].peer, (void *)s[i].ep, unio_status_string(s[i].st), s[i].secs,
+			 s[i].ep != NULL ? s[i].ep->lane.iface->driver->name : "-",
+			 (void *)s[i].acc);
+		TEST_ASSERT(s[i].ep != NULL && s[i].st == UNIO_OK, "side %d: %s", i,
+			    unio_status_string(s[i].st));
+		TEST_ASSERT(strcmp(s[i].ep->lane.iface->driver->name, "ethdev") == 0, "lane");
+		TEST_ASSERT(s[i].secs < 2.0, "side %d waited %.3f s", i, s[i].secs);
+	}
+	return md_exchange(s);
+}
+
+UNIO_TEST(ethdev_api_mutual_dial, mp)
+{
+	char name[32], na[40];
+	const char *args[] = { na, NULL };
+	int rc = TEST_FAIL;
+
+	if (!can_netns())
+		TEST_SKIP_BECAUSE("needs root and iproute2 network namespaces");
+	snprintf(name, sizeof(name), "unioapimd-%d", getpid());
+	snprintf(na, sizeof(na), "%s-a", name);
+	if (topo("up", name) == 0)
+		rc = test_wait(test_spawn("ethdev_api_mutual_dial_child", args), 60000) == 0 ?
+		     TEST_OK : TEST_FAIL;
+	topo("down", name);
+	return rc;
+}
