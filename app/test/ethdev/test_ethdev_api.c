@@ -1113,6 +1113,7 @@ UNIO_TEST_CHILD(ethdev_api_mutual_dial_child)
 	unio_context_t *ctx;
 	unio_status_t st;
 	pthread_t th[2];
+	int rc;
 
 	TEST_ASSERT(argc == 1 && test_enter_netns(argv[0]) == 0, "setns: %s", strerror(errno));
 	setenv("UNIO_TLS", "ethdev,self", 1);
@@ -1156,7 +1157,16 @@ UNIO_TEST_CHILD(ethdev_api_mutual_dial_child)
 		TEST_ASSERT(strcmp(s[i].ep->lane.iface->driver->name, "ethdev") == 0, "lane");
 		TEST_ASSERT(s[i].secs < 2.0, "side %d waited %.3f s", i, s[i].secs);
 	}
-	return md_exchange(s);
+	rc = md_exchange(s);
+	for (int i = 0; i < 2; i++) {
+		unio_ep_close(s[i].ep, UNIO_EP_CLOSE_FORCE, NULL);
+		if (s[i].acc != NULL)
+			unio_ep_close(s[i].acc, UNIO_EP_CLOSE_FORCE, NULL);
+		unio_listener_destroy(s[i].l);
+		unio_worker_destroy(s[i].w);
+	}
+	unio_context_destroy(ctx);
+	return rc;
 }
 
 UNIO_TEST(ethdev_api_mutual_dial, mp)
