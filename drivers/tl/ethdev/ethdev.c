@@ -726,8 +726,15 @@ ack_input(struct eth_ep *ep, const struct eth_wire *w, uint64_t now)
 			ep->snd[s % ETH_WIN].sacked = 1;
 	}
 	if (w->tsc_echo != 0 && w->tsc_echo <= now && now - w->tsc_echo < ep->ei->tsc_hz) {
+		uint64_t path = path_rtt(ep, w);
+
 		rtt_sample(ep, now - w->tsc_echo);
-		cc_update(ep, path_rtt(ep, w), acked, now);
+		/* 0: the peer held the frame longer than our lower bound of the whole round
+		 * trip, so the sample is all the hosts' time and says nothing of the path (fed
+		 * in, it pinned min_rtt at one tick for the ep's life and grew the window
+		 * whatever the queueing) */
+		if (path != 0)
+			cc_update(ep, path, acked, now);
 	}
 	if (acked != 0 && ep->to_tsc != 0) {
 		/* the first ack after a timeout echoes a frame sent before it: the originals
