@@ -40,7 +40,12 @@ struct eth_region {
 	uint32_t next_free;
 };
 
-static pthread_mutex_t regs_lock = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * Recursive: a get answer is sent with the lock held (the key is checked as the data is
+ * copied into frames), and a PMD that frees sent mbufs late may run a zero-copy
+ * completion from that send whose user callback registers memory again.
+ */
+static pthread_mutex_t regs_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static struct eth_region regs[ETH_REGS_MAX];
 static uint32_t regs_free = UINT32_MAX, regs_used;
 
