@@ -984,7 +984,9 @@ done:
 	return rc;
 }
 
-UNIO_TEST(ethdev_api_cm_two_workers, mp)
+/* Run test child @p child in namespace -a of a veth pair named @p prefix-PID, then remove it. */
+static int
+netns_child(const char *prefix, const char *child)
 {
 	char name[32], na[40];
 	const char *args[] = { na, NULL };
@@ -992,13 +994,17 @@ UNIO_TEST(ethdev_api_cm_two_workers, mp)
 
 	if (!can_netns())
 		TEST_SKIP_BECAUSE("needs root and iproute2 network namespaces");
-	snprintf(name, sizeof(name), "unioapi2-%d", getpid());
+	snprintf(name, sizeof(name), "%s-%d", prefix, getpid());
 	snprintf(na, sizeof(na), "%s-a", name);
 	if (topo("up", name) == 0)
-		rc = test_wait(test_spawn("ethdev_api_two_workers", args), 60000) == 0 ?
-		     TEST_OK : TEST_FAIL;
+		rc = test_wait(test_spawn(child, args), 60000) == 0 ? TEST_OK : TEST_FAIL;
 	topo("down", name);
 	return rc;
+}
+
+UNIO_TEST(ethdev_api_cm_two_workers, mp)
+{
+	return netns_child("unioapi2", "ethdev_api_two_workers");
 }
 
 /* Listener and ep_create by the DPDK address: the handshake over the driver, no kernel */
@@ -1171,17 +1177,5 @@ UNIO_TEST_CHILD(ethdev_api_mutual_dial_child)
 
 UNIO_TEST(ethdev_api_mutual_dial, mp)
 {
-	char name[32], na[40];
-	const char *args[] = { na, NULL };
-	int rc = TEST_FAIL;
-
-	if (!can_netns())
-		TEST_SKIP_BECAUSE("needs root and iproute2 network namespaces");
-	snprintf(name, sizeof(name), "unioapimd-%d", getpid());
-	snprintf(na, sizeof(na), "%s-a", name);
-	if (topo("up", name) == 0)
-		rc = test_wait(test_spawn("ethdev_api_mutual_dial_child", args), 60000) == 0 ?
-		     TEST_OK : TEST_FAIL;
-	topo("down", name);
-	return rc;
+	return netns_child("unioapimd", "ethdev_api_mutual_dial_child");
 }

@@ -228,6 +228,26 @@ UNIO_TEST_CHILD(ethdev_cm_threads_child)
 }
 
 /*
+ * Run test child @p child with a memif server vdev (socket /tmp/unio-memif-@p tag-PID, MAC
+ * 02:00:00:00:05:@p mac) as its argument; the socket is removed afterwards.
+ */
+static int
+memif_child(const char *tag, const char *mac, const char *child, int timeout_ms)
+{
+	char vdev[160], sock[64];
+	const char *args[] = { vdev, NULL };
+	int rc;
+
+	snprintf(sock, sizeof(sock), "/tmp/unio-memif-%s-%d.sock", tag, getpid());
+	snprintf(vdev, sizeof(vdev), "net_memif0,role=server,socket=%s,mac=02:00:00:00:05:%s",
+		 sock, mac);
+	rc = test_wait(test_spawn(child, args), timeout_ms);
+	unlink(sock);
+	TEST_ASSERT(rc == 0, "child exit %d", rc);
+	return TEST_OK;
+}
+
+/*
  * Worker a dials b's listener on the ethdev iface, then b's listener on a kernel socket,
  * CM_DIALS times each (rejected) while b's own thread progresses b: the handler runs in b's
  * thread every time.  Then b dials a's listener, whose handler
@@ -235,17 +255,7 @@ UNIO_TEST_CHILD(ethdev_cm_threads_child)
  */
 UNIO_TEST(ethdev_api_cm_threads, mp)
 {
-	char vdev[160], sock[64];
-	const char *args[] = { vdev, NULL };
-	int rc;
-
-	snprintf(sock, sizeof(sock), "/tmp/unio-memif-cmt-%d.sock", getpid());
-	snprintf(vdev, sizeof(vdev), "net_memif0,role=server,socket=%s,mac=02:00:00:00:05:0a",
-		 sock);
-	rc = test_wait(test_spawn("ethdev_cm_threads_child", args), 120000);
-	unlink(sock);
-	TEST_ASSERT(rc == 0, "child exit %d", rc);
-	return TEST_OK;
+	return memif_child("cmt", "0a", "ethdev_cm_threads_child", 120000);
 }
 
 /* ---- a kernel listener at UNIO_ETHDEV_PORT, dialled by an ethdev worker ---- */
@@ -463,15 +473,5 @@ UNIO_TEST_CHILD(ethdev_cm_config_eal_args)
  */
 UNIO_TEST(ethdev_config_eal_args, mp)
 {
-	char vdev[160], sock[64];
-	const char *args[] = { vdev, NULL };
-	int rc;
-
-	snprintf(sock, sizeof(sock), "/tmp/unio-memif-cfg-%d.sock", getpid());
-	snprintf(vdev, sizeof(vdev), "net_memif0,role=server,socket=%s,mac=02:00:00:00:05:0c",
-		 sock);
-	rc = test_wait(test_spawn("ethdev_cm_config_eal_args", args), 60000);
-	unlink(sock);
-	TEST_ASSERT(rc == 0, "child exit %d", rc);
-	return TEST_OK;
+	return memif_child("cfg", "0c", "ethdev_cm_config_eal_args", 60000);
 }
