@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Compare unio-perf with ucx_perftest on this machine, side by side.
 
-For each test and message size, runs the Unio and the UCX server/client pairs interleaved
-(Unio, UCX, Unio, UCX, ...) with the server on one CPU and the client on another, then prints
+For each test and message size, runs the Unio and the UCX server/client pairs interleaved,
+each Unio run right before a UCX run of the same size (Unio, UCX, Unio, UCX, ...), then prints
 for each size the median of each system and the median of the pairwise ratios (Unio / UCX:
 for latency lower is better, for bandwidth higher is better).  Optionally writes a Markdown
 table and a PNG plot (gnuplot) of latency and bandwidth against message size.
@@ -101,73 +101,66 @@ def stop(proc):
     proc.wait()
 
 
-def run_unio(args, test, sizes, tmp):
-    """One unio-perf server/client pair for all sizes; returns {size: (lat_us, bw_MBps)}."""
+def run_unio(args, test, size, tmp):
+    """One unio-perf server/client pair for one size; returns (lat_us, bw_MBps)."""
     exe = os.path.join(args.build, "app", "perf", "unio-perf")
     env = dict(os.environ, UNIO_TLS=UNIO_TLS[args.tls])
     port = str(free_port())
-    results = {}
-    for size in sizes:
-        n = iterations(args.tls, test, size, args.iters)
-        w = str(min(1000, max(10, n // 10)))
-        common = ["-t", test, "-s", str(size), "-n", str(n), "-w", w, "-p", port, "-f",
-                  "-O", str(args.window)]
-        srv = subprocess.Popen(["taskset", "-c", args.cpus[0], exe, "-l", args.cpus[0], "--"]
-                               + common, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
-        try:
-            if not wait_line(srv, "waiting for a connection", 30):
-                raise RuntimeError("unio-perf server did not start")
-            out = os.path.join(tmp, "unio.json")
-            cli = subprocess.run(["taskset", "-c", args.cpus[1], exe, "-l", args.cpus[1], "--"]
-                                 + common + ["--json", out, "127.0.0.1"], env=env,
-                                 capture_output=True, text=True, timeout=300)
-            if cli.returncode != 0:
-                raise RuntimeError("unio-perf client failed:\n" + cli.stdout + cli.stderr)
-            srv.wait(timeout=30)
-        finally:
-            stop(srv)
-        with open(out) as f:
-            rec = json.load(f)[0]
-        results[size] = (rec["lat_p50_us"] if is_lat(test) else rec["lat_avg_us"],
-                         rec["bw_MBps"])
-    return results
+    n = iterations(args.tls, test, size, args.iters)
+    w = str(min(1000, max(10, n // 10)))
+    common = ["-t", test, "-s", str(size), "-n", str(n), "-w", w, "-p", port, "-f",
+              "-O", str(args.window)]
+    srv = subprocess.Popen(["taskset", "-c", args.cpus[0], exe, "-l", args.cpus[0], "--"]
+                           + common, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    try:
+        if not wait_line(srv, "waiting for a connection", 30):
+            raise RuntimeError("unio-perf server did not start")
+        out = os.path.join(tmp, "unio.json")
+        cli = subprocess.run(["taskset", "-c", args.cpus[1], exe, "-l", args.cpus[1], "--"]
+                             + common + ["--json", out, "127.0.0.1"], env=env,
+                             capture_output=True, text=True, timeout=300)
+        if cli.returncode != 0:
+            raise RuntimeError("unio-perf client failed:\n" + cli.stdout + cli.stderr)
+        srv.wait(timeout=30)
+    finally:
+        stop(srv)
+    with open(out) as f:
+        rec = json.load(f)[0]
+    return (rec["lat_p50_us"] if is_lat(test) else rec["lat_avg_us"], rec["bw_MBps"])
 
 
-def run_ucx(args, test, sizes):
-    """ucx_perftest pairs, one per size, as /work/shared/bench/ucx-run.sh runs them."""
+def run_ucx(args, test, size):
+    """One ucx_perftest pair for one size, as /work/shared/bench/ucx-run.sh runs it."""
     env = dict(os.environ, UCX_TLS=UCX_TLS[args.tls])
-    results = {}
-    for size in sizes:
-        n = iterations(args.tls, test, size, args.iters)
-        w = str(min(1000, max(10, n // 10)))
-        port = str(free_port())
-        srv = subprocess.Popen(["taskset", "-c", args.cpus[0], "ucx_perftest", "-c",
-                                args.cpus[0], "-p", port], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            time.sleep(0.5)  # ucx_perftest prints nothing when it listens
-            cli = subprocess.run(["taskset", "-c", args.cpus[1], "ucx_perftest", "127.0.0.1",
-                                  "-c", args.cpus[1], "-p", port, "-t", UCX_TEST[test],
-                                  "-s", str(size), "-n", str(n), "-w", w, "-f"]
-                                 + ([] if is_lat(test) else ["-O", str(args.window)]),
-                                 env=env,
-                                 capture_output=True, text=True, timeout=300)
-            srv.wait(timeout=30)
-        finally:
-            stop(srv)
-        # with -f the last line: iterations typical_lat avg_lat overall_lat avg_bw
-        # overall_bw avg_rate overall_rate
-        line = None
-        for ln in (cli.stdout + cli.stderr).splitlines():
-            m = re.match(r"^(?:Final:)?\s*\d+\s+[0-9.]+\s+[0-9.]+", ln)
-            if m:
-                line = ln.replace("Final:", "").split()
-        if cli.returncode != 0 or line is None or len(line) < 8:
-            raise RuntimeError("ucx_perftest failed:\n" + cli.stdout + cli.stderr)
-        lat = float(line[1]) if is_lat(test) else float(line[3])
-        results[size] = (lat, float(line[5]))
-    return results
+    n = iterations(args.tls, test, size, args.iters)
+    w = str(min(1000, max(10, n // 10)))
+    port = str(free_port())
+    srv = subprocess.Popen(["taskset", "-c", args.cpus[0], "ucx_perftest", "-c",
+                            args.cpus[0], "-p", port], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)  # ucx_perftest prints nothing when it listens
+        cli = subprocess.run(["taskset", "-c", args.cpus[1], "ucx_perftest", "127.0.0.1",
+                              "-c", args.cpus[1], "-p", port, "-t", UCX_TEST[test],
+                              "-s", str(size), "-n", str(n), "-w", w, "-f"]
+                             + ([] if is_lat(test) else ["-O", str(args.window)]),
+                             env=env,
+                             capture_output=True, text=True, timeout=300)
+        srv.wait(timeout=30)
+    finally:
+        stop(srv)
+    # with -f the last line: iterations typical_lat avg_lat overall_lat avg_bw
+    # overall_bw avg_rate overall_rate
+    line = None
+    for ln in (cli.stdout + cli.stderr).splitlines():
+        m = re.match(r"^(?:Final:)?\s*\d+\s+[0-9.]+\s+[0-9.]+", ln)
+        if m:
+            line = ln.replace("Final:", "").split()
+    if cli.returncode != 0 or line is None or len(line) < 8:
+        raise RuntimeError("ucx_perftest failed:\n" + cli.stdout + cli.stderr)
+    lat = float(line[1]) if is_lat(test) else float(line[3])
+    return (lat, float(line[5]))
 
 
 def fmt_size(n):
@@ -177,13 +170,13 @@ def fmt_size(n):
     return str(n)
 
 
-def summarise(test, sizes, unio_runs, ucx_runs):
+def summarise(test, sizes, pairs):
     """Per size: median Unio, median UCX, median of the pairwise ratios."""
     idx = 0 if is_lat(test) else 1
     rows = []
     for size in sizes:
-        u = [r[size][idx] for r in unio_runs]
-        x = [r[size][idx] for r in ucx_runs]
+        u = [a[idx] for a, _ in pairs[size]]
+        x = [b[idx] for _, b in pairs[size]]
         ratios = [a / b for a, b in zip(u, x) if b > 0]
         nan = float("nan")
         rows.append((size, statistics.median(u), statistics.median(x),
@@ -270,15 +263,22 @@ def main():
     ap.add_argument("--iters", type=int, default=100000, help="most iterations per size")
     ap.add_argument("--window", type=int, default=16,
                     help="outstanding operations for the *_bw tests, both tools (-O, default 16)")
-    ap.add_argument("--runs", type=int, default=3, help="interleaved pairs (default 3)")
+    ap.add_argument("--runs", type=int, default=3,
+                    help="interleaved Unio/UCX pairs per size (default 3)")
+    ap.add_argument("--lat-runs", type=int,
+                    help="pairs per size for the *_lat tests (default: --runs)")
     ap.add_argument("--cpus", default="0,1", help="server CPU,client CPU (default 0,1)")
     ap.add_argument("--png", help="write the plot here")
     ap.add_argument("--markdown", help="write the Markdown tables here")
     args = ap.parse_args()
     args.cpus = args.cpus.split(",")
+    if args.lat_runs is None:
+        args.lat_runs = args.runs
     tests = args.test.split(",")
-    if len(args.cpus) != 2 or any(t not in TESTS for t in tests) or args.runs < 1:
-        ap.error("--cpus needs two CPUs, --test takes %s, --runs >= 1" % ", ".join(TESTS))
+    if (len(args.cpus) != 2 or any(t not in TESTS for t in tests) or args.runs < 1
+            or args.lat_runs < 1):
+        ap.error("--cpus needs two CPUs, --test takes %s, --runs and --lat-runs >= 1"
+                 % ", ".join(TESTS))
     if shutil.which("ucx_perftest") is None:
         sys.exit("unio-compare: ucx_perftest not found (Debian: ucx-utils)")
     if not os.access(os.path.join(args.build, "app", "perf", "unio-perf"), os.X_OK):
@@ -288,20 +288,28 @@ def main():
     text, md = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for test in tests:
-            unio_runs, ucx_runs = [], []
-            for run in range(args.runs):
-                print("%s run %d/%d: unio" % (test, run + 1, args.runs), file=sys.stderr)
-                unio_runs.append(run_unio(args, test, args.sizes, tmp))
-                print("%s run %d/%d: ucx" % (test, run + 1, args.runs), file=sys.stderr)
-                ucx_runs.append(run_ucx(args, test, args.sizes))
-            rows = summarise(test, args.sizes, unio_runs, ucx_runs)
+            # each Unio run right next to its UCX run of the same size: on a VM the
+            # latency of both tools moves with vCPU placement over seconds, and a
+            # ratio means something only when both runs saw the same placement
+            runs = args.lat_runs if is_lat(test) else args.runs
+            pairs = {}
+            for size in args.sizes:
+                pairs[size] = []
+                for run in range(runs):
+                    print("%s %s run %d/%d" % (test, fmt_size(size), run + 1, runs),
+                          file=sys.stderr)
+                    pairs[size].append((run_unio(args, test, size, tmp),
+                                        run_ucx(args, test, size)))
+            rows = summarise(test, args.sizes, pairs)
             summaries[test] = rows
             text.append(table_text(test, rows))
             md.append(table_markdown(test, rows))
-    head = ("transport class %s (UNIO_TLS=%s, UCX_TLS=%s), %d interleaved runs, server on "
-            "CPU %s, client on CPU %s\nmachine: %s" % (args.tls, UNIO_TLS[args.tls],
-                                                       UCX_TLS[args.tls], args.runs,
-                                                       args.cpus[0], args.cpus[1], machine()))
+    nruns = ("%d" % args.runs if args.lat_runs == args.runs or
+             not any(map(is_lat, tests)) else "%d (latency %d)" % (args.runs, args.lat_runs))
+    head = ("transport class %s (UNIO_TLS=%s, UCX_TLS=%s), %s interleaved Unio/UCX pairs per "
+            "size, server on CPU %s, client on CPU %s\nmachine: %s"
+            % (args.tls, UNIO_TLS[args.tls], UCX_TLS[args.tls], nruns, args.cpus[0],
+               args.cpus[1], machine()))
     print(head + "\n\n" + "\n\n".join(text))
     if args.markdown:
         with open(args.markdown, "w") as f:

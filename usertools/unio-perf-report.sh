@@ -19,11 +19,11 @@ mkdir -p "$tmp/snap/app/perf"
 cp -a "$build"/libunio.so* "$tmp/snap/"
 cp "$build/app/perf/unio-perf" "$tmp/snap/app/perf/"
 
-usertools/unio-compare.py --build "$tmp/snap" --tls shm --runs 5 --iters 20000 \
+usertools/unio-compare.py --build "$tmp/snap" --tls shm --runs 5 --lat-runs 9 --iters 20000 \
 	--png doc/img/perf-shm.png --markdown "$tmp/shm.md" | tee "$tmp/shm.txt"
-usertools/unio-compare.py --build "$tmp/snap" --tls tcp --runs 3 --iters 20000 \
+usertools/unio-compare.py --build "$tmp/snap" --tls tcp --runs 3 --lat-runs 5 --iters 20000 \
 	--sizes 8,512,4k,64k,1m --png doc/img/perf-tcp.png --markdown "$tmp/tcp.md" | tee "$tmp/tcp.txt"
-usertools/unio-compare.py --build "$tmp/snap" --tls shm --runs 3 --iters 20000 \
+usertools/unio-compare.py --build "$tmp/snap" --tls shm --runs 3 --lat-runs 7 --iters 20000 \
 	--test am_lat,am_bw,put_lat,put_bw,get_bw --sizes 8,64k,1m --markdown "$tmp/amrma.md" |
 	tee "$tmp/amrma.txt"
 
