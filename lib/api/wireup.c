@@ -334,6 +334,9 @@ ep_free(struct unio_ep *ep)
 {
 	struct unio_worker *w = ep->worker;
 
+	if (ep->wireup_owed != 0)
+		w->n_wireup_owed--;
+	ep->wireup_owed = 0;
 	proto_ep_release_rkeys(ep);
 	if (ep->lane.tl_ep != NULL && ep->linger_lane) {
 		ep->lane.tl_ep->user = NULL;
@@ -487,6 +490,8 @@ ep_check_ctl(struct unio_ep *ep)
 	wireup_ep_fail(ep, UNIO_ERR_CONNECTION_RESET, true);
 }
 
+static unsigned int wireup_owed_progress(struct unio_ep *ep);
+
 unsigned int
 wireup_progress(struct unio_worker *w)
 {
@@ -504,6 +509,8 @@ wireup_progress(struct unio_worker *w)
 	for (uint32_t i = 0; i < w->n_eps; i++) {
 		struct unio_ep *ep = w->eps[i];
 
+		if (unlikely(ep != NULL && ep->wireup_owed != 0))
+			n += wireup_owed_progress(ep);
 		if (ep != NULL && ep->close_deadline != 0 && now_ns() > ep->close_deadline) {
 			ep->close_deadline = 0;
 			proto_ep_fail_requests(ep, UNIO_ERR_CONNECTION_RESET);
@@ -1403,19 +1410,66 @@ pack_wireup(void *dest, void *arg)
 	return n;
 }
 
-static unio_status_t
-am_send_wait(struct unio_ep *ep, uint8_t id, struct am_pack *a, uint64_t deadline)
+/*
+ * Send the wireup request or reply @p id of @p ep, built from the ep.  A full lane does not
+ * wait here: the reply is sent from a transport's AM handler and the request may be sent
+ * from a callback, where progressing the ifaces again would deliver the message being
+ * handled a second time.  The message is owed instead, and wireup_progress() sends it.
+ */
+static void
+wireup_owed_clear(struct unio_ep *ep)
 {
-	for (;;) {
-		ssize_t r = unio_tl_ep_am_bcopy(ep->lane.tl_ep, id, pack_wireup, a, 0);
-
-		if (r >= 0)
-			return UNIO_OK;
-		if (r != UNIO_ERR_NO_RESOURCE || now_ns() >= deadline)
-			return (unio_status_t)r;
-		for (unsigned int i = 0; i < ep->worker->n_ifaces; i++)
-			unio_tl_iface_progress(ep->worker->ifaces[i]);
+	if (ep->wireup_owed != 0) {
+		ep->wireup_owed = 0;
+		ep->worker->n_wireup_owed--;
 	}
+}
+
+static unio_status_t
+wireup_send(struct unio_ep *ep, uint8_t id)
+{
+	struct unio_worker *w = ep->worker;
+	struct wire_am_req req = { .src_ep_id = ep->id };
+	struct wire_am_rep rep = { .dst_ep_id = ep->remote_id, .src_ep_id = ep->id };
+	struct am_pack a = { &rep, sizeof(rep), NULL };
+	ssize_t r;
+
+	if (id == PROTO_AM_WIREUP_REQ) {
+		req.addr_len = (uint32_t)worker_address_pack(w, NULL, 0);
+		a = (struct am_pack){ &req, sizeof(req), w };
+	}
+	r = unio_tl_ep_am_bcopy(ep->lane.tl_ep, id, pack_wireup, &a, 0);
+	if (r == UNIO_ERR_NO_RESOURCE) {
+		if (ep->wireup_owed == 0) {
+			ep->connect_deadline = deadline_of(w);
+			w->n_wireup_owed++;   /* the worker must not sleep on it */
+		}
+		ep->wireup_owed = id;
+		return UNIO_OK;
+	}
+	wireup_owed_clear(ep);
+	return r >= 0 ? UNIO_OK : (unio_status_t)r;
+}
+
+/* Resend what wireup_send() owes; a lane full past the wireup timeout fails the ep. */
+static unsigned int
+wireup_owed_progress(struct unio_ep *ep)
+{
+	unio_status_t st;
+
+	if (ep->state != EP_CONNECTING && ep->state != EP_CONNECTED) {
+		wireup_owed_clear(ep);
+		return 0;
+	}
+	st = wireup_send(ep, ep->wireup_owed);
+	if (st == UNIO_OK && ep->wireup_owed != 0 && now_ns() > ep->connect_deadline) {
+		API_LOG(ERR, "ep %#x: the lane stayed full for the wireup %s", ep->id,
+			ep->wireup_owed == PROTO_AM_WIREUP_REQ ? "request" : "reply");
+		st = UNIO_ERR_TIMED_OUT;
+	}
+	if (st != UNIO_OK)
+		wireup_ep_fail(ep, st, true);
+	return ep->wireup_owed == 0;
 }
 
 static unio_status_t
@@ -1423,8 +1477,6 @@ am_wireup_req(void *arg, const void *data, size_t length, unsigned int flags)
 {
 	struct unio_worker *w = arg;
 	struct wire_am_req h;
-	struct wire_am_rep rep;
-	struct am_pack a = { &rep, sizeof(rep), NULL };
 	struct unio_ep *ep;
 
 	RTE_SET_USED(flags);
@@ -1442,8 +1494,7 @@ am_wireup_req(void *arg, const void *data, size_t length, unsigned int flags)
 		return UNIO_OK;
 	}
 	ep->state = EP_CONNECTED;
-	rep = (struct wire_am_rep){ .dst_ep_id = h.src_ep_id, .src_ep_id = ep->id };
-	if (am_send_wait(ep, PROTO_AM_WIREUP_REP, &a, deadline_of(w)) != UNIO_OK)
+	if (wireup_send(ep, PROTO_AM_WIREUP_REP) != UNIO_OK)
 		API_LOG(ERR, "wireup reply to ep %#x failed", h.src_ep_id);
 	return UNIO_OK;
 bad:
@@ -1864,16 +1915,14 @@ static unio_status_t
 ep_connect_worker_addr(struct unio_ep *ep, const struct unio_ep_params *p)
 {
 	struct unio_worker *w = ep->worker;
-	struct wire_am_req h = { .src_ep_id = ep->id,
-				 .addr_len = (uint32_t)worker_address_pack(w, NULL, 0) };
-	struct am_pack a = { &h, sizeof(h), w };
 	unio_status_t st = ep_connect_lanes(ep, p->worker_addr, p->worker_addr_len);
 
 	if (st != UNIO_OK)
 		return st;
-	if (sizeof(h) + h.addr_len > ep->lane.iface->attr.max_bcopy)
+	if (sizeof(struct wire_am_req) + worker_address_pack(w, NULL, 0) >
+	    ep->lane.iface->attr.max_bcopy)
 		return UNIO_ERR_UNSUPPORTED;
 	/* the ep stays CONNECTING (sends wait in its pending queue) until the reply */
 	ep->connect_deadline = deadline_of(w);
-	return am_send_wait(ep, PROTO_AM_WIREUP_REQ, &a, ep->connect_deadline);
+	return wireup_send(ep, PROTO_AM_WIREUP_REQ);
 }

@@ -359,7 +359,7 @@ unio_worker_arm(unio_worker_t *w)
 		return UNIO_ERR_INVALID_PARAM;
 	worker_lock(w);
 	if (read(w->sig_fd, &v, sizeof(v)) == sizeof(v) || w->n_pending != 0 ||
-	    w->n_am_pending != 0 || w->n_rma_pending != 0)
+	    w->n_am_pending != 0 || w->n_rma_pending != 0 || w->n_wireup_owed != 0)
 		st = UNIO_ERR_BUSY;
 	for (unsigned int i = 0; i < w->n_ifaces && st == UNIO_OK; i++)
 		if (w->ifaces[i]->ctl->iface_event_arm != NULL)

@@ -261,6 +261,7 @@ struct unio_ep {
 	bool pending_counted;       /**< counted in worker->n_pending */
 	bool by_driver;             /**< connected by sockaddr over its lane: CLOSE goes there */
 	bool linger_lane;           /**< the lane carried our CLOSE: kept until it was acked */
+	uint8_t wireup_owed;        /**< wireup REQ / REP the full lane refused: resent later */
 	struct proto_lane lane;
 	struct proto_rx_frag rx;
 	struct req_list pending;    /**< sends waiting for resources, in order */
@@ -331,6 +332,7 @@ struct unio_worker {
 	struct am_worker *am;       /**< active messages (am.c) */
 	struct rma_worker *rma;     /**< mapped memory (rma.c), NULL until the first map */
 	unsigned int n_am_pending;  /**< AM sends waiting for resources */
+	unsigned int n_wireup_owed; /**< eps whose wireup REQ / REP waits for a full lane */
 	unsigned int n_rma_pending; /**< put / get chunks waiting for transport room (rma.c) */
 	bool in_progress;           /**< inside unio_worker_progress(): no nested progress */
 };

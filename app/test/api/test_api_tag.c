@@ -543,3 +543,91 @@ UNIO_TEST(api_tag_probe, fast)
 	unio_context_destroy(ctx);
 	return TEST_OK;
 }
+
+/*
+ * A wireup reply that finds its lane full is owed and sent by a later progress, never
+ * waited for inside the AM handler of the request: progressing the ifaces there had shm
+ * deliver the request being handled once more (its cell is consumed after the handler
+ * returns), which allocated another ep and recursed until the stack ran out.  w2 fills its
+ * connection to w with messages w does not receive yet, then w connects a second ep to w2: w2's
+ * reply is owed (counted, so the worker does not sleep on it) until w drains it; the
+ * second ep then connects and carries a message, and the queued ones arrive in order.  Over
+ * tcp, where both eps share the connection (a shm ep has a ring of its own).
+ */
+#define N_FULL 16384
+
+UNIO_TEST(api_wireup_reply_lane_full, fast)
+{
+	static const char *const ovr[] = { "TLS", "tcp", "TCP_SNDBUF", "4k", "TCP_RCVBUF", "4k",
+					   NULL };
+	unio_context_t *ctx = api_ctx(ovr);
+	static unio_request_t *sreq[N_FULL];
+	static uint64_t sbuf[N_FULL][8], rbuf[8];
+	unio_ep_t *ep, *back, *ep2;
+	unio_worker_t *w, *w2;
+	unsigned int n = 0;
+	unio_status_t st;
+
+	TEST_ASSERT(ctx != NULL, "context");
+	w = unio_worker_create(ctx, NULL, &st);
+	TEST_ASSERT(w != NULL, "worker: %s", unio_status_string(st));
+	w2 = unio_worker_create(ctx, NULL, &st);
+	TEST_ASSERT(w2 != NULL, "worker 2: %s", unio_status_string(st));
+	ep = api_ep_to_worker(w, w2, &st);
+	TEST_ASSERT(ep != NULL && api_ep_connected(w, w2, ep), "ep: %s",
+		    unio_status_string(st));
+	back = api_ep_to_worker(w2, w, &st);
+	TEST_ASSERT(back != NULL && api_ep_connected(w2, w, back), "back ep: %s",
+		    unio_status_string(st));
+	/* fill w2's connection to w: sends complete at once until it is full, then queue */
+	for (n = 0; n < N_FULL; n++) {
+		for (unsigned int k = 0; k < 8; k++)
+			sbuf[n][k] = (uint64_t)n * 8 + k;
+		sreq[n] = NULL;
+		st = unio_tag_send(back, sbuf[n], sizeof(sbuf[n]), 7, NULL, &sreq[n]);
+		TEST_ASSERT(st == UNIO_OK || st == UNIO_INPROGRESS, "send %u: %s", n,
+			    unio_status_string(st));
+		if (st == UNIO_OK)
+			sreq[n] = NULL;
+		if (st == UNIO_INPROGRESS) {
+			n++;
+			break;
+		}
+	}
+	TEST_ASSERT(sreq[n - 1] != NULL, "%u sends never filled the connection", n);
+	ep2 = api_ep_to_worker(w, w2, &st);
+	TEST_ASSERT(ep2 != NULL, "second ep: %s", unio_status_string(st));
+	for (int k = 0; k < 1000; k++)
+		unio_worker_progress(w2);
+	TEST_ASSERT_EQ(w2->n_wireup_owed, 1u);
+	TEST_ASSERT(ep2->state == EP_CONNECTING, "second ep state %u", ep2->state);
+	/* w drains the connection in order; the reply follows the queued sends */
+	for (unsigned int i = 0; i < n; i++) {
+		struct unio_recv_info info;
+
+		memset(rbuf, 0, sizeof(rbuf));
+		for (int k = 0; k < 100; k++)
+			unio_worker_progress(w2);
+		TEST_ASSERT_STATUS(api_recv(w, rbuf, sizeof(rbuf), 7, UINT64_MAX, &info), UNIO_OK);
+		TEST_ASSERT(memcmp(rbuf, sbuf[i], sizeof(rbuf)) == 0, "message %u out of order "
+			    "or damaged: first word %" PRIu64, i, rbuf[0]);
+	}
+	TEST_ASSERT(api_ep_connected(w, w2, ep2), "second ep never connected");
+	TEST_ASSERT_EQ(w2->n_wireup_owed, 0u);
+	for (unsigned int i = 0; i < n; i++)
+		if (sreq[i] != NULL) {
+			TEST_ASSERT_STATUS(unio_request_wait(w2, sreq[i], NULL), UNIO_OK);
+			unio_request_free(sreq[i]);
+		}
+	sbuf[0][0] = 0xfeed;
+	TEST_ASSERT_STATUS(api_send(w, ep2, sbuf[0], 8, 9, 0), UNIO_OK);
+	TEST_ASSERT_STATUS(api_recv(w2, rbuf, 8, 9, UINT64_MAX, NULL), UNIO_OK);
+	TEST_ASSERT_EQ(rbuf[0], 0xfeedu);
+	unio_ep_close(ep2, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_ep_close(back, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(w2);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return TEST_OK;
+}
