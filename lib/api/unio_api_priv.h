@@ -105,6 +105,8 @@ struct unio_conn_request {
 size_t worker_address_pack(struct unio_worker *w, void *buf, size_t len);
 /** Add @p fd to the worker's epoll set when it has one. */
 void worker_efd_watch(struct unio_worker *w, int fd);
+/** The next progress call of @p w runs the control plane. */
+void worker_ctl_soon(struct unio_worker *w);
 
 /* wireup.c */
 unsigned int wireup_progress(struct unio_worker *w);

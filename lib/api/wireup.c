@@ -1885,7 +1885,7 @@ am_conn(void *arg, const void *data, size_t length, unsigned int flags)
 		*pp = q;
 	}
 	w->n_hellos++;
-	w->ctl_next_tsc = 0;   /* at the next progress */
+	worker_ctl_soon(w);   /* at the next progress */
 	return UNIO_OK;
 bad:
 	API_LOG(ERR, "connection message: malformed (%zu bytes)", length);

@@ -326,6 +326,7 @@ struct unio_worker {
 	struct wireup_linger *lingers; /**< eps that carried a refusal, until it was acked */
 	uint64_t ctl_next_tsc;
 	uint64_t ctl_period_tsc;
+	unsigned int ctl_countdown; /**< progress calls until the clock is read (worker.c) */
 	int efd;                    /**< epoll fd (UNIO_FEATURE_WAKEUP), -1 */
 	int sig_fd;                 /**< eventfd for unio_worker_signal */
 	TAILQ_ENTRY(unio_worker) link;

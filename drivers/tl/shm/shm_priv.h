@@ -58,6 +58,7 @@ extern int shm_logtype;
 #define SHM_ZCOPY_HDR     128u
 #define SHM_RX_BURST      16u                    /* messages per ring per progress call */
 #define SHM_CHECK_MS      2u                     /* peer liveness check period */
+#define SHM_CHECK_CALLS   16u                    /* progress calls between clock reads */
 #define SHM_MAX_ALLOCS    64u
 
 /* header word: [63:48] magic 0xa55a | [47:40] type | [39:32] AM id | [31:0] length */
@@ -165,6 +166,7 @@ struct shm_iface {
 	uint64_t *gen;
 	uint64_t seen_gen;
 	uint64_t next_check;              /**< tsc of the next liveness check */
+	unsigned int check_countdown;     /**< progress calls until the clock is read */
 	uint64_t check_cycles;
 	uint64_t n_cells;
 	uint64_t mask;
