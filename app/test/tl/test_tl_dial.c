@@ -80,12 +80,11 @@ case_crossing(const struct unio_tl_driver *drv, const char *dev)
 	uint8_t aa[UNIO_TL_ADDR_MAX], ab[UNIO_TL_ADDR_MAX];
 	struct unio_tl_ep *ea = NULL, *eb = NULL;
 	struct unio_tl_ep_params pa = { .iface_addr = ab }, pb = { .iface_addr = aa };
+	const char *side;
 	int rc = TEST_FAIL;
 
-	const char *tx_dev = getenv("UNIO_TEST_TL_TX_DEV");   /* as tl_pair_open() does */
-
-	if (cd_open(drv, dev, &a) != TEST_OK ||
-	    cd_open(drv, tx_dev != NULL && *tx_dev != '\0' ? tx_dev : dev, &b) != TEST_OK)
+	if ((side = tl_side(dev, false)) == NULL || cd_open(drv, side, &a) != TEST_OK ||
+	    (side = tl_side(dev, true)) == NULL || cd_open(drv, side, &b) != TEST_OK)
 		goto out;
 	if (!(a->attr.cap & UNIO_TL_CAP_CONNECT_SOCKADDR)) {
 		rc = TEST_OK;
@@ -152,17 +151,17 @@ UNIO_TEST(tl_crossing_dials, fast)
 static int
 case_stale(const struct unio_tl_driver *drv, const char *dev)
 {
-	const char *tx_dev = getenv("UNIO_TEST_TL_TX_DEV");
 	struct unio_tl_iface *a = NULL, *b = NULL;
 	struct tl_rx ra = { 0 }, rb = { 0 };
 	struct sockaddr_storage sb;
 	uint8_t ab[UNIO_TL_ADDR_MAX], aa_full[UNIO_TL_ADDR_MAX];
 	struct unio_tl_ep *ea = NULL, *back = NULL;
 	struct unio_tl_ep_params pa = { .iface_addr = ab }, pb = { .iface_addr = aa_full };
+	const char *side;
 	int rc = TEST_FAIL;
 
-	if (cd_open(drv, dev, &b) != TEST_OK ||
-	    cd_open(drv, tx_dev != NULL && *tx_dev != '\0' ? tx_dev : dev, &a) != TEST_OK)
+	if ((side = tl_side(dev, false)) == NULL || cd_open(drv, side, &b) != TEST_OK ||
+	    (side = tl_side(dev, true)) == NULL || cd_open(drv, side, &a) != TEST_OK)
 		goto out;
 	if (!(a->attr.cap & UNIO_TL_CAP_CONNECT_SOCKADDR)) {
 		rc = TEST_OK;

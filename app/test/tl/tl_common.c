@@ -53,20 +53,34 @@ open_iface(const struct unio_tl_driver *drv, const char *dev, struct unio_tl_ifa
 	return TEST_OK;
 }
 
+const char *
+tl_side(const char *dev, bool tx)
+{
+	const char *tx_dev = getenv("UNIO_TEST_TL_TX_DEV");
+	const char *ns = getenv(tx ? "UNIO_TEST_TL_TX_NETNS" : "UNIO_TEST_TL_RX_NETNS");
+
+	/* sockets keep the namespace they were made in */
+	if (ns != NULL && *ns != '\0' && test_enter_netns(ns) != 0) {
+		TEST_LOG("cannot enter network namespace %s", ns);
+		return NULL;
+	}
+	return tx && tx_dev != NULL && *tx_dev != '\0' ? tx_dev : dev;
+}
+
 int
 tl_pair_open(struct tl_pair *p, const struct unio_tl_driver *drv, const char *dev)
 {
 	struct unio_tl_ep_params ep_params = { 0 };
-	const char *tx_dev = getenv("UNIO_TEST_TL_TX_DEV");
+	const char *rx_dev = tl_side(dev, false), *tx_dev;
 
 	memset(p, 0, sizeof(*p));
 	p->drv = drv;
-	if (open_iface(drv, dev, &p->rx) != TEST_OK)
+	if (rx_dev == NULL || open_iface(drv, rx_dev, &p->rx) != TEST_OK)
 		return TEST_FAIL;
+	tx_dev = tl_side(dev, true);
 	if (p->rx->attr.reach == UNIO_TL_REACH_SELF)
 		p->tx = p->rx;
-	else if (open_iface(drv, tx_dev != NULL && tx_dev[0] != '\0' ? tx_dev : dev,
-			    &p->tx) != TEST_OK)
+	else if (tx_dev == NULL || open_iface(drv, tx_dev, &p->tx) != TEST_OK)
 		goto close;
 	TEST_ASSERT(p->rx->attr.iface_addr_len <= sizeof(p->rx_addr), "address too long");
 	if (unio_tl_iface_get_address(p->rx, p->rx_addr) != UNIO_OK)

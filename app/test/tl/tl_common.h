@@ -43,6 +43,13 @@ int tl_for_each_driver(tl_case_fn_t fn);
  */
 int tl_pair_open(struct tl_pair *p, const struct unio_tl_driver *drv, const char *dev);
 
+/**
+ * The device of one side of a pair on @p dev: for the sender (@p tx) the one in
+ * UNIO_TEST_TL_TX_DEV when set; enters that side's network namespace first when
+ * UNIO_TEST_TL_RX_NETNS / UNIO_TEST_TL_TX_NETNS name one.  NULL when it cannot.
+ */
+const char *tl_side(const char *dev, bool tx);
+
 /** Close what tl_pair_open opened. */
 void tl_pair_close(struct tl_pair *p);
 
