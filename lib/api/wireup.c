@@ -278,8 +278,11 @@ ep_connect_lanes(struct unio_ep *ep, const uint8_t *addr, size_t len)
 			order[j] = ifc;
 		}
 		for (unsigned int i = 0; i < k; i++)
-			if (lane_try(ep, order[i], addr, len))
+			if (lane_try(ep, order[i], addr, len)) {
+				API_LOG(INFO, "ep %#x: lane %s/%s to worker %016" PRIx64, ep->id,
+					order[i]->driver->name, order[i]->dev_name, h.uuid);
 				return UNIO_OK;
+			}
 	}
 	API_LOG(ERR, "no transport reaches the peer (UNIO_TLS?)");
 	return UNIO_ERR_UNREACHABLE;

@@ -216,3 +216,22 @@ api_size_classes(unio_ep_t *ep, size_t big, size_t *sizes)
 	sizes[n++] = big;
 	return n;
 }
+
+bool
+api_no_host_driver(void)
+{
+	const struct unio_config *cfg = unio_config_env();
+
+	for (unsigned int i = 0; cfg != NULL && i < unio_tl_driver_count(); i++) {
+		const struct unio_tl_driver *drv = unio_tl_driver_get(i);
+		struct unio_tl_device_info devs[UNIO_TL_MAX_DEVICES];
+		unsigned int n = 0;
+		char reason[128];
+
+		if (strcmp(drv->name, "self") != 0 &&
+		    unio_tl_query_devices(drv, cfg, devs, &n, reason, sizeof(reason)) ==
+		    UNIO_OK && n > 0)
+			return false;
+	}
+	return true;
+}

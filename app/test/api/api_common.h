@@ -52,4 +52,11 @@ int api_progress_until(unio_worker_t *w, volatile int *flag, int ms);
  * 1 MiB, and @p big; returns the count written to @p sizes (at most 32). */
 unsigned int api_size_classes(unio_ep_t *ep, size_t big, size_t *sizes);
 
+/**
+ * True when no built driver but self has a device under the environment's UNIO_* settings:
+ * then, and only then, may a test that needs another worker or process skip on
+ * UNIO_ERR_UNREACHABLE (otherwise it is a lane-selection failure).
+ */
+bool api_no_host_driver(void);
+
 #endif /* API_COMMON_H */
