@@ -15,8 +15,10 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <sched.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -82,6 +84,7 @@ test_spawn(const char *name, const char *const *args)
 	fflush(NULL);
 	pid = fork();
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);   /* never outlive the test (exec keeps it) */
 		execv(self_exe, (char *const *)argv);
 		_exit(127);
 	}
@@ -229,6 +232,39 @@ test_free_port(void)
 	return port;
 }
 
+/*
+ * Network namespaces a test made ("unio...-PID", "unio...-PID-a") whose process is gone: a
+ * test that crashed or was killed by its timeout could not remove them.
+ */
+static void
+sweep_dead_netns(void)
+{
+	DIR *d = geteuid() == 0 ? opendir("/var/run/netns") : NULL;
+	struct dirent *e;
+
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		const char *p = strchr(e->d_name, '-');
+		long pid = 0;
+
+		if (strncmp(e->d_name, "unio", 4) != 0)
+			continue;
+		while (p != NULL && pid <= 0) {   /* the first all-digit part: the pid */
+			char *end;
+
+			pid = strtol(p + 1, &end, 10);
+			if (end == p + 1 || (*end != '\0' && *end != '-'))
+				pid = 0;
+			p = strchr(p + 1, '-');
+		}
+		if (pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH &&
+		    test_system("ip netns del '%s' 2>/dev/null", e->d_name) == 0)
+			fprintf(stderr, "unio-test: removed namespace %s of dead test %ld\n",
+				e->d_name, pid);
+	}
+	if (d != NULL)
+		closedir(d);
+}
+
 static int
 run_one(const struct test_entry *t)
 {
@@ -301,6 +337,7 @@ main(int argc, char **argv)
 			printf("%s %s\n", tests[i].name, tests[i].suite);
 		return 0;
 	}
+	sweep_dead_netns();
 	if (argc == 3 && strcmp(argv[1], "--suite") == 0)
 		return run_suite(argv[2]);
 	if (argc == 2) {
