@@ -323,8 +323,19 @@ ring_poll(struct shm_iface *si, struct shm_rx_ring *r)
 		uint8_t id = (uint8_t)(w >> 32);
 		uint64_t cells = msg_cells(len);
 
-		if (w == 0)
+		if (w == 0) {
+			/*
+			 * Empty: give the credit back now (in a ping-pong a store to a line this
+			 * core owns).  A call that stops at the burst limit does not: the ring
+			 * still holds messages, credit goes back every half ring, and a store
+			 * here would pull the line from a sender spinning on it every 16 messages.
+			 */
+			if (r->tail != r->published) {
+				__atomic_store_n(&r->ctl->tail, r->tail, __ATOMIC_RELEASE);
+				r->published = r->tail;
+			}
 			break;
+		}
 		if (unlikely(w >> 40 != msg_tag)) {
 			if (!ring_skip(si, r, w))
 				return n;
@@ -339,10 +350,6 @@ ring_poll(struct shm_iface *si, struct shm_rx_ring *r)
 		ring_consumed(r, pos, cells, si->n_cells / 2);
 		r->next = cell_word(r->ring, r->tail & si->mask);
 		n++;
-	}
-	if (r->tail != r->published) {   /* the ring is empty or we move on: give credit */
-		__atomic_store_n(&r->ctl->tail, r->tail, __ATOMIC_RELEASE);
-		r->published = r->tail;
 	}
 	return n;
 }
