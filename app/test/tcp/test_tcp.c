@@ -22,6 +22,7 @@
 #include "../api/api_common.h"
 #include "tcp_common.h"
 #include "tcp_priv.h"
+#include "unio_proto.h"
 #include "unio_test.h"
 
 #define STREAM_COUNT "3000"
@@ -178,6 +179,13 @@ netns_down(const struct netns *n)
 	test_system("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", n->a, n->b);
 }
 
+/* netns_up() failed: a skip only where iproute2 cannot make namespaces at all */
+#define NETNS_UNAVAILABLE() do { \
+	TEST_ASSERT(test_system("ip netns list >/dev/null 2>&1") != 0, \
+		    "namespaces work here, but the veth pair did not come up"); \
+	TEST_SKIP_BECAUSE("ip netns / veth not available here"); \
+} while (0)
+
 /* usertools/unio-netns.sh does the same for people; tests keep no dependency on it. */
 static int
 netns_up(struct netns *n)
@@ -199,8 +207,8 @@ netns_up(struct netns *n)
 		netns_down(n);
 		return -1;
 	}
-	/* the driver lists running links only: wait for both carriers (5 s at most) */
-	if (test_system("for i in $(seq 50); do "
+	/* the driver lists running links only: wait for both carriers (20 s at most) */
+	if (test_system("for i in $(seq 200); do "
 			"ip -n %s link show %s | grep -q LOWER_UP && "
 			"ip -n %s link show %s | grep -q LOWER_UP && exit 0; sleep 0.1; done; "
 			"exit 1", n->a, n->va, n->b, n->vb) != 0) {
@@ -219,7 +227,7 @@ run_netns(const char *scenario)
 	if (geteuid() != 0)
 		TEST_SKIP_BECAUSE("network namespaces need root");
 	if (netns_up(&n) != 0)
-		TEST_SKIP_BECAUSE("ip netns / veth not available here");
+		NETNS_UNAVAILABLE();
 	r = run_pair(n.a, n.va, n.b, n.vb, scenario);
 	netns_down(&n);
 	return r;
@@ -312,7 +320,7 @@ UNIO_TEST(tcp_keepalive_netns, mp)
 	if (geteuid() != 0)
 		TEST_SKIP_BECAUSE("network namespaces need root");
 	if (netns_up(&n) != 0)
-		TEST_SKIP_BECAUSE("ip netns / veth not available here");
+		NETNS_UNAVAILABLE();
 	if (pipe(fds) != 0) {
 		netns_down(&n);
 		return TEST_FAIL;
@@ -473,6 +481,27 @@ api_client_run(unio_worker_t *w, unio_ep_t *ep)
 	return 0;
 }
 
+/*
+ * @p ep's lane is the tcp iface on @p want, while the worker also has one on @p decoy (up,
+ * on another subnet, so it cannot reach the peer); 0 when so.
+ */
+static int
+lane_check(unio_worker_t *w, const unio_ep_t *ep, const char *want, const char *decoy)
+{
+	bool has_decoy = false;
+
+	for (unsigned int i = 0; i < w->n_ifaces; i++)
+		has_decoy |= strcmp(w->ifaces[i]->dev_name, decoy) == 0;
+	if (!has_decoy || strcmp(ep->lane.iface->driver->name, "tcp") != 0 ||
+	    strcmp(ep->lane.iface->dev_name, want) != 0) {
+		TEST_LOG("client: lane %s/%s, want tcp/%s; an iface on %s: %s",
+			 ep->lane.iface->driver->name, ep->lane.iface->dev_name, want, decoy,
+			 has_decoy ? "yes" : "no");
+		return 6;
+	}
+	return 0;
+}
+
 UNIO_TEST_CHILD(tcp_api_client)
 {
 	unio_context_t *ctx = api_ctx(NULL);
@@ -493,6 +522,8 @@ UNIO_TEST_CHILD(tcp_api_client)
 	}
 	if (ep != NULL) {
 		r = api_client_run(w, ep);
+		if (r == 0 && argc >= 2)
+			r = lane_check(w, ep, argv[0], argv[1]);
 		unio_ep_close(ep, UNIO_EP_CLOSE_FLUSH, NULL);
 	} else {
 		TEST_LOG("client: connect: %s", unio_status_string(st));
@@ -511,10 +542,22 @@ UNIO_TEST(tcp_api_tag_netns, mp)
 	if (geteuid() != 0)
 		TEST_SKIP_BECAUSE("network namespaces need root");
 	if (netns_up(&n) != 0)
-		TEST_SKIP_BECAUSE("ip netns / veth not available here");
+		NETNS_UNAVAILABLE();
+	/*
+	 * Beside the veth, the client's namespace has a running interface on another subnet (as
+	 * a docker bridge would be: a veth whose peer is up in the same namespace) and a link
+	 * that is down: the driver opens an iface on the first, and the lane must still be the
+	 * veth to the server, the one whose route reaches it.
+	 */
+	TEST_ASSERT(test_system("ip -n %s link add udk type veth peer name udk2 && "
+				"ip -n %s addr add 172.31.99.1/24 dev udk && "
+				"ip -n %s link set udk2 up && ip -n %s link set udk up && "
+				"ip -n %s link add udd type veth peer name udd2 && "
+				"ip -n %s addr add 10.99.78.1/24 dev udd", n.b, n.b, n.b, n.b, n.b,
+				n.b) == 0 || (netns_down(&n), 0), "decoy interfaces");
 	setenv("UNIO_TLS", "tcp", 1);
 	srv = t_spawn_ns(n.a, "tcp_api_server", NULL);
-	cli = t_spawn_ns(n.b, "tcp_api_client", NULL);
+	cli = t_spawn_ns(n.b, "tcp_api_client", (const char *const[]){ n.vb, "udk", NULL });
 	unsetenv("UNIO_TLS");
 	rc = cli > 0 ? test_wait(cli, 50000) : -1;
 	rs = srv > 0 ? test_wait(srv, 10000) : -1;
