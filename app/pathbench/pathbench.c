@@ -19,6 +19,11 @@
  *   pb_idle         unio_worker_progress() with nothing to do
  *   pb_am_send      unio_am_send() of 8 bytes with the reply flag
  *   pb_am_rx        unio_worker_progress() of the receiver delivering one AM to a handler
+ *   pb_am_rtt       an 8-byte AM round trip as unio-perf's am_lat makes it: send with the reply
+ *                   flag, the receiver's progress runs the handler that echoes the data on
+ *                   its reply ep, the sender's progress runs the handler that takes the echo
+ *   pb_put          unio_put() of 8 bytes into the peer worker's mapped buffer (the put_lat
+ *                   and put_bw step: range check, then a copy into the peer's mapping)
  *
  * Every payload is checked; a mismatch or a lost message fails the run (exit 1): it runs as
  * the test "pathbench" (suite fast) too.
@@ -38,13 +43,15 @@
 
 #include "unio.h"
 #include "unio_am.h"
+#include "unio_rma.h"
 
 #define AM_ID 17
 #define BURST 16
 #define TAG   0x5a5a0001ull
 
 /* calls of each progress path (their bodies must differ, or the linker folds them) */
-enum { PB_TAG_RX, PB_TAG_STREAM, PB_UNEXP_RX, PB_UNEXP_POST, PB_IDLE, PB_AM_RX, PB_N };
+enum { PB_TAG_RX, PB_TAG_STREAM, PB_UNEXP_RX, PB_UNEXP_POST, PB_IDLE, PB_AM_RX, PB_AM_RTT,
+       PB_N };
 static volatile uint64_t calls[PB_N];
 
 struct rx {
@@ -65,20 +72,51 @@ on_tag(unio_request_t *req, unio_status_t st, const struct unio_recv_info *info,
 	unio_request_free(req);
 }
 
+/* the next 8-byte message in order, with a reply ep when @p reply */
+static void
+am_check(struct rx *r, size_t hlen, const void *data, size_t len,
+	 const struct unio_am_recv_param *p, bool reply)
+{
+	uint64_t v;
+
+	if (hlen != 0 || len != 8 || (reply && p->reply_ep == NULL)) {
+		r->bad++;
+		return;
+	}
+	memcpy(&v, data, 8);
+	if (v != r->want++)
+		r->bad++;
+	r->got++;
+}
+
 static unio_status_t
 on_am(void *arg, const void *header, size_t hlen, void *data, size_t len,
       const struct unio_am_recv_param *p)
 {
+	(void)header;
+	am_check(arg, hlen, data, len, p, true);
+	return UNIO_OK;
+}
+
+static unio_status_t
+on_am_any(void *arg, const void *header, size_t hlen, void *data, size_t len,
+	  const struct unio_am_recv_param *p)
+{
+	(void)header;
+	am_check(arg, hlen, data, len, p, false);
+	return UNIO_OK;
+}
+
+/* the far side of pb_am_rtt: echo the data on the reply ep, as unio-perf's server does */
+static unio_status_t
+on_echo(void *arg, const void *header, size_t hlen, void *data, size_t len,
+	const struct unio_am_recv_param *p)
+{
 	struct rx *r = arg;
-	uint64_t v;
 
 	(void)header;
-	if (hlen != 0 || len != 8 || p->reply_ep == NULL) {
-		r->bad++;
-		return UNIO_OK;
-	}
-	memcpy(&v, data, 8);
-	if (v != r->want++)
+	if (hlen != 0 || len != 8 || p->reply_ep == NULL ||
+	    unio_am_send(p->reply_ep, AM_ID, NULL, 0, data, len, NULL, 0, NULL) != UNIO_OK)
 		r->bad++;
 	r->got++;
 	return UNIO_OK;
@@ -157,6 +195,22 @@ pb_am_rx(unio_worker_t *w)
 {
 	calls[PB_AM_RX]++;   /* distinct bodies: not folded into one function */
 	return unio_worker_progress(w);
+}
+
+__attribute__((noinline)) static unsigned int
+pb_am_rtt(unio_worker_t *wa, unio_worker_t *wb, unio_ep_t *ep, const uint64_t *v)
+{
+	calls[PB_AM_RTT]++;   /* distinct bodies: not folded into one function */
+	if (unio_am_send(ep, AM_ID, NULL, 0, v, 8, NULL, UNIO_AM_SEND_FLAG_REPLY, NULL) !=
+	    UNIO_OK)
+		return 0;
+	return unio_worker_progress(wb) + unio_worker_progress(wa);
+}
+
+__attribute__((noinline)) static unio_status_t
+pb_put(unio_ep_t *ep, const uint64_t *v, uint64_t raddr, unio_rkey_t *rkey)
+{
+	return unio_put(ep, v, 8, raddr, rkey, NULL, NULL);
 }
 
 static int
@@ -336,11 +390,76 @@ time_idle(unio_worker_t *w)
 	return best;
 }
 
+/* round trips: @p wb echoes each AM back to @p wa's handler, which checks it */
+static int
+run_am_rtt(unio_worker_t *wa, unio_worker_t *wb, unio_ep_t *ep, uint64_t n)
+{
+	struct rx ra = { 0 }, rb = { 0 };
+	unio_status_t st;
+	uint64_t v;
+
+	st = unio_worker_set_am_handler(wb, AM_ID, on_echo, &rb, 0);
+	if (st == UNIO_OK)
+		st = unio_worker_set_am_handler(wa, AM_ID, on_am_any, &ra, 0);
+	if (st != UNIO_OK)
+		return fail("am handler", st);
+	for (uint64_t i = 0; i < n; i++) {
+		v = i;
+		if (pb_am_rtt(wa, wb, ep, &v) != 2 || rb.got != i + 1 || ra.got != i + 1)
+			return fail("am: round trip not done by one progress call each",
+				    UNIO_ERR_IO);
+	}
+	unio_worker_set_am_handler(wb, AM_ID, NULL, NULL, 0);
+	unio_worker_set_am_handler(wa, AM_ID, NULL, NULL, 0);
+	return ra.bad != 0 || rb.bad != 0 ? fail("am: bad echo", UNIO_ERR_IO) : 0;
+}
+
+/* puts of 8 bytes into @p wb's mapped buffer, each checked there */
+static int
+run_put(unio_worker_t *wb, unio_ep_t *ep, uint64_t n)
+{
+	struct unio_mem_map_params mp = {
+		.field_mask = UNIO_MEM_MAP_PARAM_LENGTH | UNIO_MEM_MAP_PARAM_FLAGS,
+		.length = 4096, .flags = UNIO_MEM_MAP_FLAG_ALLOCATE,
+	};
+	struct unio_mem_attr attr;
+	unio_rkey_t *rkey = NULL;
+	unio_mem_h memh;
+	unio_status_t st;
+	size_t klen;
+	void *key;
+	int rc = 0;
+
+	st = unio_mem_map(wb, &mp, &memh);
+	if (st != UNIO_OK)
+		return fail("mem_map", st);
+	st = unio_mem_query(memh, &attr);
+	if (st == UNIO_OK)
+		st = unio_rkey_pack(memh, &key, &klen);
+	if (st == UNIO_OK) {
+		st = unio_ep_rkey_unpack(ep, key, klen, &rkey);
+		unio_rkey_buffer_release(key);
+	}
+	for (uint64_t i = 0; st == UNIO_OK && i < n && rc == 0; i++) {
+		volatile uint64_t *dst = (volatile uint64_t *)attr.address + (i & 7);
+
+		st = pb_put(ep, &i, (uintptr_t)dst, rkey);
+		if (st == UNIO_OK && *dst != i)
+			rc = fail("put: the target does not hold the value", UNIO_ERR_IO);
+	}
+	if (st != UNIO_OK)
+		rc = fail("put", st);
+	unio_rkey_destroy(rkey);
+	unio_mem_unmap(wb, memh);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
 	struct unio_context_params cp = { .field_mask = UNIO_CONTEXT_PARAM_FEATURES,
-					  .features = UNIO_FEATURE_TAG | UNIO_FEATURE_AM };
+					  .features = UNIO_FEATURE_TAG | UNIO_FEATURE_AM |
+						    UNIO_FEATURE_RMA };
 	uint64_t n = 10000;
 	unio_context_t *ctx;
 	unio_worker_t *wa, *wb;
@@ -378,6 +497,10 @@ main(int argc, char **argv)
 		rc = run_unexp(wb, ep, n);
 	if (rc == 0)
 		rc = run_am(wa, wb, ep, n);
+	if (rc == 0)
+		rc = run_am_rtt(wa, wb, ep, n);
+	if (rc == 0)
+		rc = run_put(wb, ep, n);
 	if (rc == 0)
 		printf("unio-pathbench: %" PRIu64 " messages per path, all delivered and checked\n",
 		       n);

@@ -342,10 +342,10 @@ am_send_locked(struct unio_ep *ep, unsigned int id, const void *hdr, size_t hdr_
 	return proto_req_hand_out(req, param, req_p);
 }
 
-unio_status_t
-unio_am_send(unio_ep_t *ep, unsigned int id, const void *header, size_t header_len,
-	     const void *buf, size_t len, const struct unio_request_param *param,
-	     unsigned int flags, unio_request_t **req_p)
+static __rte_noinline unio_status_t
+am_send_checked(struct unio_ep *ep, unsigned int id, const void *header, size_t header_len,
+		const void *buf, size_t len, const struct unio_request_param *param,
+		unsigned int flags, unio_request_t **req_p)
 {
 	unio_status_t st;
 
@@ -363,6 +363,36 @@ unio_am_send(unio_ep_t *ep, unsigned int id, const void *header, size_t header_l
 	return st;
 }
 
+/*
+ * The fast path first, as small as the tag protocol's: no user header, no request
+ * parameters, at most the reply flag, a single-threaded worker, a connected ep with nothing
+ * queued, data that fits am_short.  Everything else, and a full ring, takes the checked path.
+ */
+unio_status_t
+unio_am_send(unio_ep_t *ep, unsigned int id, const void *header, size_t header_len,
+	     const void *buf, size_t len, const struct unio_request_param *param,
+	     unsigned int flags, unio_request_t **req_p)
+{
+	const struct unio_worker *w;
+	unio_status_t st;
+
+	if (likely(ep != NULL && header_len == 0 && param == NULL && id < UNIO_AM_ID_MAX &&
+		   (flags & ~UNIO_AM_SEND_FLAG_REPLY) == 0 && (buf != NULL || len == 0))) {
+		w = ep->worker;
+		if (likely(w->mode != UNIO_THREAD_MODE_MULTI && ep->state == EP_CONNECTED &&
+			   !ep->remote_closed && ep->lane.short_ok &&
+			   len <= RTE_MIN(ep->lane.max_short, (size_t)AM_SHORT_MAX) &&
+			   w->n_am_pending == 0 && (w->ctx->features & UNIO_FEATURE_AM))) {
+			st = unio_tl_ep_am_short(ep->lane.tl_ep, PROTO_AM_USER_EAGER,
+						 short_wire(ep, id, 0, flags ?
+							    AM_EAGER_REPLY : 0), buf, len);
+			if (likely(st != UNIO_ERR_NO_RESOURCE))
+				return st;
+		}
+	}
+	return am_send_checked(ep, id, header, header_len, buf, len, param, flags, req_p);
+}
+
 /* ---- receive ---- */
 
 static struct am_handler *
@@ -373,19 +403,18 @@ handler_of(struct unio_worker *w, unsigned int id)
 	return h != NULL && h->cb != NULL ? h : NULL;
 }
 
-static unio_status_t
-deliver_eager(struct unio_worker *w, struct am_handler *h, const uint8_t *hdr, size_t hdr_len,
-	      const uint8_t *data, size_t len, struct unio_am_recv_param *p)
+/* A handler that keeps its data: it gets a copy that lives until unio_am_data_release(). */
+static __rte_noinline void
+deliver_kept(struct unio_worker *w, struct am_handler *h, const uint8_t *hdr, size_t hdr_len,
+	     const uint8_t *data, size_t len, struct unio_am_recv_param *p)
 {
 	struct am_kept *k;
 	unio_status_t st;
 
-	if (!(h->flags & UNIO_AM_HANDLER_FLAG_PERSISTENT_DATA))
-		return h->cb(h->arg, hdr, hdr_len, (void *)(uintptr_t)data, len, p);
 	k = malloc(sizeof(*k) + len);
 	if (k == NULL) {
 		PROTO_LOG(ERR, "am: no memory to keep a %zu-byte message: dropped", len);
-		return UNIO_ERR_NO_MEMORY;
+		return;
 	}
 	k->item.kind = AM_ITEM_KEPT;
 	k->len = len;
@@ -398,7 +427,6 @@ deliver_eager(struct unio_worker *w, struct am_handler *h, const uint8_t *hdr, s
 		TAILQ_REMOVE(&w->am->held, &k->item, link);
 		free(k);
 	}
-	return st;
 }
 
 static unio_status_t
@@ -425,7 +453,12 @@ am_eager_rx(void *arg, const void *data, size_t length, unsigned int flags)
 	}
 	if (h.hdr_len & AM_EAGER_REPLY)
 		p.reply_ep = proto_ep_lookup(w, h.ep_id);
-	deliver_eager(w, hd, d + sizeof(h), hl, d + sizeof(h) + hl, length - sizeof(h) - hl, &p);
+	d += sizeof(h);
+	length -= sizeof(h) + hl;
+	if (unlikely(hd->flags & UNIO_AM_HANDLER_FLAG_PERSISTENT_DATA))
+		deliver_kept(w, hd, d, hl, d + hl, length, &p);
+	else
+		hd->cb(hd->arg, d, hl, (void *)(uintptr_t)(d + hl), length, &p);
 	return UNIO_OK;
 bad:
 	PROTO_LOG(ERR, "am: malformed eager message (%zu bytes)", length);
