@@ -12,6 +12,8 @@ table and a PNG plot (gnuplot) of latency and bandwidth against message size.
         --png doc/img/perf-shm.png --markdown /tmp/table.md
 
 Both tools report ping-pong latency as half the round trip and MB/s as 2^20 bytes/s.
+For put_* and get_bw a second table sets each Unio run against the memcpy of the same size
+that unio-perf times on one core in the same run (into a mapped, faulted-in destination).
 Needs ucx_perftest (Debian ucx-utils), taskset, and gnuplot for --png.  Standard library only.
 """
 
@@ -130,7 +132,9 @@ def run_unio(args, test, size, tmp):
         stop(srv)
     with open(out) as f:
         rec = json.load(f)[0]
-    return (rec["lat_p50_us"] if is_lat(test) else rec["lat_avg_us"], rec["bw_MBps"])
+    # put_* / get_*: unio-perf's same-run memcpy of the same size (p50, bandwidth) too
+    return (rec["lat_p50_us"] if is_lat(test) else rec["lat_avg_us"], rec["bw_MBps"],
+            rec["lat_p50_us"], rec.get("memcpy_p50_us"), rec.get("memcpy_MBps"))
 
 
 def run_ucx(args, test, size):
@@ -186,6 +190,38 @@ def summarise(test, sizes, pairs):
                      statistics.median(ratios) if ratios else nan,
                      min(ratios) if ratios else nan, max(ratios) if ratios else nan))
     return rows
+
+
+def summarise_memcpy(sizes, pairs):
+    """Per size, from the Unio runs that measured it: median memcpy MB/s, and the medians
+    (with ranges) of Unio / memcpy as bandwidth and as p50 time (memcpy p50 / Unio p50)."""
+    rows = []
+    for size in sizes:
+        recs = [a for a, _ in pairs[size] if len(a) > 4 and a[4]]
+        if not recs:
+            continue
+        bw = [a[1] / a[4] for a in recs]
+        p50 = [a[3] / a[2] for a in recs if a[2] > 0]
+        rows.append((size, statistics.median(a[4] for a in recs), statistics.median(bw),
+                     min(bw), max(bw), statistics.median(p50) if p50 else float("nan"),
+                     min(p50) if p50 else float("nan"), max(p50) if p50 else float("nan")))
+    return rows
+
+
+def table_memcpy(test, rows, markdown=False):
+    title = ("%s against a one-core memcpy of the same size in the same unio-perf run "
+             "(Unio / memcpy, higher is better)" % test)
+    if markdown:
+        out = ["| %s size | memcpy MB/s | Unio / memcpy, bandwidth | range | "
+               "Unio / memcpy, p50 | range |" % test, "|---:|---:|---:|---:|---:|---:|"]
+        fmt = "| %s | %.1f | %.3f | %.2f – %.2f | %.3f | %.2f – %.2f |"
+    else:
+        out = [title, "%10s %14s %12s %16s %12s %16s" % ("size", "memcpy MB/s", "bw ratio",
+                                                         "range", "p50 ratio", "range")]
+        fmt = "%10s %14.1f %12.3f %7.2f..%-7.2f %12.3f %7.2f..%-7.2f"
+    for size, m, r, lo, hi, p, plo, phi in rows:
+        out.append(fmt % (fmt_size(size), m, r, lo, hi, p, plo, phi))
+    return "\n".join(out)
 
 
 def table_text(test, rows):
@@ -308,6 +344,10 @@ def main():
             summaries[test] = rows
             text.append(table_text(test, rows))
             md.append(table_markdown(test, rows))
+            mrows = summarise_memcpy(args.sizes, pairs)
+            if mrows:
+                text.append(table_memcpy(test, mrows))
+                md.append(table_memcpy(test, mrows, markdown=True))
     nruns = ("%d" % args.runs if args.lat_runs == args.runs or
              not any(map(is_lat, tests)) else "%d (latency %d)" % (args.runs, args.lat_runs))
     head = ("transport class %s (UNIO_TLS=%s, UCX_TLS=%s), %s interleaved Unio/UCX pairs per "

@@ -95,6 +95,8 @@ struct perf_result {
 	double bw_MBps;
 	double msg_rate;
 	double elapsed_s;
+	double memcpy_p50_us;   /* put_* / get_*: one core's memcpy of the same size, same run */
+	double memcpy_MBps;     /* ... its mean as bandwidth (0: not measured) */
 };
 
 /* Progress of the running size, read by the live line and "show stats" (another thread). */
@@ -148,6 +150,7 @@ void perf_result_fill(struct perf_result *r, const struct perf_hist *h, enum per
 void perf_print_header(FILE *f);
 void perf_print_row(FILE *f, const struct perf_result *r);
 void perf_print_final_line(FILE *f, const struct perf_result *r);
+void perf_print_memcpy(FILE *f, const struct perf_result *r);
 void perf_print_csv(FILE *f, const struct perf_result *r, unsigned int n);
 int perf_write_json(const char *path, const struct perf_result *r, unsigned int n);
 void perf_live_print(FILE *f, enum perf_test t, const struct perf_live *l,
@@ -185,6 +188,8 @@ struct perf_xfer {
 	uint64_t tsc_start;     /* when the first timed iteration started */
 	uint64_t received;      /* server: AMs handled */
 	uint64_t bad_iter;      /* server: first payload mismatch, UINT64_MAX when none */
+	double memcpy_p50_us;   /* client, put_* / get_*: the memcpy reference (see xfer.c) */
+	double memcpy_MBps;
 };
 
 int perf_xfer_client(struct perf_side *s, struct perf_xfer *x);

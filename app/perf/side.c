@@ -58,6 +58,8 @@ struct perf_round {
 	uint64_t elapsed;       /* TSC cycles of the timed part */
 	uint64_t tsc_start;     /* client streaming: when the first timed message went */
 	uint64_t bad_iter;      /* first payload mismatch, UINT64_MAX when none */
+	double memcpy_p50_us;   /* client, put_* / get_*: the same-run memcpy reference */
+	double memcpy_MBps;
 };
 
 static const char *
@@ -804,6 +806,8 @@ record(struct perf_side *s, const struct perf_round *r)
 
 	perf_result_fill(res, &s->hist, r->test, r->size, r->done, r->elapsed,
 			 rte_get_tsc_hz());
+	res->memcpy_p50_us = r->memcpy_p50_us;
+	res->memcpy_MBps = r->memcpy_MBps;
 	__atomic_store_n(&s->n_results, s->n_results + 1, __ATOMIC_RELEASE);
 	if (s->quiet)
 		return;
@@ -813,6 +817,7 @@ record(struct perf_side *s, const struct perf_round *r)
 		if (s->n_results == 1)
 			perf_print_header(stdout);
 		perf_print_row(stdout, res);
+		perf_print_memcpy(stdout, res);
 	}
 	fflush(stdout);
 }
@@ -847,6 +852,8 @@ client_xfer(struct perf_side *s, struct perf_round *r)
 	r->done = x.done;
 	r->elapsed = x.elapsed;
 	r->tsc_start = x.tsc_start;
+	r->memcpy_p50_us = x.memcpy_p50_us;
+	r->memcpy_MBps = x.memcpy_MBps;
 	return rc;
 }
 

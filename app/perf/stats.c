@@ -144,6 +144,18 @@ perf_print_final_line(FILE *f, const struct perf_result *r)
 		r->lat_p999_us, r->lat_avg_us, r->bw_MBps, r->msg_rate);
 }
 
+/* put_* / get_*: the same-run memcpy reference under the row (nothing for other tests) */
+void
+perf_print_memcpy(FILE *f, const struct perf_result *r)
+{
+	if (r->memcpy_MBps <= 0)
+		return;
+	fprintf(f, "  memcpy of %zu bytes on one core, same run: p50 %.3f us, %.2f MB/s; "
+		"%s / memcpy %.3f (bandwidth), %.3f (p50)\n", r->size, r->memcpy_p50_us,
+		r->memcpy_MBps, perf_tests[r->test].name, r->bw_MBps / r->memcpy_MBps,
+		r->lat_p50_us > 0 ? r->memcpy_p50_us / r->lat_p50_us : 0.0);
+}
+
 void
 perf_print_csv(FILE *f, const struct perf_result *r, unsigned int n)
 {
@@ -168,14 +180,18 @@ perf_write_json(const char *path, const struct perf_result *r, unsigned int n)
 		return -1;
 	}
 	fprintf(f, "[\n");
-	for (unsigned int i = 0; i < n; i++)
+	for (unsigned int i = 0; i < n; i++) {
 		fprintf(f, "  {\"test\": \"%s\", \"size\": %zu, \"iterations\": %" PRIu64 ", "
 			"\"lat_p50_us\": %.4f, \"lat_p99_us\": %.4f, \"lat_p999_us\": %.4f, "
 			"\"lat_avg_us\": %.4f, \"bw_MBps\": %.3f, \"msg_rate\": %.1f, "
-			"\"elapsed_s\": %.6f}%s\n", perf_tests[r[i].test].name, r[i].size,
+			"\"elapsed_s\": %.6f", perf_tests[r[i].test].name, r[i].size,
 			r[i].iters, r[i].lat_p50_us, r[i].lat_p99_us, r[i].lat_p999_us,
-			r[i].lat_avg_us, r[i].bw_MBps, r[i].msg_rate, r[i].elapsed_s,
-			i + 1 < n ? "," : "");
+			r[i].lat_avg_us, r[i].bw_MBps, r[i].msg_rate, r[i].elapsed_s);
+		if (r[i].memcpy_MBps > 0)
+			fprintf(f, ", \"memcpy_p50_us\": %.4f, \"memcpy_MBps\": %.3f",
+				r[i].memcpy_p50_us, r[i].memcpy_MBps);
+		fprintf(f, "}%s\n", i + 1 < n ? "," : "");
+	}
 	fprintf(f, "]\n");
 	err = ferror(f);
 	if (fclose(f) != 0 || err) {

@@ -186,9 +186,11 @@ UNIO_TEST(perf_json_writer, fast)
 {
 	struct perf_result r[2] = {
 		{ .test = PERF_TAG_LAT, .size = 8, .iters = 100, .lat_p50_us = 0.5 },
-		{ .test = PERF_TAG_LAT, .size = 65536, .iters = 100, .lat_p50_us = 7.25 },
+		{ .test = PERF_PUT_BW, .size = 65536, .iters = 100, .lat_p50_us = 7.25,
+		  .memcpy_p50_us = 6.5, .memcpy_MBps = 9000.125 },
 	};
 	char path[] = "/tmp/unio-perf-json.XXXXXX", buf[2048];
+	const char *second, *mc;
 	int fd = mkstemp(path);
 	FILE *f;
 	size_t n;
@@ -205,8 +207,12 @@ UNIO_TEST(perf_json_writer, fast)
 	TEST_ASSERT(buf[0] == '[' && strstr(buf, "]\n") != NULL, "not an array:\n%s", buf);
 	TEST_ASSERT(strstr(buf, "{\"test\": \"tag_lat\", \"size\": 8, \"iterations\": 100, "
 			   "\"lat_p50_us\": 0.5000,") != NULL, "first record:\n%s", buf);
-	TEST_ASSERT(strstr(buf, "\"size\": 65536") != NULL && strstr(buf, "7.2500") != NULL,
-		    "second record:\n%s", buf);
+	second = strstr(buf, "\"size\": 65536");
+	TEST_ASSERT(second != NULL && strstr(buf, "7.2500") != NULL, "second record:\n%s", buf);
+	/* the memcpy reference only where it was measured (put_* / get_*), last in its record */
+	mc = strstr(second, "\"memcpy_p50_us\": 6.5000, \"memcpy_MBps\": 9000.125}\n");
+	TEST_ASSERT(mc != NULL && strstr(buf, "\"memcpy") == mc,
+		    "memcpy fields missing, or in the record without them:\n%s", buf);
 	TEST_ASSERT(perf_write_json("/nonexistent-dir/x.json", r, 2) != 0, "bad path accepted");
 	return TEST_OK;
 }
