@@ -577,6 +577,51 @@ dial_cm(struct conn *c, const struct sockaddr_in *a, double end)
 	return TEST_OK;
 }
 
+/*
+ * Out of band: each side writes its worker address to @p prefix.ROLE, reads the other's and
+ * makes its ep from it (UNIO_EP_PARAM_WORKER_ADDR), as UCX applications exchange addresses
+ * through MPI or a file.  Both eps then run over the ethdev lane between the two ifaces.
+ */
+static int
+connect_oob(struct conn *c, int role, const char *prefix)
+{
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_WORKER_ADDR };
+	static uint8_t theirs[8192];
+	char path[256], tmp[272];
+	double end = now_s() + 20;
+	unio_status_t st;
+	size_t len = 0;
+	void *mine;
+	FILE *f;
+
+	TEST_ASSERT_STATUS(unio_worker_get_address(c->w, &mine, &len), UNIO_OK);
+	snprintf(path, sizeof(path), "%s.%d", prefix, role);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "wb");
+	TEST_ASSERT(f != NULL && fwrite(mine, 1, len, f) == len && fclose(f) == 0 &&
+		    rename(tmp, path) == 0, "writing %s", path);
+	unio_worker_release_address(c->w, mine);
+	snprintf(path, sizeof(path), "%s.%d", prefix, 1 - role);
+	while (access(path, F_OK) != 0 && now_s() < end)
+		usleep(10000);
+	f = fopen(path, "rb");
+	TEST_ASSERT(f != NULL, "the peer's address never came (%s)", path);
+	len = fread(theirs, 1, sizeof(theirs), f);
+	fclose(f);
+	p.worker_addr = theirs;
+	p.worker_addr_len = len;
+	c->ep = unio_ep_create(c->w, &p, &st);
+	TEST_ASSERT(c->ep != NULL, "ep from the peer's worker address: %s", unio_status_string(st));
+	while (c->ep->state == EP_CONNECTING && now_s() < end)
+		unio_worker_progress(c->w);
+	TEST_ASSERT(c->ep->state == EP_CONNECTED, "ep by worker address: state %u",
+		    c->ep->state);
+	TEST_ASSERT(strcmp(c->ep->lane.iface->driver->name, "ethdev") == 0, "lane %s",
+		    c->ep->lane.iface->driver->name);
+	TEST_LOG("role %d: connected by the peer's worker address (%zu bytes)", role, len);
+	return TEST_OK;
+}
+
 static int
 connect_ctl(struct conn *c, int role, const char *ctl_ip, int port)
 {
@@ -682,7 +727,7 @@ close_cm(struct conn *c, int role)
 	return TEST_OK;
 }
 
-/* argv: netns vdev dpdk_ip role ctl_ip ctl_port ready_file|- [cm] */
+/* argv: netns vdev dpdk_ip role ctl_ip|addr_prefix ctl_port ready_file|- [cm|oob] */
 UNIO_TEST_CHILD(ethdev_api_peer)
 {
 	static struct conn c;
@@ -712,7 +757,10 @@ UNIO_TEST_CHILD(ethdev_api_peer)
 	TEST_ASSERT(c.w != NULL, "worker: %s", unio_status_string(st));
 	if (strcmp(argv[6], "-") != 0)
 		close(open(argv[6], O_CREAT | O_WRONLY | O_CLOEXEC, 0600));   /* port started */
-	rc = connect_ctl(&c, role, argv[4], atoi(argv[5]));
+	if (argc == 8 && strcmp(argv[7], "oob") == 0)
+		rc = connect_oob(&c, role, argv[4]);
+	else
+		rc = connect_ctl(&c, role, argv[4], atoi(argv[5]));
 	if (rc == TEST_OK)
 		rc = role == 0 ? tag_drive(c.w, c.ep, 0x5eedull) : tag_echo(c.w, c.ep, 0x5eedull);
 	if (rc == TEST_OK)
@@ -852,6 +900,44 @@ memif_pair(bool cm)
 	if (ra != 0 || rb != 0)
 		TEST_LOG("peer exit codes %d %d", ra, rb);
 	return ra == 0 && rb == 0 ? TEST_OK : TEST_FAIL;
+}
+
+/*
+ * The same flows between two processes over af_packet on a veth pair, connected only by
+ * worker addresses exchanged through files: no listener, no control connection, no kernel
+ * address on the veth.
+ */
+UNIO_TEST(ethdev_api_worker_addr, mp)
+{
+	char name[32], na[40], nb[40], prefix[64], pa[80], pb[80];
+	const char *args_a[] = { na, "net_af_packet0,iface=va", "10.77.0.1", "0", prefix, "0",
+				 "-", "oob", NULL };
+	const char *args_b[] = { nb, "net_af_packet0,iface=vb", "10.77.0.2", "1", prefix, "0",
+				 "-", "oob", NULL };
+	int rc = TEST_FAIL, ra = -1, rb = -1;
+
+	if (!can_netns())
+		TEST_SKIP_BECAUSE("needs root and iproute2 network namespaces");
+	snprintf(name, sizeof(name), "unioapi-%d", getpid());
+	snprintf(na, sizeof(na), "%s-a", name);
+	snprintf(nb, sizeof(nb), "%s-b", name);
+	snprintf(prefix, sizeof(prefix), "/tmp/unio-ethdev-addr-%d", getpid());
+	snprintf(pa, sizeof(pa), "%s.0", prefix);
+	snprintf(pb, sizeof(pb), "%s.1", prefix);
+	if (topo("up", name) == 0) {
+		pid_t a = test_spawn("ethdev_api_peer", args_a);
+		pid_t b = test_spawn("ethdev_api_peer", args_b);
+
+		ra = test_wait(a, 120000);
+		rb = test_wait(b, 120000);
+		if (ra != 0 || rb != 0)
+			TEST_LOG("peer exit codes %d %d", ra, rb);
+		rc = ra == 0 && rb == 0 ? TEST_OK : TEST_FAIL;
+	}
+	unlink(pa);
+	unlink(pb);
+	topo("down", name);
+	return rc;
 }
 
 UNIO_TEST(ethdev_api_memif, mp)

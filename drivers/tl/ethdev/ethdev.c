@@ -258,8 +258,16 @@ ep_fail(struct eth_ep *ep, unio_status_t st)
 	snd_release(ep);
 	comps_complete(ep, true, st);
 	eth_rma_cancel(ep, st);
-	if (ep->user_owned && ei->super.err_cb != NULL)
-		ei->super.err_cb(ei->super.err_arg, &ep->super, st);
+	if (ep->user_owned && ei->super.err_cb != NULL) {
+		struct eth_ep_alias *a, *next;
+
+		for (a = ep->aliases; a != NULL; a = next) {
+			next = a->next;   /* the callback may destroy the handle */
+			ei->super.err_cb(ei->super.err_arg, &a->super, st);
+		}
+		if (!ep->released)
+			ei->super.err_cb(ei->super.err_arg, &ep->super, st);
+	}
 }
 
 /* ---- send side ---- */
@@ -497,16 +505,16 @@ eth_am_short(struct unio_tl_ep *tep, uint8_t id, uint64_t hdr, const void *paylo
 		{ .iov_base = (void *)(uintptr_t)payload, .iov_len = len },
 	};
 
-	if (rma_blocks((struct eth_ep *)tep))
+	if (rma_blocks(eth_ep_of(tep)))
 		return UNIO_ERR_NO_RESOURCE;
-	return eth_send_msg((struct eth_ep *)tep, id, iov, len != 0 ? 2 : 1, sizeof(hdr) + len);
+	return eth_send_msg(eth_ep_of(tep), id, iov, len != 0 ? 2 : 1, sizeof(hdr) + len);
 }
 
 static ssize_t
 eth_am_bcopy(struct unio_tl_ep *tep, uint8_t id, unio_tl_pack_cb_t pack, void *arg,
 	     unsigned int flags)
 {
-	struct eth_ep *ep = (struct eth_ep *)tep;
+	struct eth_ep *ep = eth_ep_of(tep);
 	struct iovec iov;
 	unio_status_t st;
 
@@ -531,7 +539,7 @@ eth_am_zcopy(struct unio_tl_ep *tep, uint8_t id, const void *hdr, size_t hdr_len
 	     const struct iovec *iov, size_t iovcnt, unsigned int flags,
 	     struct unio_tl_completion *comp)
 {
-	struct eth_ep *ep = (struct eth_ep *)tep;
+	struct eth_ep *ep = eth_ep_of(tep);
 	struct iovec v[UNIO_TL_MAX_IOV + 1];
 	size_t total = hdr_len, n = 0;
 
@@ -559,7 +567,7 @@ eth_am_zcopy(struct unio_tl_ep *tep, uint8_t id, const void *hdr, size_t hdr_len
 static unio_status_t
 eth_flush(struct unio_tl_ep *tep, struct unio_tl_completion *comp)
 {
-	struct eth_ep *ep = (struct eth_ep *)tep;
+	struct eth_ep *ep = eth_ep_of(tep);
 	unio_status_t st;
 
 	if (ep->failed)
@@ -941,6 +949,12 @@ ep_free(struct eth_ep *ep)
 	for (i = 0; i < ETH_WIN; i++)
 		rte_pktmbuf_free(ep->rcv[i]);
 	free(ep->reasm);
+	while (ep->aliases != NULL) {       /* the iface closes under them */
+		struct eth_ep_alias *a = ep->aliases;
+
+		ep->aliases = a->next;
+		free(a);
+	}
 	rte_free(ep);
 }
 
@@ -1191,6 +1205,24 @@ eth_progress(struct unio_tl_iface *iface)
 
 /* ---- control ---- */
 
+/* Another handle on @p ep's connection (its own user pointer and error callback). */
+static unio_status_t
+ep_alias(struct eth_ep *ep, struct unio_tl_ep **ep_p)
+{
+	struct eth_ep_alias *a = calloc(1, sizeof(*a));
+
+	if (a == NULL)
+		return UNIO_ERR_NO_MEMORY;
+	a->super.iface = ep->super.iface;
+	a->super.cap = ep->super.cap;
+	a->kind = ETH_EP_ALIAS;
+	a->ep = ep;
+	a->next = ep->aliases;
+	ep->aliases = a;
+	*ep_p = &a->super;
+	return UNIO_OK;
+}
+
 static unio_status_t
 eth_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *params,
 	      struct unio_tl_ep **ep_p)
@@ -1216,7 +1248,7 @@ eth_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *param
 	 */
 	if (ep != NULL && ep->peer.conn == a.conn && a.conn != 0 && !ep->failed) {
 		if (ep->user_owned)
-			return UNIO_ERR_EXISTS;
+			return ep_alias(ep, ep_p);
 	} else if (ep != NULL && a.conn == 0 && ep->user_owned && !ep->failed) {
 		return UNIO_ERR_EXISTS;
 	} else {
@@ -1242,10 +1274,30 @@ eth_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *param
 	return UNIO_OK;
 }
 
+/*
+ * A handle that goes leaves the connection to the others; the last one frees it (a released
+ * first handle stays embedded in the connection until then).
+ */
 static void
 eth_ep_destroy(struct unio_tl_ep *tep)
 {
-	ep_free((struct eth_ep *)tep);
+	struct eth_ep *ep = eth_ep_of(tep);
+
+	if (&ep->super != tep) {
+		struct eth_ep_alias **pp = &ep->aliases;
+
+		while (*pp != (struct eth_ep_alias *)tep)
+			pp = &(*pp)->next;
+		*pp = (*pp)->next;
+		free(tep);
+		if (!ep->released || ep->aliases != NULL)
+			return;
+	} else if (ep->aliases != NULL) {
+		ep->released = true;
+		ep->super.user = NULL;
+		return;
+	}
+	ep_free(ep);
 }
 
 static void

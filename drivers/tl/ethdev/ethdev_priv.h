@@ -209,12 +209,18 @@ struct eth_zc {
 };
 
 struct eth_iface;
+struct eth_ep_alias;
+
+enum { ETH_EP_CONN = 0, ETH_EP_ALIAS = 1 };
 
 struct eth_ep {
 	struct unio_tl_ep super;
+	uint32_t kind;         /**< ETH_EP_CONN (struct eth_ep_alias has ETH_EP_ALIAS here) */
 	struct eth_iface *ei;
 	struct eth_addr peer;
+	struct eth_ep_alias *aliases;  /**< more handles on this connection (ep_create) */
 	bool user_owned;       /**< created by ep_create (else passive, from the peer) */
+	bool released;         /**< ep_destroy of this handle while aliases hold the conn */
 	bool ack_pending;
 	bool failed;
 	bool probed;           /**< a probe went out since the last ack progress */
@@ -250,6 +256,30 @@ struct eth_ep {
 	uint8_t *reasm;        /**< ETH_MAX_MSG bytes */
 	struct eth_rma *rma;   /**< put / get (NULL until used) */
 };
+
+/*
+ * A second (third...) handle on a connection: an ep_create for a peer iface this iface has
+ * a connection to already (two endpoints of one worker to one peer worker share it, as tcp
+ * eps share a connection).  Same layout up to kind.
+ */
+struct eth_ep_alias {
+	struct unio_tl_ep super;
+	uint32_t kind;         /**< ETH_EP_ALIAS */
+	struct eth_ep *ep;
+	struct eth_ep_alias *next;
+};
+
+_Static_assert(offsetof(struct eth_ep_alias, kind) == offsetof(struct eth_ep, kind),
+	       "an alias and a connection keep kind at the same place");
+
+/* The connection behind a handle the generic layer passes in. */
+static inline struct eth_ep *
+eth_ep_of(struct unio_tl_ep *tep)
+{
+	struct eth_ep *ep = (struct eth_ep *)tep;
+
+	return ep->kind == ETH_EP_ALIAS ? ((struct eth_ep_alias *)tep)->ep : ep;
+}
 
 struct eth_iface {
 	struct unio_tl_iface super;

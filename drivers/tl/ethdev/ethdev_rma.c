@@ -412,7 +412,7 @@ eth_put_zcopy(struct unio_tl_ep *tep, const struct iovec *iov, size_t iovcnt,
 	      uint64_t remote_addr, const struct unio_tl_rkey *rkey,
 	      struct unio_tl_completion *comp)
 {
-	struct eth_ep *ep = (struct eth_ep *)tep;
+	struct eth_ep *ep = eth_ep_of(tep);
 	const struct eth_rkey *k = rkey->priv;
 	size_t len = iov_len(iov, iovcnt);
 	struct eth_rma_hdr h;
@@ -449,7 +449,7 @@ eth_get_zcopy(struct unio_tl_ep *tep, const struct iovec *iov, size_t iovcnt,
 	      uint64_t remote_addr, const struct unio_tl_rkey *rkey,
 	      struct unio_tl_completion *comp)
 {
-	struct eth_ep *ep = (struct eth_ep *)tep;
+	struct eth_ep *ep = eth_ep_of(tep);
 	const struct eth_rkey *k = rkey->priv;
 	size_t len = iov_len(iov, iovcnt);
 	struct eth_rma_hdr h;
