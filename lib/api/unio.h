@@ -138,6 +138,13 @@ unio_status_t unio_worker_get_address(unio_worker_t *worker, void **addr_p, size
 /** Release an address from unio_worker_get_address(). */
 void unio_worker_release_address(unio_worker_t *worker, void *addr);
 
+/**
+ * Print the worker's state: its ifaces, endpoints, unexpected messages, and how many
+ * protocol messages from peers were dropped (malformed headers, lengths or offsets out of
+ * range, unknown endpoints or requests): the line "# dropped from peers: N".
+ */
+void unio_worker_print_info(const unio_worker_t *worker, FILE *stream);
+
 /* ------------------------------------------------------------------------------------- */
 /** @name Requests */
 

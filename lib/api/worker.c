@@ -457,3 +457,24 @@ unio_worker_release_address(unio_worker_t *w, void *addr)
 	RTE_SET_USED(w);
 	free(addr);
 }
+
+void
+unio_worker_print_info(const unio_worker_t *worker, FILE *stream)
+{
+	struct unio_worker *w = (struct unio_worker *)(uintptr_t)worker;
+	unsigned int n_eps = 0;
+
+	if (w == NULL || stream == NULL)
+		return;
+	worker_lock(w);
+	for (uint32_t i = 0; i < w->n_eps; i++)
+		n_eps += w->eps[i] != NULL;
+	fprintf(stream, "# worker %#" PRIx64 ", thread mode %s\n", w->uuid,
+		w->mode == UNIO_THREAD_MODE_MULTI ? "multi" : "single");
+	for (unsigned int i = 0; i < w->n_ifaces; i++)
+		fprintf(stream, "#   iface %s/%s\n", w->ifaces[i]->driver->name,
+			w->ifaces[i]->dev_name);
+	fprintf(stream, "# endpoints: %u, unexpected messages: %u\n", n_eps, w->n_unexp);
+	fprintf(stream, "# dropped from peers: %" PRIu64 "\n", w->n_dropped);
+	worker_unlock(w);
+}

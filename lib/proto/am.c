@@ -449,6 +449,7 @@ am_eager_rx(void *arg, const void *data, size_t length, unsigned int flags)
 	hd = handler_of(w, h.am_id);
 	if (unlikely(hd == NULL)) {
 		PROTO_LOG(ERR, "am: no handler for id %u: message dropped", h.am_id);
+		w->n_dropped++;
 		return UNIO_OK;
 	}
 	if (h.hdr_len & AM_EAGER_REPLY)
@@ -462,6 +463,7 @@ am_eager_rx(void *arg, const void *data, size_t length, unsigned int flags)
 	return UNIO_OK;
 bad:
 	PROTO_LOG(ERR, "am: malformed eager message (%zu bytes)", length);
+	w->n_dropped++;
 	return UNIO_OK;
 }
 
@@ -538,6 +540,7 @@ am_rts_rx(void *arg, const void *data, size_t length, unsigned int flags)
 	return UNIO_OK;
 bad:
 	PROTO_LOG(ERR, "am: malformed rendezvous message or unknown ep (%zu bytes)", length);
+	w->n_dropped++;
 	return UNIO_OK;
 }
 

@@ -15,6 +15,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "unio_log.h"
 #include "unio_proto.h"
@@ -156,6 +157,21 @@ proto_exp_match(struct unio_worker *w, uint64_t tag)
 	return best;
 }
 
+/*
+ * The buffer of a large unexpected message, whose length the peer announced: mapped, so
+ * that a length no memory can back is refused (NULL) instead of ending the process (as
+ * malloc does under a sanitizer), and pages are only used as the data arrives.
+ */
+#define PROTO_UNEXP_MMAP (64u << 20)
+
+static void *
+unexp_map(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
 struct proto_unexp *
 proto_unexp_alloc(struct unio_worker *w, size_t len)
 {
@@ -174,7 +190,7 @@ proto_unexp_alloc(struct unio_worker *w, size_t len)
 		ux->data = ux->inl;
 		return ux;
 	}
-	ux->data = malloc(len);
+	ux->data = len < PROTO_UNEXP_MMAP ? malloc(len) : unexp_map(len);
 	if (ux->data == NULL) {
 		proto_unexp_free(w, ux);
 		return NULL;
@@ -185,8 +201,12 @@ proto_unexp_alloc(struct unio_worker *w, size_t len)
 void
 proto_unexp_free(struct unio_worker *w, struct proto_unexp *ux)
 {
-	if (ux->data != NULL && ux->data != ux->inl)
-		free(ux->data);
+	if (ux->data != NULL && ux->data != ux->inl) {
+		if (ux->length < PROTO_UNEXP_MMAP)
+			free(ux->data);
+		else
+			munmap(ux->data, ux->length);
+	}
 	ux->data = NULL;
 	TAILQ_NEXT(ux, link) = w->ux_free;
 	w->ux_free = ux;

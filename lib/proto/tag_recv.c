@@ -85,6 +85,7 @@ am_eager_short(void *arg, const void *data, size_t length, unsigned int flags)
 	RTE_SET_USED(flags);
 	if (unlikely(length < sizeof(tag))) {
 		PROTO_LOG(ERR, "eager short: %zu-byte message is shorter than its header", length);
+		w->n_dropped++;
 		return UNIO_OK;
 	}
 	memcpy(&tag, data, sizeof(tag));
@@ -120,6 +121,7 @@ am_eager(void *arg, const void *data, size_t length, unsigned int flags)
 	RTE_SET_USED(flags);
 	if (unlikely(length < sizeof(h))) {
 		PROTO_LOG(ERR, "eager: %zu-byte message is shorter than its header", length);
+		w->n_dropped++;
 		return UNIO_OK;
 	}
 	memcpy(&h, data, sizeof(h));
@@ -182,8 +184,10 @@ am_eager_first(void *arg, const void *data, size_t length, unsigned int flags)
 	}
 	ep->rx.ux = proto_unexp_alloc(w, h.total);
 	if (ep->rx.ux == NULL) {
+		/* its further fragments are dropped (and counted) as fragments of no message */
 		PROTO_LOG(ERR, "no memory for a %" PRIu64 "-byte unexpected message", h.total);
-		ep->rx.drop = true;
+		ep->rx.active = false;
+		w->n_dropped++;
 		return UNIO_OK;
 	}
 	ep->rx.ux->tag = h.e.tag;
@@ -197,6 +201,7 @@ am_eager_first(void *arg, const void *data, size_t length, unsigned int flags)
 bad:
 	PROTO_LOG(ERR, "eager first fragment: malformed header or unknown ep (%zu bytes)",
 		  length);
+	w->n_dropped++;
 	return UNIO_OK;
 }
 
@@ -240,6 +245,7 @@ am_eager_mid(void *arg, const void *data, size_t length, unsigned int flags)
 bad:
 	PROTO_LOG(ERR, "eager fragment: malformed header, unknown ep or out of order (%zu bytes)",
 		  length);
+	w->n_dropped++;
 	return UNIO_OK;
 }
 
@@ -427,6 +433,7 @@ am_rts(void *arg, const void *data, size_t length, unsigned int flags)
 	return UNIO_OK;
 bad:
 	PROTO_LOG(ERR, "RTS: malformed header or unknown ep (%zu bytes)", length);
+	w->n_dropped++;
 	return UNIO_OK;
 }
 
@@ -452,8 +459,9 @@ am_ack(void *arg, const void *data, size_t length, unsigned int flags)
 		goto bad;
 	memcpy(&h, data, sizeof(h));
 	req = lookup_active(w, h.sreq_id, REQ_SEND);
+	/* comp.count: the part of a split rendezvous the peer asked for is still being put */
 	if (req == NULL || req->proto != SEND_WAIT_ACK || h.status > 0 ||
-	    h.status <= UNIO_ERR_LAST)
+	    h.status <= UNIO_ERR_LAST || (req->rreq_id != 0 && req->comp.count != 0))
 		goto bad;
 	TAILQ_REMOVE(&req->ep->outstanding, req, ep_link);
 	req->on_ep = false;
@@ -461,6 +469,7 @@ am_ack(void *arg, const void *data, size_t length, unsigned int flags)
 	return UNIO_OK;
 bad:
 	PROTO_LOG(ERR, "ATS/ACK: malformed or for an unknown request (%zu bytes)", length);
+	w->n_dropped++;
 	return UNIO_OK;
 }
 
@@ -480,6 +489,7 @@ am_ats(void *arg, const void *data, size_t length, unsigned int flags)
 		return am_ack(arg, data, length, flags);
 	if (!req->split_wait || h.status > 0 || h.status <= UNIO_ERR_LAST) {
 		PROTO_LOG(ERR, "ATS for a receive that waits for no split part");
+		w->n_dropped++;
 		return UNIO_OK;
 	}
 	req->split_wait = false;
@@ -510,10 +520,12 @@ rtp_in(struct unio_worker *w, const void *data, size_t length)
 
 	memcpy(&h, data, sizeof(h));
 	req = lookup_active(w, h.r.sreq_id, REQ_SEND);
-	if (req == NULL || req->proto != SEND_WAIT_ACK || h.r.rreq_id == 0 ||
+	/* rreq_id: a part was asked for already */
+	if (req == NULL || req->proto != SEND_WAIT_ACK || h.r.rreq_id == 0 || req->rreq_id != 0 ||
 	    h.rkey_len > UNIO_TL_RKEY_MAX || length != sizeof(h) + h.rkey_len ||
 	    h.offset == 0 || h.offset >= req->slen) {
 		PROTO_LOG(ERR, "RTP: malformed or for an unknown request (%zu bytes)", length);
+		w->n_dropped++;
 		return;
 	}
 	proto_rndv_put_part(req, &h, (const uint8_t *)data + sizeof(h));
@@ -535,12 +547,15 @@ am_rtr(void *arg, const void *data, size_t length, unsigned int flags)
 		goto bad;
 	memcpy(&h, data, sizeof(h));
 	req = lookup_active(w, h.sreq_id, REQ_SEND);
-	if (req == NULL || req->proto != SEND_WAIT_ACK || h.rreq_id == 0 || req->slen == 0)
+	/* rreq_id: a part was asked for already (RTP), or the data streamed (RTR) */
+	if (req == NULL || req->proto != SEND_WAIT_ACK || h.rreq_id == 0 || req->slen == 0 ||
+	    req->rreq_id != 0)
 		goto bad;
 	proto_send_pipeline(req, h.rreq_id);
 	return UNIO_OK;
 bad:
 	PROTO_LOG(ERR, "RTR: malformed or for an unknown request (%zu bytes)", length);
+	w->n_dropped++;
 	return UNIO_OK;
 }
 
@@ -558,7 +573,9 @@ am_pipe(void *arg, const void *data, size_t length, unsigned int flags)
 	memcpy(&h, data, sizeof(h));
 	n = length - sizeof(h);
 	req = lookup_active(w, h.rreq_id, REQ_RECV);
+	/* a receive that pulls (rkey, comp) takes no pipelined fragment */
 	if (unlikely(req == NULL || req->rndv_ep == NULL || req->rndv_ep->id != h.ep_id ||
+		     req->rkey_valid || req->comp.count != 0 ||
 		     h.offset != req->received || n > req->info.length - req->received))
 		goto bad;
 	memcpy(req->rbuf + h.offset, (const uint8_t *)data + sizeof(h), n);
@@ -574,6 +591,7 @@ am_pipe(void *arg, const void *data, size_t length, unsigned int flags)
 bad:
 	PROTO_LOG(ERR, "pipelined fragment: malformed or for an unknown receive (%zu bytes)",
 		  length);
+	w->n_dropped++;
 	return UNIO_OK;
 }
 

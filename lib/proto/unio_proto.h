@@ -336,6 +336,7 @@ struct unio_worker {
 	unsigned int n_wireup_owed; /**< eps whose wireup REQ / REP waits for a full lane */
 	unsigned int n_rma_pending; /**< put / get chunks waiting for transport room (rma.c) */
 	bool in_progress;           /**< inside unio_worker_progress(): no nested progress */
+	uint64_t n_dropped;         /**< peer messages dropped as malformed (print_info) */
 };
 
 struct unio_context {
