@@ -9,7 +9,8 @@
  *       which protocol and lane serve each message-size range, like UCX_PROTO_INFO
  *   --config-reference  the configuration reference in Markdown (doc/guides/config.md)
  *
- * EAL arguments (for the ethdev driver's ports) go before "--": unio-info --vdev ... -- -d
+ * EAL arguments (for the ethdev driver's ports) go before "--": unio-info --vdev ... -- -d;
+ * without them, -d and -e take them from UNIO_EAL_ARGS as the library does
  */
 
 #include <getopt.h>
@@ -233,6 +234,16 @@ main(int argc, char **argv)
 		}
 		unio_config_print(cfg, stdout, UNIO_CONFIG_PRINT_DOC | UNIO_CONFIG_PRINT_HEADER);
 		unio_config_release(cfg);
+	}
+	/* without EAL arguments here, UNIO_EAL_ARGS names the ports, as for the library */
+	if ((show_drivers || sel_class != NULL) && unio_config_env() != NULL &&
+	    strcmp(unio_config_env()->eal_args, "none") != 0) {
+		st = unio_env_init_default();
+		if (st != UNIO_OK) {
+			fprintf(stderr, "unio-info: EAL initialisation from UNIO_EAL_ARGS failed: "
+				"%s\n", unio_status_string(st));
+			return 1;
+		}
 	}
 	if (show_drivers && print_drivers(stdout) != UNIO_OK)
 		return 1;

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* unio-info -e: the protocol selection table follows the drivers and the configuration. */
+/* unio-info: the protocol selection table (-e) and the device list (-d) follow the drivers and
+ * the configuration. */
+
+#include <unistd.h>
 
 #include "unio_tl.h"
 #include "unio_test.h"
@@ -36,5 +39,37 @@ UNIO_TEST(info_selection_table, fast)
 	r = test_capture(out, sizeof(out), "%s/app/info/unio-info -e", test_build_dir());
 	TEST_ASSERT(r == 0 && strstr(out, "self peer") != NULL && strstr(out, "net peer") != NULL,
 		    "%s", out);
+	return TEST_OK;
+}
+
+/*
+ * unio-info -d lists the ethdev ports that UNIO_EAL_ARGS creates, filtered by
+ * UNIO_NET_DEVICES as the driver opens them: two memif server ports, then one allowed by
+ * name, then one denied.
+ */
+UNIO_TEST(info_ethdev_net_devices, mp)
+{
+	static char out[32768];
+	char eal[256];
+	int r;
+
+	if (unio_tl_driver_find("ethdev") == NULL)
+		TEST_SKIP_BECAUSE("the ethdev driver is not built");
+	snprintf(eal, sizeof(eal), "UNIO_EAL_ARGS='--vdev=net_memif0,role=server,"
+		 "socket=/tmp/unio-info-%d.0 --vdev=net_memif1,role=server,"
+		 "socket=/tmp/unio-info-%d.1'", (int)getpid(), (int)getpid());
+	r = test_capture(out, sizeof(out), "%s %s/app/info/unio-info -d", eal, test_build_dir());
+	TEST_ASSERT(r == 0 && strstr(out, "device net_memif0: network") != NULL &&
+		    strstr(out, "device net_memif1: network") != NULL, "both ports: %s", out);
+	r = test_capture(out, sizeof(out), "%s UNIO_NET_DEVICES=net_memif1 %s/app/info/unio-info "
+			 "-d", eal, test_build_dir());
+	TEST_ASSERT(r == 0 && strstr(out, "device net_memif0:") == NULL &&
+		    strstr(out, "device net_memif1: network") != NULL, "allowed by name: %s", out);
+	r = test_capture(out, sizeof(out), "%s UNIO_NET_DEVICES=^net_memif1 "
+			 "%s/app/info/unio-info -d", eal, test_build_dir());
+	TEST_ASSERT(r == 0 && strstr(out, "device net_memif0: network") != NULL &&
+		    strstr(out, "device net_memif1:") == NULL, "denied by name: %s", out);
+	test_system("rm -f /tmp/unio-info-%d.0 /tmp/unio-info-%d.1", (int)getpid(),
+		    (int)getpid());
 	return TEST_OK;
 }
