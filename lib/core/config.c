@@ -48,7 +48,7 @@ static const int log_level_rte[] = {
 	RTE_LOG_CRIT, RTE_LOG_ERR, RTE_LOG_WARNING, RTE_LOG_NOTICE, RTE_LOG_INFO, RTE_LOG_DEBUG,
 	RTE_LOG_DEBUG,
 };
-static const char *const rndv_schemes[] = { "auto", "get", "pipeline", "am", NULL };
+static const char *const rndv_schemes[] = { "auto", "get", "pipeline", "am", "split", NULL };
 static const char *const hugepage_modes[] = { "try", "yes", "no", NULL };
 static const char *const size_auto[] = { "auto", NULL };
 static const char *const tcp_poll_modes[] = { "busy", "epoll", NULL };
@@ -121,7 +121,10 @@ static const struct cfg_row cfg_table[] = {
 	{ "RNDV_SCHEME", CFG_ENUM, "auto", OFF(rndv_scheme), rndv_schemes, 0, 0,
 	  "Rendezvous protocol: 'get' (receiver pulls: CMA or direct mapping), 'pipeline' (both "
 	  "sides copy through shared staging buffers at once), 'am' (fragments over active "
-	  "messages), or 'auto' (chosen per size from the drivers' performance models)." },
+	  "messages), 'split' (from 256 KiB the receiver pulls the first half while the sender "
+	  "puts the second; below, get), or 'auto' (chosen per size and lane: pipeline then split "
+	  "on one host with one-sided copies, get on lanes whose target driver carries put and "
+	  "get (tcp) and between hosts)." },
 	{ "RNDV_THRESH", CFG_SIZE, "auto", OFF(rndv_thresh), size_auto, 0, 0,
 	  "Message size from which tagged and active messages use rendezvous; 'auto' derives it "
 	  "from the lane's performance model, 'inf' never uses rendezvous." },

@@ -37,6 +37,7 @@ enum unio_rndv_scheme {
 	UNIO_RNDV_SCHEME_GET,         /**< receiver pulls (CMA, direct mapping, RDMA read) */
 	UNIO_RNDV_SCHEME_PIPELINE,    /**< both sides copy through shared staging buffers */
 	UNIO_RNDV_SCHEME_AM,          /**< fragments over active messages */
+	UNIO_RNDV_SCHEME_SPLIT,       /**< receiver pulls one half, sender puts the other */
 };
 
 enum unio_tcp_poll_mode {

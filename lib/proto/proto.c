@@ -184,11 +184,18 @@ lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *
 	lane->rndv_scheme = cfg->rndv_scheme;
 	/*
 	 * auto: on one host the pipelined scheme (both cores copy through the FIFO at once)
-	 * beats a single-core CMA pull (measured: doc/guides/protocols.md); elsewhere the
-	 * receiver pulls when the lane can.
+	 * beats a single-core CMA pull (measured: doc/guides/protocols.md); elsewhere, and on
+	 * lanes whose put and get the target's driver carries out over the same connection
+	 * (RMA_TARGET: tcp), the receiver pulls when the lane can.  On such a lane a pipeline
+	 * or split moves the same bytes through the same socket with more frames and round
+	 * trips (measured: "Performance log" in doc/guides/drivers/tcp.md).  split: the split
+	 * wherever the lane can get and put (the auto choice on one host with one-sided copies).
 	 */
-	if (lane->rndv_scheme == UNIO_RNDV_SCHEME_AUTO)
-		lane->rndv_scheme = a->reach != UNIO_TL_REACH_HOST &&
+	if (lane->rndv_scheme == UNIO_RNDV_SCHEME_AUTO ||
+	    lane->rndv_scheme == UNIO_RNDV_SCHEME_SPLIT)
+		lane->rndv_scheme = (a->reach != UNIO_TL_REACH_HOST ||
+				     (cap & UNIO_TL_CAP_RMA_TARGET) ||
+				     cfg->rndv_scheme == UNIO_RNDV_SCHEME_SPLIT) &&
 				    (cap & UNIO_TL_CAP_GET_ZCOPY) ? UNIO_RNDV_SCHEME_GET :
 				    UNIO_RNDV_SCHEME_PIPELINE;
 	if (cfg->rndv_thresh != UNIO_SIZE_AUTO)
@@ -205,7 +212,8 @@ lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *
 	 * (measured: "Performance log" in doc/guides/protocols.md).
 	 */
 	lane->split_min = UNIO_SIZE_INF;
-	if (cfg->rndv_scheme == UNIO_RNDV_SCHEME_AUTO && a->reach == UNIO_TL_REACH_HOST &&
+	if (((cfg->rndv_scheme == UNIO_RNDV_SCHEME_AUTO && a->reach == UNIO_TL_REACH_HOST &&
+	      !(cap & UNIO_TL_CAP_RMA_TARGET)) || cfg->rndv_scheme == UNIO_RNDV_SCHEME_SPLIT) &&
 	    (cap & UNIO_TL_CAP_GET_ZCOPY) && (cap & UNIO_TL_CAP_PUT_ZCOPY))
 		lane->split_min = RTE_MAX((size_t)PROTO_SPLIT_MIN, lane->rndv_thresh);
 	lane_zcopy_thresh(cfg, a, cap, lane);

@@ -437,7 +437,7 @@ UNIO_TEST(am_host_sizes, fast)
 	return am_local(false, NULL);
 }
 
-/* The same over tcp: eager, bcopy fragments, rendezvous gets in 256 KiB chunks. */
+/* The same over tcp: eager, bcopy fragments, rendezvous gets in 1 MiB chunks. */
 UNIO_TEST(am_host_sizes_tcp, fast)
 {
 	int rc;

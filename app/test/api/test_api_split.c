@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Split rendezvous (receiver pulls half, sender puts half): chosen on a host lane with the
- * auto scheme only, from 256 KiB; a forced scheme keeps it off.  The data path itself is
+ * auto scheme only, from 256 KiB, and not on a lane whose target driver carries put and get
+ * (tcp: a plain get there); UNIO_RNDV_SCHEME=split forces it, another forced scheme keeps
+ * it off.  The data path itself is
  * covered, checksummed, by api_tag_two_workers_sizes and api_mp_tag_sizes (1 MiB
  * and 64 MiB messages go through it on shm).
  */
@@ -52,6 +54,30 @@ UNIO_TEST(api_rndv_split_selection, fast)
 	TEST_ASSERT_EQ(selection_has(pipe, "split", 0), TEST_OK);
 	/* a threshold above 256 KiB: the split starts there, no pipelined range */
 	TEST_ASSERT_EQ(selection_has(big, "300000..inf: rendezvous split get / put (shm)", 1),
+		       TEST_OK);
+	return TEST_OK;
+}
+
+/*
+ * tcp on one host: the put and the get both travel through the one connection and the
+ * target's driver carries both out, so a split or a pipeline only adds frames and round
+ * trips: the auto scheme pulls with gets; "split" still forces the split.
+ */
+UNIO_TEST(api_rndv_tcp_selection, fast)
+{
+	static const char *const dflt[] = { "TLS", "tcp,self", "NET_DEVICES", "lo", NULL };
+	static const char *const split[] = { "TLS", "tcp,self", "NET_DEVICES", "lo",
+					     "RNDV_SCHEME", "split", NULL };
+	static const char *const shm_split[] = { "TLS", "shm,self", "RNDV_SCHEME", "split",
+						 NULL };
+
+	TEST_ASSERT_EQ(selection_has(dflt, "..inf: rendezvous get (tcp)", 1), TEST_OK);
+	TEST_ASSERT_EQ(selection_has(dflt, "split", 0), TEST_OK);
+	TEST_ASSERT_EQ(selection_has(dflt, "pipeline", 0), TEST_OK);
+	TEST_ASSERT_EQ(selection_has(split, "rendezvous get, split get / put from 262144 (tcp)",
+				     1), TEST_OK);
+	TEST_ASSERT_EQ(selection_has(shm_split,
+				     "rendezvous get, split get / put from 262144 (shm)", 1),
 		       TEST_OK);
 	return TEST_OK;
 }

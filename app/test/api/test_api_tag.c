@@ -180,8 +180,8 @@ UNIO_TEST(api_lane_same_host_default, fast)
 }
 
 /*
- * More rendezvous gets at once than the transport takes (tcp: 1024 outstanding per
- * connection, 256 KiB each): five 64 MiB receives posted together need 1280.  The chunks
+ * More rendezvous gets at once than the transport takes (tcp: 256 outstanding per
+ * connection, 1 MiB each): five 64 MiB receives posted together need 320.  The chunks
  * without room wait in the worker's queue; every message arrives intact.  (At most N_BIG
  * messages per window.)
  */
@@ -259,13 +259,13 @@ UNIO_TEST(api_tag_rndv_get_queue_tcp, mp)
 }
 
 /*
- * The same window with the default scheme: on one host a split rendezvous, where the
- * sender puts its half.  When tcp has no room for that put, the sender says so (ATS with
- * UNIO_ERR_NO_RESOURCE) and the receiver pulls that half too.
+ * The same window with the split rendezvous (UNIO_RNDV_SCHEME=split: the auto scheme picks
+ * a plain get on tcp), where the sender puts its half.  When tcp has no room for that put,
+ * the sender says so (ATS with UNIO_ERR_NO_RESOURCE) and the receiver pulls that half too.
  */
 UNIO_TEST(api_tag_rndv_split_queue_tcp, mp)
 {
-	static const char *const ovr[] = { "TLS", "tcp,self", NULL };
+	static const char *const ovr[] = { "TLS", "tcp,self", "RNDV_SCHEME", "split", NULL };
 
 	return rndv_window_tcp(ovr, 4 * MIB, N_BIG);
 }

@@ -240,7 +240,7 @@ UNIO_TEST(rma_host_sizes, fast)
 	return rma_sizes(false, NULL);
 }
 
-/* tcp takes at most 256 KiB per get and 8 MiB per put: larger ones go in chunks */
+/* tcp takes at most 1 MiB per get and 8 MiB per put: larger ones go in chunks */
 UNIO_TEST(rma_host_sizes_tcp, fast)
 {
 	return rma_sizes(false, tcp_only);

@@ -448,7 +448,7 @@ tcp_ep_get_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size_t iovcnt,
 
 	if (unlikely(c->state == TCP_CONN_FAILED))
 		return c->err;
-	if (!unio_tl_rkey_covers(rkey, remote_addr, len) || len > TCP_MAX_RMA)
+	if (!unio_tl_rkey_covers(rkey, remote_addr, len) || len > TCP_MAX_GET)
 		return UNIO_ERR_OUT_OF_RANGE;
 	g = &c->gets[c->get_seq % TCP_GETS_MAX];
 	if (g->used)
@@ -608,7 +608,7 @@ rx_get_req(struct tcp_conn *c, const uint8_t *p)
 	bool ok;
 
 	memcpy(r, p, RMA_LEN);
-	ok = r->length <= TCP_MAX_RMA && region_check(c->iface, r) != NULL;
+	ok = r->length <= TCP_MAX_GET && region_check(c->iface, r) != NULL;
 	r->status = ok ? UNIO_OK : UNIO_ERR_OUT_OF_RANGE;
 	if (!ok)
 		r->length = 0;
@@ -665,8 +665,8 @@ hdr_valid(const struct tcp_hdr *h, size_t len)
 	case TCP_F_PUT_ACK:
 	case TCP_F_FLUSH:
 		return len == RMA_LEN;
-	case TCP_F_GET_RESP:
-		return len >= RMA_LEN && len <= RMA_LEN + TCP_MAX_RMA;
+	case TCP_F_GET_RESP:  /* beyond the rx buffer: only read directly (rx_parse) */
+		return len >= RMA_LEN && len <= RMA_LEN + TCP_MAX_GET;
 	case TCP_F_MOVE_END:
 	case TCP_F_MOVE_START:
 		return len == 0;
@@ -786,9 +786,10 @@ iov_fill(const struct iovec *iov, size_t iovcnt, const uint8_t *src, size_t len,
 
 /*
  * The frame at @p off (header @p h, @p len bytes after it) is a PUT or GET_RESP of which
- * at least TCP_DIRECT_MIN bytes are still unread: when it is valid, copy the part already
- * buffered to its destination and read the rest straight there (no second copy).  An
- * invalid one is left to the ordinary path, which refuses it once complete.
+ * at least TCP_DIRECT_MIN bytes are still unread, or one larger than the rx buffer: when it
+ * is valid, copy the part already buffered to its destination and read the rest straight
+ * there (no second copy).  An invalid one is left to the ordinary path, which refuses it
+ * once complete (rx_parse() refuses at once one that could never be complete).
  */
 static bool
 rx_direct_start(struct tcp_conn *c, const struct tcp_hdr *h, size_t off, size_t len)
@@ -800,7 +801,7 @@ rx_direct_start(struct tcp_conn *c, const struct tcp_hdr *h, size_t off, size_t 
 	struct tcp_get *g;
 
 	if ((h->type != TCP_F_PUT && h->type != TCP_F_GET_RESP) || have < RMA_LEN ||
-	    len - have < TCP_DIRECT_MIN)
+	    (len - have < TCP_DIRECT_MIN && HDR_LEN + len <= TCP_RXBUF_SIZE))
 		return false;
 	memcpy(&r, p, RMA_LEN);
 	payload = len - RMA_LEN;
@@ -849,6 +850,7 @@ rx_direct_finish(struct tcp_conn *c)
 	struct tcp_get *g = &c->gets[c->dr_rma.req_id % TCP_GETS_MAX];
 
 	c->dr_active = false;
+	c->iface->stats.rx_frames++;
 	if (c->dr_type == TCP_F_PUT) {
 		/* refused like an ordinary PUT outside a region when it lost its region */
 		c->dr_rma.status = c->dr_discard ? UNIO_ERR_OUT_OF_RANGE : UNIO_OK;
@@ -964,6 +966,10 @@ rx_parse(struct tcp_conn *c, unsigned int *n)
 			if (rx_direct_start(c, &h, off, len)) {
 				off = c->rx_len;  /* all of it went to the destination */
 				need = HDR_LEN;
+			} else if (need > TCP_RXBUF_SIZE && c->rx_len - off >= HDR_LEN + RMA_LEN) {
+				/* a GET_RESP beyond the buffer that answers no outstanding get */
+				tcp_conn_malformed(c, "answer to no outstanding get");
+				return -1;
 			}
 			break;
 		}
@@ -975,6 +981,7 @@ rx_parse(struct tcp_conn *c, unsigned int *n)
 			break;
 		off += HDR_LEN + len;
 		(*n)++;
+		c->iface->stats.rx_frames++;
 	}
 	if (r < 0)
 		return -1;

@@ -940,7 +940,7 @@ tcp_iface_query(struct unio_tl_iface *iface, struct unio_tl_iface_attr *attr)
 		.max_zcopy_hdr = TCP_MAX_ZCOPY_HDR,
 		.max_iov = UNIO_TL_MAX_IOV,
 		.max_put_zcopy = TCP_MAX_PUT,
-		.max_get_zcopy = TCP_MAX_RMA,
+		.max_get_zcopy = TCP_MAX_GET,
 		.iface_addr_len = sizeof(struct tcp_addr),
 		.rkey_packed_len = sizeof(struct tcp_rkey),
 		.reach = ti->loopback ? UNIO_TL_REACH_HOST : UNIO_TL_REACH_NET,

@@ -33,18 +33,20 @@ extern int unio_logtype_tcp;
 
 #define TCP_MAGIC          0x5475u      /* "uT" */
 #define TCP_ADDR_MAGIC     0x554e494fu  /* "UNIO" */
-#define TCP_WIRE_VERSION   2            /* 2: MOVE_START / MOVE_END */
+#define TCP_WIRE_VERSION   3            /* 2: MOVE_START / MOVE_END; 3: 1 MiB GET_RESP */
 
 #define TCP_MAX_SHORT      (1024 - 8)          /* am_short payload beyond the 8-byte header */
 #define TCP_MAX_BCOPY      (64 * 1024)
 #define TCP_MAX_ZCOPY_HDR  128
 #define TCP_MAX_ZCOPY      (256 * 1024)        /* am_zcopy header + payload */
-#define TCP_MAX_RMA        (256 * 1024)        /* put / get bytes per frame, get per call */
+#define TCP_MAX_RMA        (256 * 1024)        /* put bytes per frame */
+#define TCP_MAX_GET        (1024 * 1024)       /* get per call: one GET_RESP frame, larger than
+						* the rx buffer: read straight to the iovs */
 #define TCP_MAX_PUT        (8 * 1024 * 1024)   /* put per call: up to 32 frames */
 #define TCP_TXBUF_SIZE     (256 * 1024)        /* per connection: short + bcopy frames */
 #define TCP_RXBUF_SIZE     (512 * 1024)        /* per connection: >= the largest frame */
 #define TCP_ZQ_SIZE        64                  /* queued zero-copy sends per connection */
-#define TCP_GETS_MAX       1024                /* outstanding gets + puts per connection */
+#define TCP_GETS_MAX       256                 /* outstanding gets + puts per connection */
 #define TCP_REGS_MAX       1024                /* registered regions per process */
 #define TCP_PENDING_MAX    64                  /* accepted sockets awaiting HELLO */
 #define TCP_MIN_RCVBUF     (64 * 1024)         /* floor of UNIO_TCP_RCVBUF */

@@ -33,6 +33,7 @@ struct unio_tl_tcp_stats {
 	uint64_t more_pushes;      /**< progress calls that pushed what MSG_MORE held back */
 	uint64_t move_timeouts;    /**< simultaneous connects whose peer sent MOVE_START but no
 				    *   MOVE_END within UNIO_PEER_TIMEOUT (both failed) */
+	uint64_t rx_frames;        /**< frames received and handled (HELLO excluded) */
 };
 
 /**
