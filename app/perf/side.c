@@ -610,6 +610,7 @@ client_stream(struct perf_side *s, struct perf_round *r)
 {
 	struct slot *sl = slots_alloc(r->window, r->size, r->validate);
 	uint64_t total = r->warmup + r->iters, i;
+	unsigned int ki = 0;   /* i modulo the window, without a division per message */
 	unio_status_t st;
 	struct timer t;
 	int rc = 0;
@@ -618,8 +619,8 @@ client_stream(struct perf_side *s, struct perf_round *r)
 		return fail(s, "allocating buffers", UNIO_ERR_NO_MEMORY);
 	pattern_fill(sl[0].buf, r->size, 0);
 	timer_init(&t);
-	for (i = 0; i < total && !stopped(s, r, i); i++) {
-		struct slot *k = &sl[i % r->window];
+	for (i = 0; i < total && !stopped(s, r, i); i++, ki = ki + 1 == r->window ? 0 : ki + 1) {
+		struct slot *k = &sl[ki];
 
 		if (k->req != NULL) {
 			st = wait_req(s, k->req, NULL);
@@ -708,6 +709,7 @@ server_stream(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end)
 	struct slot *sl = slots_alloc(r->window, r->size, r->validate);
 	struct stream_srv ss = { .s = s, .r = r, .err = UNIO_OK };
 	uint64_t total = r->warmup + r->iters, posted = 0, deadline;
+	unsigned int pk = 0;   /* posted modulo the window, without a division per receive */
 	struct spin sp = { 0, 0 };
 	struct unio_recv_info cinfo = { 0 };
 	unio_request_t *creq = NULL;
@@ -729,7 +731,7 @@ server_stream(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end)
 		if (ss.err != UNIO_OK || ss.bad)
 			break;
 		if (ss.outstanding < r->window && posted < total) {
-			struct slot *k = &sl[posted % r->window];
+			struct slot *k = &sl[pk];
 			struct unio_request_param p = {
 				.field_mask = UNIO_REQ_PARAM_CB | UNIO_REQ_PARAM_USER_DATA |
 					      UNIO_REQ_PARAM_RECV_INFO,
@@ -739,6 +741,7 @@ server_stream(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end)
 							 TAG_FULL, &p, &k->req);
 
 			posted++;
+			pk = pk + 1 == r->window ? 0 : pk + 1;
 			if (st == UNIO_INPROGRESS)
 				ss.outstanding++;
 			else
