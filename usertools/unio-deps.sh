@@ -5,7 +5,8 @@
 set -eu
 
 PKGS="gcc libc6-dev meson ninja-build pkg-config python3 libdpdk-dev dpdk-dev
-      ucx-utils gnuplot-nox iproute2 procps util-linux nftables"
+      ucx-utils gnuplot-nox iproute2 procps util-linux nftables iputils-ping iputils-arping
+      ethtool"
 
 missing=""
 for p in $PKGS; do

@@ -1318,6 +1318,92 @@ out:
 	return rc;
 }
 
+/*
+ * argv: netns.  The DPDK iface (IP_A on va) resolves the kernel host IP_KERN with ARP and
+ * sends it UDP datagrams (a dial to IP_KERN:13337, AMs behind it); the kernel's answers, UDP
+ * datagrams that are not Unio frames, must be dropped and counted.
+ */
+UNIO_TEST_CHILD(ethdev_kudp)
+{
+	struct sockaddr_in k = { .sin_family = AF_INET, .sin_port = htons(13337) };
+	static struct peer p;
+	struct unio_tl_ethdev_stats s = { 0 };
+	struct unio_tl_ep_params epp = { .iface_addr = &p.other,
+					 .iface_addr_len = sizeof(p.other) };
+	double end = now_s() + 20;
+
+	TEST_ASSERT(argc == 1, "argc %d", argc);
+	TEST_ASSERT(test_enter_netns(argv[0]) == 0, "setns %s: %s", argv[0], strerror(errno));
+	if (peer_open(&p, "net_af_packet0,iface=va", IP_A, 0) != TEST_OK)
+		return TEST_FAIL;
+	k.sin_addr.s_addr = inet_addr(IP_KERN);
+	TEST_ASSERT_STATUS(unio_tl_sockaddr_to_addr(p.iface, (struct sockaddr *)&k, sizeof(k),
+						    &p.other), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_tl_ep_create(p.iface, &epp, &p.ep), UNIO_OK);
+	for (uint64_t i = 0; s.drop_bad_hdr < 3 && now_s() < end; i++) {
+		unio_tl_iface_progress(p.iface);
+		if (i % 1000 == 0)
+			unio_tl_ep_am_short(p.ep, AM_DATA, i, NULL, 0);
+		unio_tl_ethdev_stats(p.iface, &s);
+	}
+	stats_log(&p, &s, 0);
+	TEST_ASSERT(s.drop_bad_hdr >= 3, "the kernel's datagrams were not counted");
+	unio_tl_ep_destroy(p.ep);
+	unio_tl_iface_close(p.iface);
+	return TEST_OK;
+}
+
+/*
+ * A kernel host exchanges UDP with the DPDK iface: its socket on IP_KERN:13337 receives the
+ * iface's datagrams (checksums valid, or the kernel would drop them; payload a Unio frame:
+ * magic 0x55, version 2) from IP_A after the iface resolved it with ARP, and answers each
+ * of the first three with a datagram of its own (144 bytes, not a Unio frame), which the
+ * iface drops and counts in drop_bad_hdr.
+ */
+UNIO_TEST(ethdev_kernel_udp, mp)
+{
+	char name[32], ns[40];
+	const char *args[] = { ns, NULL };
+	int rk = -1, rd = -1;
+	pid_t pid;
+
+	if (!can_netns())
+		TEST_SKIP_BECAUSE("needs root and iproute2 network namespaces");
+	snprintf(name, sizeof(name), "unio-%d", getpid());
+	snprintf(ns, sizeof(ns), "%s-a", name);
+	/*
+	 * A veth leaves the checksums of the kernel's own datagrams to an offload that never
+	 * happens (CHECKSUM_PARTIAL): af_packet hands them up unfinished and the iface would
+	 * drop them as bad.  A kernel host on a veth computes them with tx offload off, as
+	 * every NIC's wire carries them.
+	 */
+	if (topo("up", "veth", name, "") == 0 &&
+	    test_system("ip -n %s-b addr add " IP_KERN "/24 dev vb && "
+			"ip netns exec %s-b ethtool -K vb tx off >/dev/null", name, name) == 0) {
+		pid = test_spawn("ethdev_kudp", args);
+		rk = test_system("ip netns exec %s-b timeout 30 python3 -c '\n"
+				 "import socket\n"
+				 "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+				 "s.bind((\"" IP_KERN "\", 13337))\n"
+				 "s.settimeout(25)\n"
+				 "good = 0\n"
+				 "while good < 3:\n"
+				 "    d, a = s.recvfrom(65536)\n"
+				 "    if len(d) >= 4 and d[0] == 0x55 and d[1] == 2 and "
+				 "a[0] == \"" IP_A "\":\n"
+				 "        good += 1\n"
+				 "        s.sendto(b\"a kernel datagram \" * 8, a)\n"
+				 "print(\"kernel socket: %%d Unio datagrams from %%s\" %%\n"
+				 "      (good, a))\n'",
+				 name);
+		rd = test_wait(pid, 40000);
+	}
+	topo("down", "veth", name, "");
+	TEST_LOG("kernel socket %d, DPDK side %d", rk, rd);
+	TEST_ASSERT(rk == 0 && rd == 0, "kernel UDP exchange failed");
+	return TEST_OK;
+}
+
 /* 8-byte AM round trips (numbers printed for doc/guides/drivers/ethdev.md; counts checked). */
 UNIO_TEST(ethdev_pingpong_af_packet, mp)
 {
