@@ -11,6 +11,13 @@ table and a PNG plot (gnuplot) of latency and bandwidth against message size.
     usertools/unio-compare.py --tls shm --test tag_lat,tag_bw --runs 5 \\
         --png doc/img/perf-shm.png --markdown /tmp/table.md
 
+With --netns NAME (tcp only, root) both tools run across a veth pair between two network
+namespaces instead of over loopback: usertools/unio-netns.sh creates NAME-a (server,
+10.99.0.1) and NAME-b (client) for the run and removes them at the end; each side is limited
+to its veth (UNIO_NET_DEVICES, UCX_NET_DEVICES).
+
+    usertools/unio-compare.py --tls tcp --netns cmp --test tag_lat,tag_bw --sizes 8,64k,1m
+
 Both tools report ping-pong latency as half the round trip and MB/s as 2^20 bytes/s.
 For put_* and get_bw a second table sets each Unio run against the memcpy of the same size
 that unio-perf times on one core in the same run (into a mapped, faulted-in destination).
@@ -23,6 +30,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -106,6 +114,23 @@ def stop(proc):
     proc.wait()
 
 
+def veth(args, side):
+    """The veth of side 0 (server, NAME-a) or 1 (client, NAME-b), as unio-netns.sh names it."""
+    return "%s-v%s" % (args.netns[:12], "ab"[side])
+
+
+def wrap(args, side, cmd):
+    """@p cmd, run in the side's namespace with --netns."""
+    if args.netns is None:
+        return cmd
+    return ["ip", "netns", "exec", "%s-%s" % (args.netns, "ab"[side])] + cmd
+
+
+def side_env(args, side, env, var):
+    """@p env, with --netns limited to the side's veth through @p var."""
+    return env if args.netns is None else dict(env, **{var: veth(args, side)})
+
+
 def run_unio(args, test, size, tmp):
     """One unio-perf server/client pair for one size; returns (lat_us, bw_MBps)."""
     exe = os.path.join(args.build, "app", "perf", "unio-perf")
@@ -115,15 +140,19 @@ def run_unio(args, test, size, tmp):
     w = str(min(1000, max(10, n // 10)))
     common = ["-t", test, "-s", str(size), "-n", str(n), "-w", w, "-p", port, "-f",
               "-O", str(args.window)]
-    srv = subprocess.Popen(["taskset", "-c", args.cpus[0], exe, "-l", args.cpus[0], "--"]
-                           + common, env=env, stdout=subprocess.PIPE,
+    srv = subprocess.Popen(wrap(args, 0, ["taskset", "-c", args.cpus[0], exe, "-l",
+                                          args.cpus[0], "--"] + common),
+                           env=side_env(args, 0, env, "UNIO_NET_DEVICES"),
+                           stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
     try:
         if not wait_line(srv, "waiting for a connection", 30):
             raise RuntimeError("unio-perf server did not start")
         out = os.path.join(tmp, "unio.json")
-        cli = subprocess.run(["taskset", "-c", args.cpus[1], exe, "-l", args.cpus[1], "--"]
-                             + common + ["--json", out, "127.0.0.1"], env=env,
+        cli = subprocess.run(wrap(args, 1, ["taskset", "-c", args.cpus[1], exe, "-l",
+                                            args.cpus[1], "--"]
+                                  + common + ["--json", out, args.host]),
+                             env=side_env(args, 1, env, "UNIO_NET_DEVICES"),
                              capture_output=True, text=True, timeout=300)
         if cli.returncode != 0:
             raise RuntimeError("unio-perf client failed:\n" + cli.stdout + cli.stderr)
@@ -143,16 +172,18 @@ def run_ucx(args, test, size):
     n = iterations(args.tls, test, size, args.iters)
     w = str(min(1000, max(10, n // 10)))
     port = str(free_port())
-    srv = subprocess.Popen(["taskset", "-c", args.cpus[0], "ucx_perftest", "-c",
-                            args.cpus[0], "-p", port], env=env,
+    srv = subprocess.Popen(wrap(args, 0, ["taskset", "-c", args.cpus[0], "ucx_perftest", "-c",
+                                          args.cpus[0], "-p", port]),
+                           env=side_env(args, 0, env, "UCX_NET_DEVICES"),
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(0.5)  # ucx_perftest prints nothing when it listens
-        cli = subprocess.run(["taskset", "-c", args.cpus[1], "ucx_perftest", "127.0.0.1",
-                              "-c", args.cpus[1], "-p", port, "-t", UCX_TEST[test],
-                              "-s", str(size), "-n", str(n), "-w", w, "-f"]
-                             + ([] if is_lat(test) else ["-O", str(args.window)]),
-                             env=env,
+        cli = subprocess.run(wrap(args, 1, ["taskset", "-c", args.cpus[1], "ucx_perftest",
+                                            args.host, "-c", args.cpus[1], "-p", port,
+                                            "-t", UCX_TEST[test], "-s", str(size),
+                                            "-n", str(n), "-w", w, "-f"]
+                                  + ([] if is_lat(test) else ["-O", str(args.window)])),
+                             env=side_env(args, 1, env, "UCX_NET_DEVICES"),
                              capture_output=True, text=True, timeout=300)
         srv.wait(timeout=30)
     finally:
@@ -310,6 +341,9 @@ def main():
     ap.add_argument("--cpus", default="0,1", help="server CPU,client CPU (default 0,1)")
     ap.add_argument("--png", help="write the plot here")
     ap.add_argument("--markdown", help="write the Markdown tables here")
+    ap.add_argument("--netns", metavar="NAME",
+                    help="tcp only: run across a veth pair between namespaces NAME-a and "
+                    "NAME-b, created for the run by unio-netns.sh and removed after")
     args = ap.parse_args()
     args.cpus = args.cpus.split(",")
     if args.lat_runs is None:
@@ -323,7 +357,25 @@ def main():
         sys.exit("unio-compare: ucx_perftest not found (Debian: ucx-utils)")
     if not os.access(os.path.join(args.build, "app", "perf", "unio-perf"), os.X_OK):
         sys.exit("unio-compare: no unio-perf in %s (build first, or --build DIR)" % args.build)
+    args.host = "127.0.0.1"
+    if args.netns is None:
+        compare(args, tests)
+        return
+    if args.tls != "tcp" or not re.fullmatch(r"[A-Za-z0-9_]{1,12}", args.netns):
+        ap.error("--netns needs --tls tcp and a NAME of 1-12 letters, digits or _")
+    netns = os.path.join(here, "unio-netns.sh")
+    subprocess.run([netns, "create", args.netns], check=True, stdout=subprocess.DEVNULL)
+    args.host = "10.99.0.1"
+    # a SIGTERM unwinds through the finally below, which removes the namespaces
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("unio-compare: terminated"))
+    try:
+        compare(args, tests)
+    finally:
+        subprocess.run([netns, "destroy", args.netns], stdout=subprocess.DEVNULL)
 
+
+def compare(args, tests):
+    """Every test and size, interleaved, then the tables (and the plot)."""
     summaries = {}
     text, md = [], []
     with tempfile.TemporaryDirectory() as tmp:
@@ -351,9 +403,11 @@ def main():
     nruns = ("%d" % args.runs if args.lat_runs == args.runs or
              not any(map(is_lat, tests)) else "%d (latency %d)" % (args.runs, args.lat_runs))
     head = ("transport class %s (UNIO_TLS=%s, UCX_TLS=%s), %s interleaved Unio/UCX pairs per "
-            "size, server on CPU %s, client on CPU %s\nmachine: %s"
+            "size, server on CPU %s, client on CPU %s%s\nmachine: %s"
             % (args.tls, UNIO_TLS[args.tls], UCX_TLS[args.tls], nruns, args.cpus[0],
-               args.cpus[1], machine()))
+               args.cpus[1], "" if args.netns is None else
+               ", across a veth pair (namespaces %s-a / %s-b)" % (args.netns, args.netns),
+               machine()))
     print(head + "\n\n" + "\n\n".join(text))
     if args.markdown:
         with open(args.markdown, "w") as f:
