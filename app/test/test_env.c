@@ -119,8 +119,12 @@ UNIO_TEST(env_hugepages, mp)
 	unsetenv("UNIO_HUGEPAGES");
 	TEST_ASSERT_EQ(test_wait(pid, 60000), 0);
 	TEST_ASSERT(!runtime_dir_exists(pid), "runtime dir left behind");
-	TEST_ASSERT(free_hugepages() >= before, "hugepages leaked: %ld -> %ld", before,
-		    free_hugepages());
+	/*
+	 * The pages of a process that exited go back unless a hugetlbfs file keeps them (the
+	 * free count itself moves with whatever else runs on the machine)
+	 */
+	TEST_ASSERT(test_system("ls /dev/hugepages 2>/dev/null | grep -q '^unio-%d'",
+				(int)pid) != 0, "the child left hugepage files in /dev/hugepages");
 	return TEST_OK;
 }
 
