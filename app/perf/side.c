@@ -173,16 +173,29 @@ spin_expired(const struct perf_side *s, struct spin *sp)
 	return now > sp->deadline;
 }
 
+/*
+ * A request completes inside a progress call that reports work: the wait loops test it after
+ * such a call (and, in case, every SPIN_CHECK idle calls), so that an idle turn of the loop is
+ * one progress call, as ucx_perftest's is one progress call and a flag test.
+ */
+static inline int
+spin_recheck(const struct spin *sp)
+{
+	return sp->idle % SPIN_CHECK == 0;
+}
+
 /* Progress until @p req completes, the endpoint fails, or nothing completes in time. */
 static unio_status_t
 wait_req(struct perf_side *s, unio_request_t *req, struct unio_recv_info *info)
 {
 	struct spin sp = { 0, 0 };
-	unio_status_t st;
+	unio_status_t st = unio_request_test(req, info);
 
-	while ((st = unio_request_test(req, info)) == UNIO_INPROGRESS) {
-		if (unio_worker_progress(s->worker))
+	while (st == UNIO_INPROGRESS) {
+		if (unio_worker_progress(s->worker)) {
+			st = unio_request_test(req, info);
 			continue;
+		}
 		if (s->ep_failed) {
 			st = s->ep_status < 0 ? s->ep_status : UNIO_ERR_CONNECTION_RESET;
 			break;
@@ -191,6 +204,8 @@ wait_req(struct perf_side *s, unio_request_t *req, struct unio_recv_info *info)
 			st = UNIO_ERR_TIMED_OUT;
 			break;
 		}
+		if (spin_recheck(&sp))
+			st = unio_request_test(req, info);
 	}
 	if (st == UNIO_INPROGRESS || UNIO_IS_ERR(st))
 		unio_request_cancel(s->worker, req);
@@ -209,23 +224,29 @@ wait_either(struct perf_side *s, unio_request_t *req, struct unio_recv_info *inf
 {
 	struct spin sp = { 0, 0 };
 	unio_status_t st, cst;
+	int test = 1;
 
 	for (;;) {
-		if (req != NULL && (st = unio_request_test(req, info)) != UNIO_INPROGRESS)
-			return st;
-		cst = unio_request_test(creq, cinfo);
-		if (cst != UNIO_INPROGRESS) {
-			*ctrl_done = 1;
-			return UNIO_IS_ERR(cst) ? cst : UNIO_INPROGRESS;
+		if (test) {
+			if (req != NULL &&
+			    (st = unio_request_test(req, info)) != UNIO_INPROGRESS)
+				return st;
+			cst = unio_request_test(creq, cinfo);
+			if (cst != UNIO_INPROGRESS) {
+				*ctrl_done = 1;
+				return UNIO_IS_ERR(cst) ? cst : UNIO_INPROGRESS;
+			}
 		}
 		if (unio_worker_progress(s->worker)) {
 			spin_busy(&sp);
+			test = 1;
 			continue;
 		}
 		if (s->ep_failed)
 			return s->ep_status < 0 ? s->ep_status : UNIO_ERR_CONNECTION_RESET;
 		if (spin_expired(s, &sp))
 			return UNIO_ERR_TIMED_OUT;
+		test = spin_recheck(&sp);
 	}
 }
 
