@@ -43,6 +43,7 @@ struct xfer_state {
 	uint64_t bad;           /* first bad AM + 1 */
 	uint64_t prev_tsc;      /* server: when the previous message was handled */
 	uint64_t arrived;       /* AMs whose handler ran: their index, in send order */
+	unsigned int slot_next; /* arrived % n_slots, kept without a division */
 	struct am_slot *slots;  /* AM: rendezvous receives in flight, up to the window */
 	unsigned int n_slots;
 	unio_mem_h memh;        /* RMA: our mapped buffer */
@@ -170,7 +171,7 @@ on_am(void *arg, const void *header, size_t hlen, void *data, size_t len,
 {
 	struct xfer_state *xs = arg;
 	uint64_t idx = xs->arrived++;
-	struct am_slot *sl = &xs->slots[idx % xs->n_slots];
+	struct am_slot *sl = &xs->slots[xs->slot_next];
 	struct unio_request_param rp = { .field_mask = UNIO_REQ_PARAM_CB |
 						       UNIO_REQ_PARAM_USER_DATA,
 					 .cb = recv_done, .user_data = sl };
@@ -178,6 +179,8 @@ on_am(void *arg, const void *header, size_t hlen, void *data, size_t len,
 	unio_status_t st;
 
 	RTE_SET_USED(header), RTE_SET_USED(hlen);
+	if (++xs->slot_next == xs->n_slots)
+		xs->slot_next = 0;
 	if (!(p->recv_attr & UNIO_AM_RECV_ATTR_FLAG_RNDV)) {
 		am_done(xs, UNIO_OK, data, len, p->reply_ep, idx);
 		return UNIO_OK;
@@ -206,6 +209,7 @@ am_client(struct xfer_state *xs)
 	size_t stride = x->validate ? x->size + 1 : 0;   /* validating: a buffer per slot */
 	uint8_t *bufs = malloc(stride * x->window + x->size + 1), *sbuf = bufs;
 	int lat = x->test == PERF_AM_LAT, rc = 0;
+	unsigned int w = 0;   /* i % window, kept without a division per message */
 	unio_status_t st;
 
 	if (win == NULL || bufs == NULL) {
@@ -215,14 +219,16 @@ am_client(struct xfer_state *xs)
 	}
 	fill(sbuf, x->size, 0);
 	for (i = 0; i < total && rc == 0 && !(*xs->s->stop && i > x->warmup); i++) {
-		unio_request_t **slot = &win[i % x->window];
+		unio_request_t **slot = &win[w];
 		uint64_t deadline = prev + xs->s->timeout_tsc;
 		unsigned int idle = 0;
 
 		if (*slot != NULL && UNIO_IS_ERR(req_wait(xs, UNIO_INPROGRESS, *slot)))
 			rc = xfail(xs->s, "am send", UNIO_ERR_IO);
 		*slot = NULL;
-		sbuf = bufs + stride * (i % x->window);
+		sbuf = bufs + stride * w;
+		if (++w == x->window)
+			w = 0;
 		if (x->validate)
 			fill(sbuf, x->size, i);
 		st = unio_am_send(xs->s->ep, PERF_AM_ID, NULL, 0, sbuf, x->size, NULL,
@@ -423,6 +429,7 @@ rma_client(struct xfer_state *xs)
 	uint64_t total = x->warmup + x->iters, i, prev, start;
 	unio_request_t **win = calloc(x->window, sizeof(*win));
 	uint8_t *local = malloc(x->size + 8);
+	unsigned int w = 0;   /* i % window, kept without a division per operation */
 	int rc = 0;
 
 	if (win == NULL || local == NULL) {
@@ -435,9 +442,11 @@ rma_client(struct xfer_state *xs)
 	memcpy_reference(xs, local);
 	prev = start = rte_rdtsc();
 	for (i = 0; i < total && rc == 0 && !(*xs->s->stop && i > x->warmup); i++) {
-		unio_request_t **slot = &win[i % x->window];
+		unio_request_t **slot = &win[w];
 		unio_status_t st;
 
+		if (++w == x->window)
+			w = 0;
 		if (*slot != NULL && UNIO_IS_ERR(req_wait(xs, UNIO_INPROGRESS, *slot)))
 			rc = xfail(xs->s, "rma", UNIO_ERR_IO);
 		*slot = NULL;
