@@ -223,8 +223,9 @@ lane_try(struct unio_ep *ep, struct unio_tl_iface *ifc, const uint8_t *a, size_t
 		memcpy(&e, a + off, sizeof(e));
 		off += sizeof(e);
 		e.driver[sizeof(e.driver) - 1] = '\0';
+		/* eps from worker addresses: two of one worker to one peer share a connection */
 		p = (struct unio_tl_ep_params){ .iface_addr = a + off, .iface_addr_len = e.addr_len,
-						.user = ep };
+						.user = ep, .flags = UNIO_TL_EP_FLAG_SHARE };
 		off += e.addr_len;
 		RTE_SET_USED(len);
 		if (strcmp(e.driver, ifc->driver->name) != 0)

@@ -162,10 +162,18 @@ struct unio_tl_iface_params {
 };
 
 /** Parameters to create an ep. */
+/**
+ * unio_tl_ep_params.flags: the ep may be another handle on a connection this iface has to
+ * that peer iface already (a driver with one connection per pair of ifaces); without it
+ * such a driver answers UNIO_ERR_EXISTS, which tells a crossing connection request apart.
+ */
+#define UNIO_TL_EP_FLAG_SHARE 0x1u
+
 struct unio_tl_ep_params {
 	const void *iface_addr;            /**< the peer iface's address */
 	size_t iface_addr_len;
 	void *user;                        /**< stored in ep->user for the protocol layer */
+	unsigned int flags;                /**< UNIO_TL_EP_FLAG_* */
 };
 
 /** Memory registration handle (driver-defined content). */

@@ -1248,7 +1248,8 @@ eth_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *param
 	 */
 	if (ep != NULL && ep->peer.conn == a.conn && a.conn != 0 && !ep->failed) {
 		if (ep->user_owned)
-			return ep_alias(ep, ep_p);
+			return params->flags & UNIO_TL_EP_FLAG_SHARE ? ep_alias(ep, ep_p) :
+			       UNIO_ERR_EXISTS;
 	} else if (ep != NULL && a.conn == 0 && ep->user_owned && !ep->failed) {
 		return UNIO_ERR_EXISTS;
 	} else {
