@@ -1103,7 +1103,39 @@ raw_session(const struct tcp_addr *srv, uint16_t hello_port, const void *tail, s
 	return 0;
 }
 
-/* argv: server address.  Five malformed connections and one well-formed frame. */
+/*
+ * HELLO, then @p len bytes of @p tail, and the connection kept open: 0 when the server closes
+ * it within 10 s without waiting for more.
+ */
+static int
+raw_session_open(const struct tcp_addr *srv, uint16_t hello_port, const void *tail, size_t len)
+{
+	struct timeval tv = { .tv_sec = 10 };
+	uint8_t buf[256];
+	size_t n = raw_hello(buf, srv, hello_port);
+	int fd = raw_connect(srv);
+	ssize_t r;
+
+	if (fd < 0 || n + len > sizeof(buf))
+		return -1;
+	memcpy(buf + n, tail, len);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (send(fd, buf, n + len, MSG_NOSIGNAL) != (ssize_t)(n + len)) {
+		close(fd);
+		return -1;
+	}
+	while ((r = recv(fd, buf, sizeof(buf), 0)) > 0)
+		;
+	close(fd);
+	return r == 0 || (r < 0 && errno == ECONNRESET) ? 0 : -1;
+}
+
+/*
+ * argv: server address.  Six malformed connections and one well-formed frame.  The sixth
+ * announces a GET_RESP longer than the receive buffer that answers no get of the server's:
+ * it could never be buffered whole, so the server closes the connection at its header
+ * instead of waiting for the rest.
+ */
 UNIO_TEST_CHILD(tcp_fuzzer)
 {
 	static const char http[] = "GET / HTTP/1.0\r\nHost: x\r\n\r\n";
@@ -1128,6 +1160,14 @@ UNIO_TEST_CHILD(tcp_fuzzer)
 	tcp_hdr_set(&h, 8, TCP_F_AM, T_AM_RAW);
 	memcpy(fr, &h, sizeof(h));
 	bad |= raw_session(&srv, 5, fr, 16);                             /* well-formed */
+	{
+		struct tcp_rma_hdr r = { .length = TCP_RXBUF_SIZE, .req_id = 12345 };
+
+		tcp_hdr_set(&h, sizeof(r) + TCP_RXBUF_SIZE, TCP_F_GET_RESP, 0);
+		memcpy(fr, &h, sizeof(h));
+		memcpy(fr + sizeof(h), &r, sizeof(r));
+		bad |= raw_session_open(&srv, 6, fr, sizeof(h) + sizeof(r) + 8);
+	}
 	return bad != 0 ? 11 : 0;
 }
 
@@ -1137,7 +1177,7 @@ fuzz_done(struct tpeer *p)
 	struct unio_tl_tcp_stats s;
 
 	unio_tl_tcp_stats(p->iface, &s);
-	return s.malformed >= 5 && p->raw_frames >= 1 && p->done_count != UINT64_MAX;
+	return s.malformed >= 6 && p->raw_frames >= 1 && p->done_count != UINT64_MAX;
 }
 
 UNIO_TEST(tcp_malformed_frames, mp)
@@ -1157,7 +1197,7 @@ UNIO_TEST(tcp_malformed_frames, mp)
 		cli = test_spawn("tcp_client", cargs);
 		fz = test_spawn("tcp_fuzzer", fargs);
 	}
-	/* serve both at once: the client's DONE, the fuzzer's five bad connections */
+	/* serve both at once: the client's DONE, the fuzzer's six bad connections */
 	if (!tpeer_wait(&p, fuzz_done, 30000))
 		TEST_LOG("not everything arrived in 30 s");
 	r = t_serve(&p, 20000);
@@ -1168,7 +1208,7 @@ UNIO_TEST(tcp_malformed_frames, mp)
 		 s.malformed, p.raw_frames, p.rx_next);
 	tpeer_close(&p);
 	TEST_ASSERT(r == 0 && rc == 0 && rf == 0, "serve %d, client %d, fuzzer %d", r, rc, rf);
-	TEST_ASSERT_EQ(s.malformed, 5);
+	TEST_ASSERT_EQ(s.malformed, 6);
 	TEST_ASSERT_EQ(p.raw_frames, 1);
 	return TEST_OK;
 }
