@@ -3,8 +3,8 @@
 # The README's test command (and what .ci/run calls): installs what is missing, reserves
 # hugepages when it can, builds with warnings as errors and runs every test suite, builds
 # again with ASan+UBSan and runs the fast and multi-process suites, builds with TSan and
-# runs the shared-worker thread test, builds a minimal configuration, and ends with the line
-# "N passed, N failed, N skipped".
+# runs the shared-worker thread tests (self and shm), builds a minimal configuration, and ends
+# with the line "N passed, N failed, N skipped".
 #
 #   usertools/unio-test.sh [--quick]     (--quick: skip the sanitizer and minimal builds)
 set -u
@@ -89,7 +89,7 @@ if [ $quick -eq 0 ]; then
 			-Db_lto=false -Dbuildtype=debugoptimized -Dexamples=false &&
 	   step tsan-build ninja -C build-ci-tsan; then
 		TSAN_OPTIONS=halt_on_error=1:exitcode=66 meson test -C build-ci-tsan \
-			--num-processes 2 --print-errorlogs api_thread_multi \
+			--num-processes 2 --print-errorlogs api_thread_multi api_thread_multi_shm \
 			>build-ci-tsan/test.out 2>&1
 		grep -E "^ *[0-9]+/[0-9]+ " build-ci-tsan/test.out | grep -vE " OK | SKIP " || true
 		count build-ci-tsan "TSan build"

@@ -69,7 +69,9 @@ struct unio_context_params {
  * Create a context.  Initialises EAL with the defaults of unio_env.h unless the application
  * did (unio_env_init() or rte_eal_init()).
  *
- * @param params   may be NULL for all defaults.
+ * @param params   may be NULL for all defaults.  UNIO_ERR_INVALID_PARAM for a field_mask
+ *                 bit or a feature this version does not know, no feature at all, or
+ *                 UNIO_CONTEXT_PARAM_CONFIG with a NULL config.
  * @param[out] status set on failure (may be NULL).
  * @return the context, or NULL with *status set.
  */

@@ -44,16 +44,28 @@ context_open_drivers(struct unio_context *ctx)
 unio_context_t *
 unio_context_create(const struct unio_context_params *params, unio_status_t *status)
 {
+	const uint64_t known = UNIO_CONTEXT_PARAM_FEATURES | UNIO_CONTEXT_PARAM_CONFIG |
+			       UNIO_CONTEXT_PARAM_NAME;
+	const uint64_t features = UNIO_FEATURE_TAG | UNIO_FEATURE_AM | UNIO_FEATURE_RMA |
+				  UNIO_FEATURE_WAKEUP;
 	uint64_t fm = params != NULL ? params->field_mask : 0;
-	struct unio_context *ctx;
+	struct unio_context *ctx = NULL;
 	unio_status_t st;
 
+	/* unknown fields or features, no feature at all, a config field without a config */
+	if ((fm & ~known) || ((fm & UNIO_CONTEXT_PARAM_FEATURES) &&
+			      (params->features == 0 || (params->features & ~features))) ||
+	    ((fm & UNIO_CONTEXT_PARAM_CONFIG) && params->config == NULL)) {
+		API_LOG(ERR, "context: unknown field, unknown or no feature, or NULL config");
+		st = UNIO_ERR_INVALID_PARAM;
+		goto out;
+	}
 	ctx = calloc(1, sizeof(*ctx));
 	if (ctx == NULL) {
 		st = UNIO_ERR_NO_MEMORY;
 		goto out;
 	}
-	if ((fm & UNIO_CONTEXT_PARAM_CONFIG) && params->config != NULL) {
+	if (fm & UNIO_CONTEXT_PARAM_CONFIG) {
 		ctx->config = *params->config;
 		st = UNIO_OK;
 	} else {

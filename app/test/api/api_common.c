@@ -81,15 +81,27 @@ api_ep_to_worker(unio_worker_t *w, unio_worker_t *peer, unio_status_t *st)
 	return ep;
 }
 
+/* The ep's state, read under its worker's lock (MULTI: other threads progress it). */
+static bool
+ep_is_connected(unio_worker_t *w, const unio_ep_t *ep)
+{
+	bool c;
+
+	worker_lock(w);
+	c = ep->state == EP_CONNECTED;
+	worker_unlock(w);
+	return c;
+}
+
 bool
 api_ep_connected(unio_worker_t *w, unio_worker_t *peer, const unio_ep_t *ep)
 {
-	for (int i = 0; i < 100000 && ep->state != EP_CONNECTED; i++) {
+	for (int i = 0; i < 100000 && !ep_is_connected(w, ep); i++) {
 		unio_worker_progress(w);
 		if (peer != w)
 			unio_worker_progress(peer);
 	}
-	return ep->state == EP_CONNECTED;
+	return ep_is_connected(w, ep);
 }
 
 struct sockaddr_in
@@ -211,6 +223,11 @@ api_size_classes(unio_ep_t *ep, size_t big, size_t *sizes)
 	n = add3(sizes, n, l->max_eager);
 	n = add3(sizes, n, l->frag * 2);
 	n = add3(sizes, n, l->rndv_thresh);
+	n = add3(sizes, n, l->split_min);
+	if (l->max_zcopy != 0) {
+		n = add3(sizes, n, l->zcopy_thresh);
+		n = add3(sizes, n, l->max_zcopy);
+	}
 	sizes[n++] = 64 * 1024;
 	sizes[n++] = 1024 * 1024;
 	sizes[n++] = big;

@@ -48,8 +48,11 @@ unio_listener_t *api_listen(unio_worker_t *w, int port, unio_ep_t **ep_slot,
 /** Progress @p w until *@p flag is nonzero or @p ms pass; returns the flag. */
 int api_progress_until(unio_worker_t *w, volatile int *flag, int ms);
 
-/** The size classes of the protocol limits of @p ep: 0, 1, each limit -1/0/+1, 64 KiB,
- * 1 MiB, and @p big; returns the count written to @p sizes (at most 32). */
+/**
+ * The size classes of the protocol limits of @p ep: 0, 1, each finite limit -1/0/+1 (eager
+ * short, single eager, two fragments, rendezvous, split rendezvous, eager zero-copy from
+ * and up to), 64 KiB, 1 MiB, and @p big; returns the count written to @p sizes (at most 32).
+ */
 unsigned int api_size_classes(unio_ep_t *ep, size_t big, size_t *sizes);
 
 /**

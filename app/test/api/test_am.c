@@ -5,7 +5,8 @@
  * checksum and answers on the reply ep.  Rendezvous data received inside the handler and
  * later outside it; a handler that keeps eager data and releases it later; a handler that
  * rejects (the rendezvous sender sees UNIO_ERR_REJECTED).  Inside one process (self lane,
- * and a second worker) and between two processes.
+ * and a second worker) and between two processes.  The sizes: fixed ones and the lane's
+ * size classes (api_size_classes()), up to 4 MiB in one process and 64 MiB between two.
  */
 
 #include <signal.h>
@@ -25,6 +26,7 @@
 #define ID_END     8
 #define MAX_MSGS   512
 #define MAX_SIZE   (4 * MIB)
+#define MP_MAX_SIZE (64 * MIB)   /* between two processes: the size classes up to this */
 
 enum mode { MODE_NOW, MODE_LATER, MODE_REJECT };
 
@@ -288,30 +290,54 @@ progress(unio_worker_t *a, unio_worker_t *b, struct rx *rx)
 		rx_poll(rx);
 }
 
+/*
+ * The sizes of a run: the fixed ones, then the lane's size classes (each protocol limit
+ * +-1) up to @p big, without repeats.
+ */
 static unsigned int
-plan(unio_ep_t *ep, struct out *o, unsigned int max)
+run_sizes(unio_ep_t *ep, size_t big, size_t *all)
+{
+	size_t cls[32];
+	unsigned int n = 0, nc = api_size_classes(ep, big, cls);
+
+	for (unsigned int i = 0; i < RTE_DIM(sizes); i++)
+		all[n++] = sizes[i];
+	for (unsigned int i = 0; i < nc; i++) {
+		unsigned int j = 0;
+
+		while (j < n && all[j] != cls[i])
+			j++;
+		if (j == n && cls[i] <= big)
+			all[n++] = cls[i];
+	}
+	return n;
+}
+
+static unsigned int
+plan(unio_ep_t *ep, struct out *o, unsigned int max, size_t big)
 {
 	static const unsigned int flagsets[] = {
 		0, UNIO_AM_SEND_FLAG_EAGER, UNIO_AM_SEND_FLAG_RNDV
 	};
 	size_t bcopy = ep->lane.iface->attr.max_bcopy;
-	unsigned int n = 0;
+	size_t all[RTE_DIM(sizes) + 32];
+	unsigned int n = 0, n_sizes = run_sizes(ep, big, all);
 	bool fits;
 
-	for (unsigned int s = 0; s < RTE_DIM(sizes); s++)
+	for (unsigned int s = 0; s < n_sizes; s++)
 		for (unsigned int f = 0; f < RTE_DIM(flagsets) && n < max; f++) {
 			size_t ex = extras[(s + f) % RTE_DIM(extras)];
 
-			fits = 8 + sizeof(struct msg_hdr) + ex + sizes[s] <= bcopy;
+			fits = 8 + sizeof(struct msg_hdr) + ex + all[s] <= bcopy;
 			if (flagsets[f] == UNIO_AM_SEND_FLAG_EAGER && !fits)
 				continue;
 			o[n].flags = flagsets[f];
 			o[n].mode = (s + f) % 3;
-			o[n].len = sizes[s];
+			o[n].len = all[s];
 			o[n].ex = ex;
 			o[n].rndv = flagsets[f] == UNIO_AM_SEND_FLAG_RNDV ||
 				    (flagsets[f] == 0 &&
-				     (!fits || sizes[s] >= ep->lane.rndv_thresh));
+				     (!fits || all[s] >= ep->lane.rndv_thresh));
 			n++;
 		}
 	return n;
@@ -357,10 +383,10 @@ expect(const struct out *o, unio_status_t st, const struct tx *tx, uint64_t seq,
 }
 
 static int
-run_sender(unio_worker_t *w, unio_ep_t *ep, unio_worker_t *peer, struct rx *rx)
+run_sender(unio_worker_t *w, unio_ep_t *ep, unio_worker_t *peer, struct rx *rx, size_t big)
 {
 	static struct out o[MAX_MSGS];
-	unsigned int n = plan(ep, o, MAX_MSGS), want = 0;
+	unsigned int n = plan(ep, o, MAX_MSGS, big), want = 0;
 	struct tx tx;
 	unio_status_t st;
 
@@ -415,7 +441,7 @@ am_local(bool self, const char *lane)
 	TEST_ASSERT(lane == NULL || strcmp(ep->lane.iface->driver->name, lane) == 0,
 		    "lane %s, not %s", ep->lane.iface->driver->name, lane);
 	TEST_ASSERT_EQ(rx_setup(rx, b), TEST_OK);
-	rc = run_sender(a, ep, b, rx);
+	rc = run_sender(a, ep, b, rx, MAX_SIZE);
 	TEST_ASSERT(rx->bad == 0, "%u malformed messages at the receiver", rx->bad);
 	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
 	if (b != a)
@@ -742,7 +768,7 @@ am_mp(const char *lane)
 		TEST_ASSERT(0, "the child never connected (exit %d)", crc);
 	}
 	rc = lane == NULL || strcmp(ep->lane.iface->driver->name, lane) == 0 ?
-	     run_sender(w, ep, NULL, NULL) : TEST_FAIL;
+	     run_sender(w, ep, NULL, NULL, MP_MAX_SIZE) : TEST_FAIL;
 	unio_am_send(ep, ID_END, NULL, 0, NULL, 0, NULL, 0, NULL);
 	crc = wait_child(w, pid, 30000);
 	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);

@@ -248,3 +248,48 @@ UNIO_TEST(api_listener_silent_peer, fast)
 	unio_context_destroy(ctx);
 	return TEST_OK;
 }
+
+/* unio_context_create(): unknown fields and features, none at all, a NULL config. */
+UNIO_TEST(api_context_bad_params, fast)
+{
+	struct unio_context_params p = { .field_mask = UNIO_CONTEXT_PARAM_FEATURES,
+					 .features = UNIO_FEATURE_TAG };
+	struct unio_config *cfg;
+	unio_context_t *ctx;
+	unio_status_t st;
+
+	p.field_mask |= 1ull << 10;
+	st = UNIO_OK;
+	TEST_ASSERT(unio_context_create(&p, &st) == NULL, "an unknown field");
+	TEST_ASSERT_STATUS(st, UNIO_ERR_INVALID_PARAM);
+	p.field_mask = UNIO_CONTEXT_PARAM_FEATURES;
+	p.features = UNIO_FEATURE_TAG | (1ull << 20);
+	st = UNIO_OK;
+	TEST_ASSERT(unio_context_create(&p, &st) == NULL, "an unknown feature");
+	TEST_ASSERT_STATUS(st, UNIO_ERR_INVALID_PARAM);
+	p.features = 0;
+	st = UNIO_OK;
+	TEST_ASSERT(unio_context_create(&p, &st) == NULL, "no feature");
+	TEST_ASSERT_STATUS(st, UNIO_ERR_INVALID_PARAM);
+	TEST_ASSERT(unio_context_create(&p, NULL) == NULL, "no feature, no status");
+	p.field_mask = UNIO_CONTEXT_PARAM_CONFIG;
+	p.config = NULL;
+	st = UNIO_OK;
+	TEST_ASSERT(unio_context_create(&p, &st) == NULL, "a NULL config");
+	TEST_ASSERT_STATUS(st, UNIO_ERR_INVALID_PARAM);
+	/* the same fields, valid: a context */
+	TEST_ASSERT_STATUS(unio_config_read(&cfg), UNIO_OK);
+	p.field_mask = UNIO_CONTEXT_PARAM_CONFIG | UNIO_CONTEXT_PARAM_FEATURES |
+		       UNIO_CONTEXT_PARAM_NAME;
+	p.config = cfg;
+	p.features = UNIO_FEATURE_TAG | UNIO_FEATURE_AM | UNIO_FEATURE_RMA | UNIO_FEATURE_WAKEUP;
+	p.name = NULL;
+	ctx = unio_context_create(&p, &st);
+	unio_config_release(cfg);
+	TEST_ASSERT(ctx != NULL, "valid parameters: %s", unio_status_string(st));
+	unio_context_destroy(ctx);
+	ctx = unio_context_create(NULL, &st);
+	TEST_ASSERT(ctx != NULL, "no parameters: %s", unio_status_string(st));
+	unio_context_destroy(ctx);
+	return TEST_OK;
+}

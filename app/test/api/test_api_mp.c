@@ -119,6 +119,9 @@ UNIO_TEST_CHILD(api_mp_echo)
 	return child_exit(ctx, w, 0);
 }
 
+/* The rendezvous scheme the parent's lane must have resolved (-1: any). */
+static int want_scheme = -1;
+
 static int
 echo_run(unio_worker_t *w, unio_ep_t *ep, uint64_t seed)
 {
@@ -130,6 +133,8 @@ echo_run(unio_worker_t *w, unio_ep_t *ep, uint64_t seed)
 	unsigned int n = api_size_classes(ep, 64 * MIB, sz);
 	unio_status_t st;
 
+	TEST_ASSERT(want_scheme < 0 || ep->lane.rndv_scheme == want_scheme,
+		    "rendezvous scheme %d, want %d", ep->lane.rndv_scheme, want_scheme);
 	for (unsigned int i = 0; i < n; i++)
 		sizes[i] = sz[i];
 	TEST_ASSERT_STATUS(api_send(w, ep, sizes, n * sizeof(sizes[0]), SIZES_TAG, 0), UNIO_OK);
@@ -214,6 +219,22 @@ UNIO_TEST(api_mp_tag_sizes_pipeline, mp)
 	static const char *const ovr[] = { "RNDV_SCHEME", "pipeline", NULL };
 
 	return mp_echo(ovr);
+}
+
+/*
+ * Rendezvous by get on both sides (CMA, or the direct mapping when the buffer allows): the
+ * environment reaches the echoing child too.
+ */
+UNIO_TEST(api_mp_tag_sizes_get, mp)
+{
+	int rc;
+
+	setenv("UNIO_RNDV_SCHEME", "get", 1);
+	want_scheme = UNIO_RNDV_SCHEME_GET;
+	rc = mp_echo(NULL);
+	want_scheme = -1;
+	unsetenv("UNIO_RNDV_SCHEME");
+	return rc;
 }
 
 /* ---- a peer killed while requests are outstanding ---- */

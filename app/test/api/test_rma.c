@@ -4,6 +4,8 @@
  * and over the host lane (a second worker), into allocated (directly mapped) and registered
  * (CMA) memory, every size class at several offsets, checked byte for byte on the remote
  * side together with guard bytes around the range.  Also: query, flush, fence, bad input.
+ * Between two processes (rma_mp_sizes*): regions of 64 MiB, the sizes above, the lane's
+ * put / get limits +-1, 16 MiB and the whole region.
  */
 
 #include <signal.h>
@@ -634,17 +636,45 @@ owner_serve(unio_worker_t *w, unio_ep_t *ep, uint8_t *base[2])
 	}
 }
 
+/* Between two processes: regions of 64 MiB, the lane's put / get limits +-1, 16 and 64 MiB. */
+#define MP_REGION (64 * MIB)
+
+static void
+add_limit(size_t *all, unsigned int *n, size_t limit)
+{
+	if (limit == 0 || limit > MP_REGION - 1)
+		return;
+	all[(*n)++] = limit - 1;
+	all[(*n)++] = limit;
+	all[(*n)++] = limit + 1;
+}
+
+static unsigned int
+mp_sizes(const struct unio_tl_iface_attr *ia, size_t *all)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < RTE_DIM(sizes); i++)
+		all[n++] = sizes[i];
+	add_limit(all, &n, ia->max_put_zcopy);
+	if (ia->max_get_zcopy != ia->max_put_zcopy)
+		add_limit(all, &n, ia->max_get_zcopy);
+	all[n++] = 16 * MIB;
+	all[n++] = MP_REGION;
+	return n;
+}
+
 UNIO_TEST_CHILD(rma_mp_owner)
 {
 	struct unio_mem_map_params mp = {
 		.field_mask = UNIO_MEM_MAP_PARAM_LENGTH | UNIO_MEM_MAP_PARAM_FLAGS |
 			      UNIO_MEM_MAP_PARAM_ADDRESS,
-		.length = 8 * MIB,
+		.length = MP_REGION,
 	};
 	unio_context_t *ctx = api_ctx(NULL);
 	static struct mp_keys k;
 	struct unio_mem_attr attr;
-	uint8_t *base[2], *heap = malloc(8 * MIB);
+	uint8_t *base[2], *heap = malloc(MP_REGION);
 	unio_mem_h memh[2];
 	unio_worker_t *w;
 	unio_status_t st;
@@ -718,7 +748,10 @@ mp_accessor(unio_worker_t *w, unio_ep_t *ep, const char *lane)
 	static struct mp_keys k;
 	struct mp_check end = { .region = 2 };
 	struct unio_recv_info info;
-	uint8_t *src = malloc(4 * MIB), *dst = malloc(4 * MIB);
+	uint8_t *src = malloc(MP_REGION), *dst = malloc(MP_REGION);
+	const struct unio_tl_iface_attr *ia = &ep->lane.iface->attr;
+	size_t all[RTE_DIM(sizes) + 8];
+	unsigned int n_all = mp_sizes(ia, all);
 	unio_rkey_t *rk[2];
 
 	TEST_ASSERT(src != NULL && dst != NULL, "malloc");
@@ -728,15 +761,16 @@ mp_accessor(unio_worker_t *w, unio_ep_t *ep, const char *lane)
 	for (unsigned int r = 0; r < 2; r++)
 		TEST_ASSERT_STATUS(unio_ep_rkey_unpack(ep, k.key[r], k.klen[r], &rk[r]), UNIO_OK);
 	for (unsigned int r = 0; r < 2; r++)
-		for (unsigned int i = 0; i < RTE_DIM(sizes); i++) {
-			size_t n = sizes[i], offs[] = { 0, 8 * MIB - n, (8 * MIB - n) / 3 | 1 };
+		for (unsigned int i = 0; i < n_all; i++) {
+			size_t n = all[i], offs[] = { 0, MP_REGION - n, (MP_REGION - n) / 3 | 1 };
 
-			for (unsigned int o = 0; o < RTE_DIM(offs); o++)
+			/* above 4 MiB: the start and the end of the region only */
+			for (unsigned int o = 0; o < (n > 4 * MIB ? 2u : RTE_DIM(offs)); o++)
 				TEST_ASSERT_EQ(mp_one(w, ep, rk[r], k.addr[r], r,
-						      RTE_MIN(offs[o], 8 * MIB - n), n, src, dst),
+						      RTE_MIN(offs[o], MP_REGION - n), n, src, dst),
 					       TEST_OK);
 		}
-	TEST_ASSERT_STATUS(unio_put(ep, src, 1, k.addr[0] + 8 * MIB, rk[0], NULL, NULL),
+	TEST_ASSERT_STATUS(unio_put(ep, src, 1, k.addr[0] + MP_REGION, rk[0], NULL, NULL),
 			   UNIO_ERR_OUT_OF_RANGE);
 	TEST_ASSERT_STATUS(api_send(w, ep, &end, sizeof(end), TAG_CHECK, 0), UNIO_OK);
 	unio_rkey_destroy(rk[0]);

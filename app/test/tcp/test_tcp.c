@@ -363,7 +363,7 @@ UNIO_TEST(tcp_keepalive_netns, mp)
 #define API_PORT   13350
 #define SIZES_TAG  0x5151000000000000ull
 #define DONE_TAG   0x5151000000000001ull
-#define MAX_SIZES  24
+#define MAX_SIZES  32
 #define NETNS_IP_A "10.99.77.1"
 
 static struct sockaddr_in

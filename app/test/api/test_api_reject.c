@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A listener whose handler rejects, over plain shm and over tcp: two workers of one
+ * process, the listening one progressed by its own thread.  Of three connection requests
+ * the handler rejects the first and the third: unio_ep_create() fails with
+ * UNIO_ERR_REJECTED for them, and the second is accepted, takes the lane of the driver
+ * asked for and carries a message both ways.  The handler ran exactly three times.
+ */
+
+#include <pthread.h>
+
+#include "api_common.h"
+#include "unio_proto.h"
+
+struct server {
+	unio_worker_t *w;
+	unio_listener_t *l;
+	unio_ep_t *accepted;
+	unsigned int calls;      /* the handler's, on the server thread */
+	unsigned int rejected;
+	int stop;                /* atomic */
+	int got;                 /* atomic: the accepted ep's message, checked and answered */
+	int failed;              /* atomic */
+};
+
+static void
+on_conn(unio_conn_request_t *cr, void *arg)
+{
+	struct server *s = arg;
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_CONN_REQUEST,
+				    .conn_request = cr };
+	unio_status_t st;
+
+	if (s->calls++ % 2 == 0) {
+		st = unio_listener_reject(s->l, cr);
+		if (st == UNIO_OK)
+			s->rejected++;
+		else
+			__atomic_store_n(&s->failed, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	s->accepted = unio_ep_create(s->w, &p, &st);
+	if (s->accepted == NULL)
+		__atomic_store_n(&s->failed, 1, __ATOMIC_RELAXED);
+}
+
+/* The server's thread: the only one to touch its worker after the listener exists. */
+static void *
+serve(void *arg)
+{
+	struct server *s = arg;
+	unio_request_t *req = NULL;
+	uint64_t v = 0, answer;
+	unio_status_t st = UNIO_INPROGRESS;
+	bool posted = false;
+
+	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
+		unio_worker_progress(s->w);
+		if (s->accepted == NULL || __atomic_load_n(&s->got, __ATOMIC_RELAXED))
+			continue;
+		if (!posted) {
+			posted = true;
+			st = unio_tag_recv(s->w, &v, sizeof(v), 0x77, UINT64_MAX, NULL, &req);
+			if (st != UNIO_INPROGRESS)
+				req = NULL;
+		}
+		if (req != NULL && (st = unio_request_test(req, NULL)) != UNIO_INPROGRESS) {
+			unio_request_free(req);
+			req = NULL;
+		}
+		if (st == UNIO_INPROGRESS)
+			continue;
+		answer = v + 1;
+		if (st != UNIO_OK || v != 0x1234 ||
+		    api_send(s->w, s->accepted, &answer, sizeof(answer), 0x78, 0) != UNIO_OK)
+			__atomic_store_n(&s->failed, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->got, 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+static int
+reject(const char *tls, const char *drv)
+{
+	const char *const ovr[] = { "TLS", tls, NULL };
+	unio_context_t *ctx = api_ctx(ovr);
+	struct server s = { 0 };
+	int port = test_free_port();
+	struct sockaddr_in a = api_loopback(port);
+	struct unio_listener_params lp = {
+		.field_mask = UNIO_LISTENER_PARAM_SOCKADDR | UNIO_LISTENER_PARAM_HANDLER,
+		.sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a),
+		.conn_handler = on_conn, .arg = &s,
+	};
+	struct unio_recv_info info;
+	unio_worker_t *w;
+	unio_ep_t *ep[3];
+	unio_status_t st[3];
+	uint64_t v = 0x1234, answer = 0;
+	pthread_t t;
+
+	TEST_ASSERT(ctx != NULL, "context");
+	w = unio_worker_create(ctx, NULL, NULL);
+	s.w = unio_worker_create(ctx, NULL, NULL);
+	TEST_ASSERT(w != NULL && s.w != NULL, "workers");
+	s.l = unio_listener_create(s.w, &lp, &st[0]);
+	TEST_ASSERT(s.l != NULL, "listener: %s", unio_status_string(st[0]));
+	TEST_ASSERT_EQ(pthread_create(&t, NULL, serve, &s), 0);
+	for (int i = 0; i < 3; i++)
+		ep[i] = api_connect(w, port, NULL, NULL, &st[i]);
+	TEST_ASSERT(ep[0] == NULL && ep[2] == NULL, "a rejected request got an ep");
+	TEST_ASSERT_STATUS(st[0], UNIO_ERR_REJECTED);
+	TEST_ASSERT_STATUS(st[2], UNIO_ERR_REJECTED);
+	TEST_ASSERT(ep[1] != NULL, "the accepted request: %s", unio_status_string(st[1]));
+	TEST_ASSERT(strcmp(ep[1]->lane.iface->driver->name, drv) == 0, "lane %s, want %s",
+		    ep[1]->lane.iface->driver->name, drv);
+	TEST_ASSERT_STATUS(api_send(w, ep[1], &v, sizeof(v), 0x77, 1), UNIO_OK);
+	TEST_ASSERT_STATUS(api_recv(w, &answer, sizeof(answer), 0x78, UINT64_MAX, &info),
+			   UNIO_OK);
+	TEST_ASSERT_EQ(answer, 0x1235);
+	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	TEST_ASSERT_EQ(__atomic_load_n(&s.got, __ATOMIC_ACQUIRE), 1);
+	TEST_ASSERT_EQ(s.failed, 0);
+	TEST_ASSERT_EQ(s.calls, 3);
+	TEST_ASSERT_EQ(s.rejected, 2);
+	unio_ep_close(ep[1], UNIO_EP_CLOSE_FORCE, NULL);
+	unio_ep_close(s.accepted, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_listener_destroy(s.l);
+	unio_worker_destroy(s.w);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return TEST_OK;
+}
+
+UNIO_TEST(api_listener_reject_shm, fast)
+{
+	return reject("shm,self", "shm");
+}
+
+UNIO_TEST(api_listener_reject_tcp, fast)
+{
+	return reject("tcp,self", "tcp");
+}
