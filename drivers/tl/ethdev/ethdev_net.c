@@ -559,8 +559,8 @@ eth_frame_finish(struct eth_iface *ei, struct rte_mbuf *m, uint16_t l4_payload)
 		udp->dgram_cksum = rte_ipv4_phdr_cksum(ip, m->ol_flags);
 		return;
 	}
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	udp->dgram_cksum = m->nb_segs == 1 ? rte_ipv4_udptcp_cksum(ip, udp) :
+	ip->hdr_checksum = (uint16_t)~eth_cksum(ip, sizeof(*ip), 0);
+	udp->dgram_cksum = m->nb_segs == 1 ? eth_udp_cksum(ip, udp) :
 			   rte_ipv4_udptcp_cksum_mbuf(m, ip, sizeof(struct rte_ether_hdr) +
 						      sizeof(*ip));
 }
@@ -791,7 +791,7 @@ ipv4_check(struct eth_iface *ei, struct rte_mbuf *m, struct rte_ipv4_hdr *ip, ui
 		return drop(m, &ei->st.drop_not_ours), 0;
 	if ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_BAD ||
 	    ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) != RTE_MBUF_F_RX_IP_CKSUM_GOOD &&
-	     rte_raw_cksum(ip, hl) != 0xffff))
+	     eth_cksum(ip, hl, 0) != 0xffff))
 		return drop(m, &ei->st.drop_bad_csum), 0;
 	*ip_len = tot;
 	return hl;
@@ -820,7 +820,7 @@ udp_check(struct eth_iface *ei, struct rte_mbuf *m, struct rte_ipv4_hdr *ip, uin
 	if (udp->dgram_cksum != 0 &&
 	    ((m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_BAD ||
 	     ((m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) != RTE_MBUF_F_RX_L4_CKSUM_GOOD &&
-	      (ulen != ip_len - hl || rte_ipv4_udptcp_cksum_verify(ip, udp) != 0))))
+	      (ulen != ip_len - hl || eth_cksum(udp, ulen, eth_udp_phdr(ip, udp)) != 0xffff))))
 		return drop(m, &ei->st.drop_bad_csum), NULL;
 	if (ulen < sizeof(*udp) + sizeof(*w))
 		return drop(m, &ei->st.drop_truncated), NULL;

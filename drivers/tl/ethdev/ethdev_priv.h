@@ -298,6 +298,10 @@ struct eth_iface {
 	struct eth_addr addr;
 	struct rte_mempool *mp;
 	uint64_t tsc_hz;
+	uint64_t tsc_per_us;     /**< TSC cycles per microsecond (echo_delay to cycles) */
+	double us_per_tsc;       /**< microseconds per TSC cycle (cycles to echo_delay) */
+	uint64_t now;            /**< the clock as the latest progress call that read it */
+	uint32_t clock_skips;    /**< empty progress calls since the clock was last read */
 	uint64_t timer_period, last_timer;
 	uint64_t rx_clear;       /**< the latest poll that left the rx queue and inbox empty */
 	uint64_t rx_after;       /**< frames of this progress call arrived after this */
@@ -402,6 +406,66 @@ bool eth_rma_drain(struct eth_ep *ep);
 unio_status_t eth_rma_flush(struct eth_ep *ep, struct unio_tl_completion *comp);
 /** Complete every outstanding operation with @p st and drop the jobs (ep failed or freed). */
 void eth_rma_cancel(struct eth_ep *ep, unio_status_t st);
+
+/*
+ * The ones' complement sum of the Internet checksum (RFC 1071) of @p len bytes at @p buf
+ * plus @p sum, folded to 16 bits and not complemented: the value rte_raw_cksum() gives,
+ * 8 bytes a step where DPDK 22.11's adds 2 bytes a step (its loop was a fifth of the
+ * instructions an 8-byte message cost this driver, send and receive, under callgrind).
+ * Native 32-bit words sum to the same as 16-bit ones modulo 0xffff (2^16 is 1 modulo
+ * 0xffff); at most 2^31 bytes.
+ */
+static inline uint16_t
+eth_cksum(const void *buf, size_t len, uint64_t sum)
+{
+	const uint8_t *p = (const uint8_t *)buf;
+	uint64_t v;
+	uint32_t v32;
+	uint16_t v16;
+
+	for (; len >= 8; len -= 8, p += 8) {
+		memcpy(&v, p, sizeof(v));
+		sum += (v & UINT32_MAX) + (v >> 32);
+	}
+	if (len >= 4) {
+		memcpy(&v32, p, sizeof(v32));
+		sum += v32;
+		p += 4;
+		len -= 4;
+	}
+	if (len >= 2) {
+		memcpy(&v16, p, sizeof(v16));
+		sum += v16;
+		p += 2;
+		len -= 2;
+	}
+	if (len != 0)
+		sum += *p;            /* the odd byte is the first of its word: its low half */
+	sum = (sum & UINT32_MAX) + (sum >> 32);
+	sum = (sum & UINT32_MAX) + (sum >> 32);
+	sum = (sum & UINT16_MAX) + (sum >> 16);
+	sum = (sum & UINT16_MAX) + (sum >> 16);
+	sum = (sum & UINT16_MAX) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+/* The UDP pseudo header of @p udp in @p ip, as a partial sum for eth_cksum(). */
+static inline uint64_t
+eth_udp_phdr(const struct rte_ipv4_hdr *ip, const struct rte_udp_hdr *udp)
+{
+	return (uint64_t)ip->src_addr + ip->dst_addr + rte_cpu_to_be_16(IPPROTO_UDP) +
+	       udp->dgram_len;
+}
+
+/* The checksum field for @p udp (dgram_len contiguous bytes, its checksum field 0). */
+static inline uint16_t
+eth_udp_cksum(const struct rte_ipv4_hdr *ip, const struct rte_udp_hdr *udp)
+{
+	uint16_t c = (uint16_t)~eth_cksum(udp, rte_be_to_cpu_16(udp->dgram_len),
+					  eth_udp_phdr(ip, udp));
+
+	return c == 0 ? 0xffff : c;    /* 0 means "no checksum" (RFC 768) */
+}
 
 static inline unsigned int
 eth_txq_room(const struct eth_iface *ei)
