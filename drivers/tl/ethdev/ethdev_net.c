@@ -41,6 +41,7 @@ struct eth_port {
 	bool tx_csum;          /**< the PMD computes IPv4 and UDP checksums */
 	bool tx_multiseg;      /**< the PMD sends mbuf chains */
 	bool kernel_pmd;       /**< the PMD is a kernel socket: the kernel moves every frame */
+	bool af_xdp;           /**< the pool is the PMD's umem: frames start further in */
 	uint16_t nq;           /**< queue pairs configured */
 	uint16_t n_open;       /**< ifaces open (queues taken) */
 	uint16_t base_port;    /**< UDP port of queue 0's iface (host order) */
@@ -77,6 +78,7 @@ port_setup(uint16_t pid, struct eth_port *p, unsigned int want_q)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 	p->tx_csum = (conf.txmode.offloads & ETH_TX_CSUM) != 0;
 	p->tx_multiseg = (conf.txmode.offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
+	p->af_xdp = rc == 0 && strcmp(info.driver_name, "net_af_xdp") == 0;
 	p->kernel_pmd = rc == 0 && (strcmp(info.driver_name, "net_af_xdp") == 0 ||
 				    strcmp(info.driver_name, "net_af_packet") == 0 ||
 				    strcmp(info.driver_name, "net_tap") == 0);
@@ -107,6 +109,20 @@ port_setup(uint16_t pid, struct eth_port *p, unsigned int want_q)
 		if (mtu != 0 || (rte_eth_dev_get_mtu(pid, &mtu) == 0 && mtu <= ETH_JUMBO_MTU)) {
 			need = (uint32_t)mtu + RTE_ETHER_HDR_LEN + RTE_PKTMBUF_HEADROOM + 256u;
 			room = RTE_MAX(room, RTE_ALIGN_CEIL(need, 1024u));
+		}
+		/*
+		 * af_xdp makes the pool its umem, one mempool object per umem frame, and the
+		 * kernel takes frames of at most a page: the data room shrinks until an
+		 * object fits (3840 bytes with 4 KiB pages, which receives frames of up to
+		 * 3456 bytes: MTU 3442), and the fragment size follows the room (iface_frag)
+		 */
+		if (p->af_xdp) {
+			uint32_t page = (uint32_t)sysconf(_SC_PAGESIZE);
+
+			while (room > RTE_MBUF_DEFAULT_BUF_SIZE &&
+			       rte_mempool_calc_obj_size((uint32_t)sizeof(struct rte_mbuf) + room,
+							 0, NULL) > page)
+				room -= RTE_CACHE_LINE_SIZE;
 		}
 		snprintf(name, sizeof(name), "unio_eth%u", pid);
 		p->mp = rte_pktmbuf_pool_create(name, ETH_POOL_MBUFS, ETH_POOL_CACHE, 0,
@@ -242,12 +258,22 @@ port_address(struct eth_iface *ei, const struct unio_config *cfg, const char *na
 	return UNIO_OK;
 }
 
+/*
+ * Frame bytes after the Ethernet header that one mbuf of the port's pool receives: the data
+ * room less the headroom, and on af_xdp less the kernel's XDP headroom too (the kernel
+ * writes a frame 256 bytes into its umem frame, the PMD's headroom after that: with 3840
+ * bytes of room, frames of up to 3456 bytes arrived on a veth and 3464 were dropped by the
+ * kernel, counted in the receiving veth's rx_queue_0_drops), so that a peer configured like
+ * us receives every frame we send.
+ */
+#define ETH_AF_XDP_RX_CUT 256u
+
 /* Payload bytes per frame: the MTU, bounded by what one mbuf of the port's pool holds. */
 static void
-iface_frag(struct eth_iface *ei)
+iface_frag(struct eth_iface *ei, const struct eth_port *p)
 {
 	uint32_t room = rte_pktmbuf_data_room_size(ei->mp) - RTE_PKTMBUF_HEADROOM -
-			RTE_ETHER_HDR_LEN;
+			(p->af_xdp ? ETH_AF_XDP_RX_CUT : 0) - RTE_ETHER_HDR_LEN;
 	uint16_t mtu = kernel_mtu(ei->port_id);   /* the kernel's, when the PMD wraps one */
 
 	if (mtu >= 576 || (rte_eth_dev_get_mtu(ei->port_id, &mtu) == 0 && mtu >= 576))
@@ -346,7 +372,7 @@ port_open_locked(struct eth_iface *ei, const struct unio_config *cfg, const char
 	if (p->nq > 1)
 		flow_steer(ei);
 	ei->mp = p->mp;
-	iface_frag(ei);
+	iface_frag(ei, p);
 	ei->tx_csum = p->tx_csum;
 	ei->tx_multiseg = p->tx_multiseg;
 	ei->idle_yield = cfg->ethdev_idle_yield == UNIO_ETHDEV_YIELD_YES ||
