@@ -260,14 +260,29 @@ ep_fail(struct eth_ep *ep, unio_status_t st)
 	comps_complete(ep, true, st);
 	eth_rma_cancel(ep, st);
 	if (ep->user_owned && ei->super.err_cb != NULL) {
-		struct eth_ep_alias *a, *next;
+		struct eth_ep_alias *a, **pp;
 
-		for (a = ep->aliases; a != NULL; a = next) {
-			next = a->next;   /* the callback may destroy the handle */
-			ei->super.err_cb(ei->super.err_arg, &a->super, st);
-		}
+		/*
+		 * An error handler may close any endpoint, this one's siblings and the last
+		 * handle too: while reporting, eth_ep_destroy() only marks handles gone, and
+		 * the connection is freed by the next timer pass, never under our callers.
+		 */
+		ep->reporting = true;
+		for (a = ep->aliases; a != NULL; a = a->next)
+			if (!a->gone)
+				ei->super.err_cb(ei->super.err_arg, &a->super, st);
 		if (!ep->released)
 			ei->super.err_cb(ei->super.err_arg, &ep->super, st);
+		ep->reporting = false;
+		for (pp = &ep->aliases; (a = *pp) != NULL;) {
+			if (a->gone) {
+				*pp = a->next;
+				free(a);
+			} else {
+				pp = &a->next;
+			}
+		}
+		ep->doomed = ep->released && ep->aliases == NULL;
 	}
 }
 
@@ -1110,6 +1125,11 @@ timers(struct eth_iface *ei, uint64_t now)
 		struct eth_ep *ep = ei->peers[i];
 		uint64_t age;
 
+		if (unlikely(ep->doomed)) {    /* every handle went while it failed */
+			ep_free(ep);
+			i--;
+			continue;
+		}
 		if (ep->resolving && !ep->failed)
 			resolve_timer(ep, now);
 		if (ep->failed || ep->snd_una == ep->snd_nxt)
@@ -1321,18 +1341,20 @@ eth_ep_destroy(struct unio_tl_ep *tep)
 	if (&ep->super != tep) {
 		struct eth_ep_alias **pp = &ep->aliases;
 
+		if (ep->reporting) {          /* ep_fail() walks the list: it frees it */
+			((struct eth_ep_alias *)tep)->gone = true;
+			return;
+		}
 		while (*pp != (struct eth_ep_alias *)tep)
 			pp = &(*pp)->next;
 		*pp = (*pp)->next;
 		free(tep);
-		if (!ep->released || ep->aliases != NULL)
-			return;
-	} else if (ep->aliases != NULL) {
+	} else {
 		ep->released = true;
 		ep->super.user = NULL;
-		return;
 	}
-	ep_free(ep);
+	if (ep->released && ep->aliases == NULL && !ep->reporting)
+		ep_free(ep);
 }
 
 static void

@@ -221,6 +221,8 @@ struct eth_ep {
 	struct eth_ep_alias *aliases;  /**< more handles on this connection (ep_create) */
 	bool user_owned;       /**< created by ep_create (else passive, from the peer) */
 	bool released;         /**< ep_destroy of this handle while aliases hold the conn */
+	bool reporting;        /**< ep_fail() is calling the handles' error callbacks */
+	bool doomed;           /**< failed, and no handle is left: freed by the next timers() */
 	bool ack_pending;
 	bool failed;
 	bool probed;           /**< a probe went out since the last ack progress */
@@ -267,6 +269,7 @@ struct eth_ep_alias {
 	uint32_t kind;         /**< ETH_EP_ALIAS */
 	struct eth_ep *ep;
 	struct eth_ep_alias *next;
+	bool gone;             /**< destroyed from an error callback: ep_fail() frees it */
 };
 
 _Static_assert(offsetof(struct eth_ep_alias, kind) == offsetof(struct eth_ep, kind),
