@@ -1503,6 +1503,7 @@ am_wireup_req(void *arg, const void *data, size_t length, unsigned int flags)
 	return UNIO_OK;
 bad:
 	API_LOG(ERR, "wireup request: malformed (%zu bytes)", length);
+	w->n_dropped++;
 	return UNIO_OK;
 }
 
@@ -1529,6 +1530,7 @@ am_wireup_rep(void *arg, const void *data, size_t length, unsigned int flags)
 	return UNIO_OK;
 bad:
 	API_LOG(ERR, "wireup reply: malformed or for an unknown ep (%zu bytes)", length);
+	w->n_dropped++;
 	return UNIO_OK;
 }
 
@@ -1828,6 +1830,7 @@ conn_answer(struct unio_worker *w, const struct wire_conn *h, const uint8_t *dat
 bad:
 	API_LOG(ERR, "connection answer %u: malformed or for an unknown ep %#x (%zu bytes)",
 		h->ctl.type, h->dst_ep_id, length);
+	w->n_dropped++;
 }
 
 /*
@@ -1844,6 +1847,7 @@ conn_close(struct unio_worker *w, const struct wire_conn *h)
 	if (ep == NULL || ep->id != h->dst_ep_id || ep->state != EP_CONNECTED ||
 	    !ep->by_driver || ep->remote_id != h->ctl.ep_id) {
 		API_LOG(ERR, "CLOSE for an unknown ep %#x", h->dst_ep_id);
+		w->n_dropped++;
 		return;
 	}
 	ep->remote_closed = true;
@@ -1893,6 +1897,7 @@ am_conn(void *arg, const void *data, size_t length, unsigned int flags)
 	return UNIO_OK;
 bad:
 	API_LOG(ERR, "connection message: malformed (%zu bytes)", length);
+	w->n_dropped++;
 	return UNIO_OK;
 }
 

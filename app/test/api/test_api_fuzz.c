@@ -377,6 +377,17 @@ malformed(struct fz *f)
 	SEND_HP(f, PROTO_AM_USER_RTS, ar, zero, 0);
 	f->want_a += 9;
 	EXPECT_DROPS(f);
+
+	/* the control plane's AMs (lib/api/wireup.c): truncated, or no magic */
+	for (size_t n = 0; n < 4; n++, f->want_a += 3) {
+		SEND(f, PROTO_AM_WIREUP_REQ, zero, n);
+		SEND(f, PROTO_AM_WIREUP_REP, zero, n);
+		SEND(f, PROTO_AM_CONN, zero, n);
+	}
+	SEND(f, PROTO_AM_CONN, zero, 256);
+	SEND(f, PROTO_AM_WIREUP_REP, zero, 256);
+	f->want_a += 2;
+	EXPECT_DROPS(f);
 	TEST_ASSERT_EQ(f->am_calls, 0);
 	TEST_LOG("%" PRIu64 " malformed messages dropped and counted", f->want_a);
 	return TEST_OK;
@@ -496,6 +507,8 @@ lengths(struct fz *f)
 
 /* ---- 3. rendezvous: an RTS without a key, forged pipelined fragments ---- */
 
+static int pulled(struct fz *f);
+
 static int
 rendezvous(struct fz *f)
 {
@@ -550,6 +563,59 @@ rendezvous(struct fz *f)
 	EXPECT_DROPS(f);
 	gbuf_free(&g);
 	free(data);
+	return pulled(f);
+}
+
+/*
+ * An RTS with a real key for b's memory: the victim pulls it (over tcp the get waits for b,
+ * which is not progressed meanwhile); a pipelined fragment forged for that receive is
+ * dropped, and the receive gets exactly b's bytes.
+ */
+static int
+pulled(struct fz *f)
+{
+	struct unio_tl_iface *ifc = f->ep->lane.iface;
+	uint8_t m[sizeof(struct proto_rts_hdr) + UNIO_TL_RKEY_MAX], *src = malloc(5000);
+	uint8_t junk[5000];
+	struct proto_rts_hdr rts = { .tag = 0x602, .size = 5000, .sreq_id = 0x5252,
+				     .ep_id = f->a_ep };
+	struct proto_frag_hdr fr = { .ep_id = f->a_ep, .offset = 0 };
+	struct unio_tl_memh memh;
+	unio_request_t *req;
+	struct gbuf g;
+
+	TEST_ASSERT(src != NULL, "malloc");
+	TEST_ASSERT(ifc->ctl->mem_reg != NULL && ifc->ctl->rkey_pack != NULL &&
+		    ifc->attr.rkey_packed_len <= UNIO_TL_RKEY_MAX, "the lane has no keys");
+	test_fill(src, 5000, 0x602);
+	memset(junk, 0x6b, sizeof(junk));
+	TEST_ASSERT_STATUS(ifc->ctl->mem_reg(ifc, src, 5000, &memh), UNIO_OK);
+	TEST_ASSERT_STATUS(ifc->ctl->rkey_pack(ifc, &memh, m + sizeof(rts)), UNIO_OK);
+	rts.addr = (uintptr_t)src;
+	rts.rkey_len = (uint16_t)ifc->attr.rkey_packed_len;
+	memcpy(m, &rts, sizeof(rts));
+	TEST_ASSERT_EQ(gbuf_new(&g, 6000), TEST_OK);
+	TEST_ASSERT_EQ(post(f, &g, 0x602, &req), TEST_OK);
+	SEND(f, PROTO_AM_RTS, m, sizeof(rts) + rts.rkey_len);
+	for (int i = 0; i < 100000 && unio_request_test(req, NULL) == UNIO_INPROGRESS &&
+	     !req->rkey_valid; i++)
+		unio_worker_progress(f->a);
+	TEST_ASSERT(req->rkey_valid || unio_request_test(req, NULL) == UNIO_OK,
+		    "the victim did not pull");
+	TEST_LOG("pull over %s: %s", ifc->driver->name, req->rkey_valid ?
+		 "in flight (a forged fragment follows)" : "done at once");
+	fr.rreq_id = proto_req_id(req);
+	SEND_HP(f, PROTO_AM_PIPE, fr, junk, 5000);
+	for (int i = 0; i < 1000; i++)
+		unio_worker_progress(f->a);
+	f->want_a++;
+	f->want_b++;   /* the ATS for send 0x5252 */
+	EXPECT_DROPS(f);
+	TEST_ASSERT_EQ(finish(f, req, UNIO_OK, 5000), TEST_OK);
+	TEST_ASSERT_EQ(gbuf_check(&g, 0, src, 5000), TEST_OK);
+	ifc->ctl->mem_dereg(ifc, &memh);
+	gbuf_free(&g);
+	free(src);
 	return TEST_OK;
 }
 
