@@ -97,15 +97,18 @@ def free_port():
 
 
 def wait_line(proc, pattern, timeout):
-    """Read the server's stdout until a line matches (the server listens)."""
+    """Read the server's stdout until a line matches (the server listens); else what it
+    printed, for the error message."""
     deadline = time.monotonic() + timeout
+    seen = []
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
         if not line:
-            return False
+            break
         if pattern in line:
-            return True
-    return False
+            return None
+        seen.append(line)
+    return "".join(seen[-20:]) or "(nothing)"
 
 
 def stop(proc):
@@ -146,8 +149,9 @@ def run_unio(args, test, size, tmp):
                            stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
     try:
-        if not wait_line(srv, "waiting for a connection", 30):
-            raise RuntimeError("unio-perf server did not start")
+        msg = wait_line(srv, "waiting for a connection", 30)
+        if msg is not None:
+            raise RuntimeError("unio-perf server did not start:\n" + msg)
         out = os.path.join(tmp, "unio.json")
         cli = subprocess.run(wrap(args, 1, ["taskset", "-c", args.cpus[1], exe, "-l",
                                             args.cpus[1], "--"]
