@@ -252,3 +252,39 @@ api_no_host_driver(void)
 	}
 	return true;
 }
+
+unio_status_t
+api_op_wait(unio_worker_t *a, unio_worker_t *b, unio_status_t st, unio_request_t *req)
+{
+	unio_status_t r;
+
+	if (st != UNIO_INPROGRESS)
+		return st;
+	while ((r = unio_request_test(req, NULL)) == UNIO_INPROGRESS) {
+		unio_worker_progress(a);
+		if (b != a)
+			unio_worker_progress(b);
+	}
+	unio_request_free(req);
+	return r;
+}
+
+unio_status_t
+api_put(unio_worker_t *a, unio_worker_t *b, unio_ep_t *ep, const void *buf, size_t len,
+	uint64_t raddr, unio_rkey_t *rk)
+{
+	unio_request_t *req = NULL;
+	unio_status_t st = unio_put(ep, buf, len, raddr, rk, NULL, &req);
+
+	return api_op_wait(a, b, st, req);
+}
+
+unio_status_t
+api_get(unio_worker_t *a, unio_worker_t *b, unio_ep_t *ep, void *buf, size_t len,
+	uint64_t raddr, unio_rkey_t *rk)
+{
+	unio_request_t *req = NULL;
+	unio_status_t st = unio_get(ep, buf, len, raddr, rk, NULL, &req);
+
+	return api_op_wait(a, b, st, req);
+}

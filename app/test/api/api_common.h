@@ -34,6 +34,19 @@ unio_ep_t *api_ep_to_worker(unio_worker_t *w, unio_worker_t *peer, unio_status_t
  */
 bool api_ep_connected(unio_worker_t *w, unio_worker_t *peer, const unio_ep_t *ep);
 
+/**
+ * Wait for an operation that returned @p st (its request @p req, then freed) while
+ * progressing @p a and @p b (once when the same); the final status.
+ */
+unio_status_t api_op_wait(unio_worker_t *a, unio_worker_t *b, unio_status_t st,
+			  unio_request_t *req);
+
+/** unio_put() / unio_get() on @p ep, waited for with api_op_wait(). */
+unio_status_t api_put(unio_worker_t *a, unio_worker_t *b, unio_ep_t *ep, const void *buf,
+		      size_t len, uint64_t raddr, unio_rkey_t *rk);
+unio_status_t api_get(unio_worker_t *a, unio_worker_t *b, unio_ep_t *ep, void *buf,
+		      size_t len, uint64_t raddr, unio_rkey_t *rk);
+
 /** 127.0.0.1:@p port. */
 struct sockaddr_in api_loopback(int port);
 

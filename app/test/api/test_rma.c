@@ -72,37 +72,19 @@ pair_close(struct pair *p)
 static unio_status_t
 op_wait(struct pair *p, unio_status_t st, unio_request_t *req)
 {
-	unio_status_t r;
-
-	if (st != UNIO_INPROGRESS)
-		return st;
-	while ((r = unio_request_test(req, NULL)) == UNIO_INPROGRESS) {
-		unio_worker_progress(p->a);
-		if (p->b != p->a)
-			unio_worker_progress(p->b);
-	}
-	unio_request_free(req);
-	return r;
+	return api_op_wait(p->a, p->b, st, req);
 }
 
 static unio_status_t
 put(struct pair *p, const void *buf, size_t len, uint64_t raddr, unio_rkey_t *rk)
 {
-	unio_request_t *req = NULL;
-
-	unio_status_t st = unio_put(p->ep, buf, len, raddr, rk, NULL, &req);
-
-	return op_wait(p, st, req);
+	return api_put(p->a, p->b, p->ep, buf, len, raddr, rk);
 }
 
 static unio_status_t
 get(struct pair *p, void *buf, size_t len, uint64_t raddr, unio_rkey_t *rk)
 {
-	unio_request_t *req = NULL;
-
-	unio_status_t st = unio_get(p->ep, buf, len, raddr, rk, NULL, &req);
-
-	return op_wait(p, st, req);
+	return api_get(p->a, p->b, p->ep, buf, len, raddr, rk);
 }
 
 /* A region of b: allocated, or registered in the middle of a guarded heap buffer. */

@@ -59,39 +59,6 @@ rnd(uint64_t *s)
 	return *s;
 }
 
-static unio_status_t
-op_wait(struct env *e, unio_status_t st, unio_request_t *req)
-{
-	unio_status_t r;
-
-	if (st != UNIO_INPROGRESS)
-		return st;
-	while ((r = unio_request_test(req, NULL)) == UNIO_INPROGRESS) {
-		unio_worker_progress(e->a);
-		unio_worker_progress(e->b);
-	}
-	unio_request_free(req);
-	return r;
-}
-
-static unio_status_t
-put(struct env *e, const void *buf, size_t len, uint64_t raddr, unio_rkey_t *rk)
-{
-	unio_request_t *req = NULL;
-	unio_status_t st = unio_put(e->ep, buf, len, raddr, rk, NULL, &req);
-
-	return op_wait(e, st, req);
-}
-
-static unio_status_t
-get(struct env *e, void *buf, size_t len, uint64_t raddr, unio_rkey_t *rk)
-{
-	unio_request_t *req = NULL;
-	unio_status_t st = unio_get(e->ep, buf, len, raddr, rk, NULL, &req);
-
-	return op_wait(e, st, req);
-}
-
 static int
 unchanged(struct env *e)
 {
@@ -185,7 +152,7 @@ try_access(struct env *e, unio_rkey_t *rk, uint64_t addr, size_t len, bool may, 
 	unio_status_t ps, gs;
 
 	test_fill(src, sizeof(src), seed);
-	ps = put(e, src, len, addr, rk);
+	ps = api_put(e->a, e->b, e->ep, src, len, addr, rk);
 	if (ps == UNIO_OK) {
 		TEST_ASSERT(may, "a forbidden put of %zu at %+" PRId64 " succeeded (%#" PRIx64 ")",
 			    len, (int64_t)(addr - (uintptr_t)e->base), seed);
@@ -197,7 +164,7 @@ try_access(struct env *e, unio_rkey_t *rk, uint64_t addr, size_t len, bool may, 
 		    "where it should not", len, (int64_t)(addr - (uintptr_t)e->base),
 		    unio_status_string(ps));
 	memset(dst, 0x5c, sizeof(dst));
-	gs = get(e, dst, len, addr, rk);
+	gs = api_get(e->a, e->b, e->ep, dst, len, addr, rk);
 	if (gs == UNIO_OK) {
 		TEST_ASSERT(may, "a forbidden get of %zu at %+" PRId64 " succeeded", len,
 			    (int64_t)(addr - (uintptr_t)e->base));
