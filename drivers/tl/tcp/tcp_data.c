@@ -358,7 +358,8 @@ put_chunk(struct tcp_conn *c, const struct tcp_rkey *k, const struct iovec *iov,
 
 	tcp_hdr_set((struct tcp_hdr *)h, (uint32_t)(RMA_LEN + len), TCP_F_PUT, 0);
 	*r = (struct tcp_rma_hdr){ .addr = remote_addr, .length = len, .key_idx = k->key_idx,
-				   .key_gen = k->key_gen, .req_id = c->get_seq };
+				   .key_gen = k->key_gen, .req_id = c->get_seq,
+				   .secret = k->secret };
 	/* the local buffer is free when the kernel took it; done when the target acks */
 	st = zc_send(c, h, sizeof(h), iov, iovcnt, NULL);
 	if (UNIO_IS_ERR(st))
@@ -455,7 +456,8 @@ tcp_ep_get_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size_t iovcnt,
 		return UNIO_ERR_NO_RESOURCE;
 	tcp_hdr_set((struct tcp_hdr *)h, RMA_LEN, TCP_F_GET_REQ, 0);
 	*r = (struct tcp_rma_hdr){ .addr = remote_addr, .length = len, .key_idx = k->key_idx,
-				   .key_gen = k->key_gen, .req_id = c->get_seq };
+				   .key_gen = k->key_gen, .req_id = c->get_seq,
+				   .secret = k->secret };
 	st = send_small(c, h, sizeof(h));
 	if (st != UNIO_OK)
 		return st;
@@ -567,7 +569,8 @@ region_check(const struct tcp_iface *ti, const struct tcp_rma_hdr *r)
 		return NULL;
 	RTE_SET_USED(ti);
 	reg = &tcp_regs[r->key_idx];
-	if (!reg->used || reg->gen != r->key_gen || r->addr < reg->base ||
+	if (!reg->used || reg->gen != r->key_gen || reg->secret != r->secret ||
+	    r->addr < reg->base ||
 	    r->length > reg->len || r->addr - reg->base > reg->len - r->length)
 		return NULL;
 	return reg;

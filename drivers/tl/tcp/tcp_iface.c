@@ -25,6 +25,7 @@
 
 #include <rte_branch_prediction.h>
 #include <rte_log.h>
+#include <rte_random.h>
 
 #include "tcp_priv.h"
 
@@ -1081,6 +1082,7 @@ tcp_mem_reg(struct unio_tl_iface *iface, void *addr, size_t len, struct unio_tl_
 		r->base = (uintptr_t)addr;
 		r->len = len;
 		r->gen++;
+		r->secret = rte_rand();
 		r->used = true;
 		*memh = (struct unio_tl_memh){ .addr = addr, .len = len, .priv = r };
 		st = UNIO_OK;
@@ -1109,7 +1111,7 @@ tcp_rkey_pack(struct unio_tl_iface *iface, const struct unio_tl_memh *memh, void
 {
 	const struct tcp_region *r = memh->priv;
 	struct tcp_rkey k = { .base = r->base, .len = r->len, .key_gen = r->gen,
-			      .key_idx = (uint32_t)(r - tcp_regs) };
+			      .key_idx = (uint32_t)(r - tcp_regs), .secret = r->secret };
 
 	RTE_SET_USED(iface);
 	memcpy(buf, &k, sizeof(k));

@@ -33,7 +33,8 @@ extern int unio_logtype_tcp;
 
 #define TCP_MAGIC          0x5475u      /* "uT" */
 #define TCP_ADDR_MAGIC     0x554e494fu  /* "UNIO" */
-#define TCP_WIRE_VERSION   3            /* 2: MOVE_START / MOVE_END; 3: 1 MiB GET_RESP */
+#define TCP_WIRE_VERSION   4            /* 2: MOVE_START / MOVE_END; 3: 1 MiB GET_RESP;
+						 * 4: key secrets */
 
 #define TCP_MAX_SHORT      (1024 - 8)          /* am_short payload beyond the 8-byte header */
 #define TCP_MAX_BCOPY      (64 * 1024)
@@ -88,6 +89,7 @@ struct tcp_rma_hdr {
 	uint32_t key_gen;  /* its generation: a stale key is refused */
 	uint32_t req_id;   /* PUT, PUT_ACK, GET_REQ, GET_RESP, FLUSH */
 	int32_t status;    /* GET_RESP: UNIO_OK or the refusal */
+	uint64_t secret;   /* PUT, GET_REQ: the registration's random secret, from the key */
 };
 
 /* The iface address: also what HELLO carries.  Compared with memcmp: no padding. */
@@ -107,6 +109,7 @@ struct tcp_rkey {
 	uint64_t len;
 	uint32_t key_idx;
 	uint32_t key_gen;
+	uint64_t secret;   /* random per registration: slot and generation alone are guessable */
 };
 
 enum tcp_item_kind { TCP_ITEM_LISTEN, TCP_ITEM_PENDING, TCP_ITEM_CONN };
@@ -219,6 +222,7 @@ struct tcp_region {
 	uint32_t gen;
 	uint64_t base;
 	uint64_t len;
+	uint64_t secret;
 };
 
 struct tcp_iface {
