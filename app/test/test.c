@@ -166,6 +166,21 @@ test_enter_netns(const char *ns)
 }
 
 int
+test_can_netns(void)
+{
+	return geteuid() == 0 && test_system("ip netns list >/dev/null 2>&1") == 0;
+}
+
+int
+test_topology(const char *kind, const char *op, const char *name, const char *extra)
+{
+	const char *src = getenv("UNIO_TEST_SOURCE_DIR");
+
+	return test_system("%s/usertools/unio-topology.sh %s %s %s %s >/dev/null 2>&1",
+			   src != NULL ? src : ".", kind, op, name, extra != NULL ? extra : "");
+}
+
+int
 test_system(const char *fmt, ...)
 {
 	va_list ap;

@@ -109,6 +109,16 @@ int test_capture(char *out, size_t len, const char *fmt, ...)
  */
 int test_enter_netns(const char *ns);
 
+/** Nonzero when this process can make network namespaces (root, iproute2's `ip netns`). */
+int test_can_netns(void);
+
+/**
+ * usertools/unio-topology.sh @p kind @p op @p name [@p extra]: build ("up") or remove
+ * ("down") the veth or bridge topology of namespaces NAME-a, NAME-b (and NAME-m); 0 when
+ * it succeeded.  @p extra (topology options) may be NULL.
+ */
+int test_topology(const char *kind, const char *op, const char *name, const char *extra);
+
 /** Path of the build directory's tools (unio-info, unio-perf): "<dir of this binary>/..". */
 const char *test_build_dir(void);
 

@@ -994,21 +994,6 @@ UNIO_TEST_CHILD(ethdev_peer)
 
 /* ---- the tests ---- */
 
-static int
-topo(const char *op, const char *kind, const char *name, const char *extra)
-{
-	const char *src = getenv("UNIO_TEST_SOURCE_DIR");
-
-	return test_system("%s/usertools/unio-topology.sh %s %s %s %s >/dev/null 2>&1",
-			   src != NULL ? src : ".", kind, op, name, extra);
-}
-
-static int
-can_netns(void)
-{
-	return geteuid() == 0 && test_system("ip netns list >/dev/null 2>&1") == 0;
-}
-
 struct pair_run {
 	const char *kind;          /* veth | bridge | NULL (memif, no namespaces) */
 	const char *pmd;
@@ -1068,7 +1053,7 @@ netns_pair(const struct pair_run *r)
 	const char *jumbo;
 	int rc;
 
-	if (!can_netns())
+	if (!test_can_netns())
 		TEST_SKIP_BECAUSE("needs root and iproute2 network namespaces");
 	snprintf(name, sizeof(name), "unio-%d", getpid());
 	snprintf(na, sizeof(na), "%s-a", name);
@@ -1078,13 +1063,13 @@ netns_pair(const struct pair_run *r)
 		 strcmp(r->mode, "mq") == 0 || strcmp(r->mode, "fair") == 0 ? ",qpairs=2" : "",
 		 jumbo);
 	snprintf(vb, sizeof(vb), "%s0,iface=vb%s", r->pmd, jumbo);
-	if (topo("up", r->kind, name, r->extra) != 0) {
-		topo("down", r->kind, name, "");
+	if (test_topology(r->kind, "up", name, r->extra) != 0) {
+		test_topology(r->kind, "down", name, "");
 		TEST_LOG("topology %s %s failed", r->kind, r->extra);
 		return TEST_FAIL;
 	}
 	rc = run_pair(r, na, nb, va, vb);
-	topo("down", r->kind, name, "");
+	test_topology(r->kind, "down", name, "");
 	return rc;
 }
 
@@ -1381,7 +1366,7 @@ UNIO_TEST(ethdev_ping_arping, mp)
 	int rc = TEST_FAIL, rp = -1, ra = -1, rt = 0, rw;
 	pid_t pid;
 
-	if (!can_netns())
+	if (!test_can_netns())
 		TEST_SKIP_BECAUSE("needs root and iproute2 network namespaces");
 	if (test_system("command -v ping >/dev/null && command -v arping >/dev/null") != 0)
 		TEST_SKIP_BECAUSE("ping or arping not installed (apt-get install iputils-ping "
@@ -1390,7 +1375,7 @@ UNIO_TEST(ethdev_ping_arping, mp)
 	snprintf(ns, sizeof(ns), "%s-a", name);
 	snprintf(prefix, sizeof(prefix), "/tmp/unio-eth-%d", getpid());
 	snprintf(path, sizeof(path), "%s-a.addr", prefix);
-	if (topo("up", "veth", name, "") != 0 ||
+	if (test_topology("veth", "up", name, "") != 0 ||
 	    test_system("ip -n %s-b addr add " IP_KERN "/24 dev vb", name) != 0)
 		goto out;
 	args[0] = ns, args[1] = "net_af_packet0,iface=va", args[2] = IP_A, args[3] = "0";
@@ -1414,7 +1399,7 @@ UNIO_TEST(ethdev_ping_arping, mp)
 	rc = rp == 0 && ra == 0 && rt == 0 && rw == 0 ? TEST_OK : TEST_FAIL;
 out:
 	prefix_clean(prefix);
-	topo("down", "veth", name, "");
+	test_topology("veth", "down", name, "");
 	return rc;
 }
 
@@ -1467,7 +1452,7 @@ UNIO_TEST(ethdev_kernel_udp, mp)
 	int rk = -1, rd = -1;
 	pid_t pid;
 
-	if (!can_netns())
+	if (!test_can_netns())
 		TEST_SKIP_BECAUSE("needs root and iproute2 network namespaces");
 	snprintf(name, sizeof(name), "unio-%d", getpid());
 	snprintf(ns, sizeof(ns), "%s-a", name);
@@ -1477,7 +1462,7 @@ UNIO_TEST(ethdev_kernel_udp, mp)
 	 * drop them as bad.  A kernel host on a veth computes them with tx offload off, as
 	 * every NIC's wire carries them.
 	 */
-	if (topo("up", "veth", name, "") == 0 &&
+	if (test_topology("veth", "up", name, "") == 0 &&
 	    test_system("ip -n %s-b addr add " IP_KERN "/24 dev vb && "
 			"ip netns exec %s-b ethtool -K vb tx off >/dev/null", name, name) == 0) {
 		pid = test_spawn("ethdev_kudp", args);
@@ -1498,7 +1483,7 @@ UNIO_TEST(ethdev_kernel_udp, mp)
 				 name);
 		rd = test_wait(pid, 40000);
 	}
-	topo("down", "veth", name, "");
+	test_topology("veth", "down", name, "");
 	TEST_LOG("kernel socket %d, DPDK side %d", rk, rd);
 	TEST_ASSERT(rk == 0 && rd == 0, "kernel UDP exchange failed");
 	return TEST_OK;

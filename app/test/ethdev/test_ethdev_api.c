@@ -793,21 +793,6 @@ UNIO_TEST_CHILD(ethdev_api_peer)
 
 /* ---- the tests ---- */
 
-static int
-can_netns(void)
-{
-	return geteuid() == 0 && test_system("ip netns list >/dev/null 2>&1") == 0;
-}
-
-static int
-topo(const char *op, const char *name)
-{
-	const char *src = getenv("UNIO_TEST_SOURCE_DIR");
-
-	return test_system("%s/usertools/unio-topology.sh veth %s %s >/dev/null 2>&1",
-			   src != NULL ? src : ".", op, name);
-}
-
 /*
  * @p cm: the listener and the client use the DPDK address 10.77.0.1:13337 (the iface's
  * UNIO_ETHDEV_PORT), and the kernel has no address at all: the handshake runs over the
@@ -822,13 +807,13 @@ api_pair(const char *pmd, bool cm)
 	int rc = TEST_FAIL, ra = -1, rb = -1;
 	pid_t a, b;
 
-	if (!can_netns())
+	if (!test_can_netns())
 		TEST_SKIP_BECAUSE("needs root and iproute2 network namespaces");
 	snprintf(name, sizeof(name), "unioapi-%d", getpid());
 	snprintf(na, sizeof(na), "%s-a", name);
 	snprintf(nb, sizeof(nb), "%s-b", name);
 	snprintf(port_s, sizeof(port_s), "%d", cm ? 13337 : 20000 + getpid() % 20000);
-	if (topo("up", name) != 0)
+	if (test_topology("veth", "up", name, NULL) != 0)
 		goto out;
 	if (cm)
 		;   /* no kernel address: nothing but the DPDK ifaces can answer */
@@ -860,7 +845,7 @@ api_pair(const char *pmd, bool cm)
 		TEST_LOG("peer exit codes %d %d", ra, rb);
 	rc = ra == 0 && rb == 0 ? TEST_OK : TEST_FAIL;
 out:
-	topo("down", name);
+	test_topology("veth", "down", name, NULL);
 	return rc;
 }
 
@@ -916,7 +901,7 @@ UNIO_TEST(ethdev_api_worker_addr, mp)
 				 "-", "oob", NULL };
 	int rc = TEST_FAIL, ra = -1, rb = -1;
 
-	if (!can_netns())
+	if (!test_can_netns())
 		TEST_SKIP_BECAUSE("needs root and iproute2 network namespaces");
 	snprintf(name, sizeof(name), "unioapi-%d", getpid());
 	snprintf(na, sizeof(na), "%s-a", name);
@@ -924,7 +909,7 @@ UNIO_TEST(ethdev_api_worker_addr, mp)
 	snprintf(prefix, sizeof(prefix), "/tmp/unio-ethdev-addr-%d", getpid());
 	snprintf(pa, sizeof(pa), "%s.0", prefix);
 	snprintf(pb, sizeof(pb), "%s.1", prefix);
-	if (topo("up", name) == 0) {
+	if (test_topology("veth", "up", name, NULL) == 0) {
 		pid_t a = test_spawn("ethdev_api_peer", args_a);
 		pid_t b = test_spawn("ethdev_api_peer", args_b);
 
@@ -936,7 +921,7 @@ UNIO_TEST(ethdev_api_worker_addr, mp)
 	}
 	unlink(pa);
 	unlink(pb);
-	topo("down", name);
+	test_topology("veth", "down", name, NULL);
 	return rc;
 }
 
@@ -1078,13 +1063,13 @@ netns_child(const char *prefix, const char *child)
 	const char *args[] = { na, NULL };
 	int rc = TEST_FAIL;
 
-	if (!can_netns())
+	if (!test_can_netns())
 		TEST_SKIP_BECAUSE("needs root and iproute2 network namespaces");
 	snprintf(name, sizeof(name), "%s-%d", prefix, getpid());
 	snprintf(na, sizeof(na), "%s-a", name);
-	if (topo("up", name) == 0)
+	if (test_topology("veth", "up", name, NULL) == 0)
 		rc = test_wait(test_spawn(child, args), 60000) == 0 ? TEST_OK : TEST_FAIL;
-	topo("down", name);
+	test_topology("veth", "down", name, NULL);
 	return rc;
 }
 

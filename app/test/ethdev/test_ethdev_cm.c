@@ -387,24 +387,22 @@ UNIO_TEST_CHILD(ethdev_cm_kernel_peer)
  */
 UNIO_TEST(ethdev_api_cm_kernel_fallback, mp)
 {
-	const char *src = getenv("UNIO_TEST_SOURCE_DIR");
 	char name[32], na[40], nb[40], ready[80];
 	const char *args_a[] = { na, "1", "net_af_packet0,iface=va", "-", NULL };
 	const char *args_b[] = { nb, "0", "-", ready, NULL };
 	int rc = TEST_FAIL, ra = -1, rb = -1;
 	pid_t a, b;
 
-	if (geteuid() != 0 || test_system("ip netns list >/dev/null 2>&1") != 0)
+	if (!test_can_netns())
 		TEST_SKIP_BECAUSE("needs root and iproute2 network namespaces");
 	snprintf(name, sizeof(name), "uniokfb-%d", getpid());
 	snprintf(na, sizeof(na), "%s-a", name);
 	snprintf(nb, sizeof(nb), "%s-b", name);
 	snprintf(ready, sizeof(ready), "/tmp/unio-kfb-%d.ready", getpid());
 	unlink(ready);
-	if (test_system("%s/usertools/unio-topology.sh veth up %s >/dev/null 2>&1 && "
-			"ip -n %s addr add 10.77.0.1/24 dev va && "
-			"ip -n %s addr add 10.77.0.2/24 dev vb", src != NULL ? src : ".", name,
-			na, nb) != 0) {
+	if (test_topology("veth", "up", name, NULL) != 0 ||
+	    test_system("ip -n %s addr add 10.77.0.1/24 dev va && "
+			"ip -n %s addr add 10.77.0.2/24 dev vb", na, nb) != 0) {
 		TEST_LOG("topology %s", name);
 		goto out;
 	}
@@ -418,8 +416,7 @@ UNIO_TEST(ethdev_api_cm_kernel_fallback, mp)
 		TEST_LOG("exit codes: client %d, server %d", ra, rb);
 	rc = ra == 0 && rb == 0 ? TEST_OK : TEST_FAIL;
 out:
-	test_system("%s/usertools/unio-topology.sh veth down %s >/dev/null 2>&1",
-		    src != NULL ? src : ".", name);
+	test_topology("veth", "down", name, NULL);
 	unlink(ready);
 	return rc;
 }

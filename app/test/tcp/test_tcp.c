@@ -183,7 +183,7 @@ netns_down(const struct netns *n)
 
 /* netns_up() failed: a skip only where iproute2 cannot make namespaces at all */
 #define NETNS_UNAVAILABLE() do { \
-	TEST_ASSERT(test_system("ip netns list >/dev/null 2>&1") != 0, \
+	TEST_ASSERT(!test_can_netns(), \
 		    "namespaces work here, but the veth pair did not come up"); \
 	TEST_SKIP_BECAUSE("ip netns / veth not available here"); \
 } while (0)

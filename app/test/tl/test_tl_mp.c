@@ -818,15 +818,6 @@ static const char *const tl_fast_cases[] = {
 	"tl_connect_sockaddr", "tl_crossing_dials", "tl_stale_dial",
 };
 
-static int
-topo_veth(const char *op, const char *name)
-{
-	const char *src = getenv("UNIO_TEST_SOURCE_DIR");
-
-	return test_system("%s/usertools/unio-topology.sh veth %s %s >/dev/null 2>&1",
-			   src != NULL ? src : ".", op, name);
-}
-
 /*
  * Every fast conformance case in a process of its own: "@p cmd CASE" (the namespace, the
  * environment and the binary); each must pass and must name "driver @p drv device" in its
@@ -879,14 +870,14 @@ tl_over_ethdev(const char *vdev, const char *env, bool netns, bool both_ends)
 	char name[32], cmd[512], ns[80] = "";
 	int rc;
 
-	if (netns && (geteuid() != 0 || test_system("ip netns list >/dev/null 2>&1") != 0))
+	if (netns && !test_can_netns())
 		TEST_SKIP_BECAUSE("needs root and iproute2 network namespaces");
 	snprintf(name, sizeof(name), "uniotl-%d", getpid());
-	if (netns && (topo_veth("up", name) != 0 ||
+	if (netns && (test_topology("veth", "up", name, NULL) != 0 ||
 		      (both_ends && test_system("ip -n %s-b link set vb netns %s-a && "
 						"ip -n %s-a link set vb up", name, name,
 						name) != 0))) {
-		topo_veth("down", name);
+		test_topology("veth", "down", name, NULL);
 		TEST_LOG("topology %s", name);
 		return TEST_FAIL;
 	}
@@ -902,7 +893,7 @@ tl_over_ethdev(const char *vdev, const char *env, bool netns, bool both_ends)
 		rc = veth_sent(ns, "vb");
 	}
 	if (netns)
-		topo_veth("down", name);
+		test_topology("veth", "down", name, NULL);
 	return rc;
 }
 
@@ -917,15 +908,15 @@ UNIO_TEST(tl_tcp_netns, mp)
 	char name[32], cmd[512], ns[64];
 	int rc;
 
-	if (geteuid() != 0 || test_system("ip netns list >/dev/null 2>&1") != 0)
+	if (!test_can_netns())
 		TEST_SKIP_BECAUSE("needs root and iproute2 network namespaces");
 	snprintf(name, sizeof(name), "uniotcp-%d", getpid());
-	if (topo_veth("up", name) != 0 ||
+	if (test_topology("veth", "up", name, NULL) != 0 ||
 	    test_system("ip -n %s-a addr add 10.77.0.1/24 dev va && ip -n %s-a link set va up && "
 			"ip -n %s-b addr add 10.77.0.2/24 dev vb && ip -n %s-b link set vb up && "
 			"ip netns exec %s-a ping -c1 -W5 10.77.0.2 >/dev/null", name, name, name,
 			name, name) != 0) {
-		topo_veth("down", name);
+		test_topology("veth", "down", name, NULL);
 		TEST_LOG("topology %s", name);
 		return TEST_FAIL;
 	}
@@ -936,7 +927,7 @@ UNIO_TEST(tl_tcp_netns, mp)
 	snprintf(ns, sizeof(ns), "%s-a", name);
 	if (rc == TEST_OK)
 		rc = veth_sent(ns, "va");
-	topo_veth("down", name);
+	test_topology("veth", "down", name, NULL);
 	return rc;
 }
 
