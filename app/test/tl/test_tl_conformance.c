@@ -270,15 +270,35 @@ UNIO_TEST(tl_order_flush, fast)
 	return tl_for_each_driver(case_order_flush);
 }
 
+/* am_short of the 48-byte checked message number @p seq */
+static unio_status_t
+send_seq(const struct tl_pair *p, uint64_t seq)
+{
+	uint8_t buf[64];
+
+	tl_make_msg(buf, 48, seq);
+	return unio_tl_ep_am_short(p->ep, TL_AM_ID, seq, buf + 8, 40);
+}
+
+/* Messages from number *@p sent on until the FIFO refuses one (the receiver not progressed). */
+static int
+fifo_fill(const struct tl_pair *p, uint64_t *sent)
+{
+	unio_status_t st;
+
+	while ((st = send_seq(p, *sent)) == UNIO_OK)
+		TEST_ASSERT(++*sent < 100000000, "the FIFO never filled up");
+	TEST_ASSERT_STATUS(st, UNIO_ERR_NO_RESOURCE);
+	return TEST_OK;
+}
+
 /* fill the FIFO without progressing the receiver, then drain it, then send again */
 static int
 case_fifo_full(const struct unio_tl_driver *drv, const char *dev)
 {
 	struct tl_pair p;
 	struct tl_rx rx = { .check_order = 1 };
-	uint8_t buf[64];
 	uint64_t sent = 0;
-	unio_status_t st;
 	int r = TEST_OK;
 
 	if (tl_pair_open(&p, drv, dev) != TEST_OK)
@@ -286,22 +306,14 @@ case_fifo_full(const struct unio_tl_driver *drv, const char *dev)
 	if (!(p.ep->cap & UNIO_TL_CAP_AM_SHORT))
 		goto out;
 	unio_tl_iface_set_am_handler(p.rx, TL_AM_ID, tl_check_cb, &rx);
-	for (;;) {
-		tl_make_msg(buf, 48, sent);
-		st = unio_tl_ep_am_short(p.ep, TL_AM_ID, sent, buf + 8, 40);
-		if (st != UNIO_OK)
-			break;
-		TEST_ASSERT(++sent < 100000000, "the FIFO never filled up");
-	}
-	TEST_ASSERT_STATUS(st, UNIO_ERR_NO_RESOURCE);
+	if (fifo_fill(&p, &sent) != TEST_OK)
+		return TEST_FAIL;
 	TEST_ASSERT(sent > 0, "not one message fit");
 	TEST_LOG("%" PRIu64 " messages of 48 bytes fit", sent);
 	r = tl_pair_wait(&p, &rx, sent);
 	TEST_ASSERT_EQ(rx.bad, 0);
 	for (unsigned int i = 0; i < 3 && r == TEST_OK; i++) {
-		tl_make_msg(buf, 48, sent);
-		TEST_ASSERT_STATUS(unio_tl_ep_am_short(p.ep, TL_AM_ID, sent, buf + 8, 40),
-				   UNIO_OK);
+		TEST_ASSERT_STATUS(send_seq(&p, sent), UNIO_OK);
 		r = tl_pair_wait(&p, &rx, ++sent);
 	}
 	TEST_ASSERT_EQ(rx.bad, 0);
@@ -326,7 +338,6 @@ case_fifo_credit(const struct unio_tl_driver *drv, const char *dev)
 	struct tl_pair p;
 	struct tl_rx rx = { .check_order = 1 };
 	uint64_t sent = 0, got_at = 0;
-	uint8_t buf[64];
 	unio_status_t st;
 	int r = TEST_OK;
 
@@ -335,19 +346,12 @@ case_fifo_credit(const struct unio_tl_driver *drv, const char *dev)
 	if (tl_pair_open(&p, drv, dev) != TEST_OK)
 		return TEST_FAIL;
 	unio_tl_iface_set_am_handler(p.rx, TL_AM_ID, tl_check_cb, &rx);
-	for (;;) {
-		tl_make_msg(buf, 48, sent);
-		st = unio_tl_ep_am_short(p.ep, TL_AM_ID, sent, buf + 8, 40);
-		if (st != UNIO_OK)
-			break;
-		TEST_ASSERT(++sent < 100000000, "the FIFO never filled up");
-	}
-	TEST_ASSERT_STATUS(st, UNIO_ERR_NO_RESOURCE);
+	if (fifo_fill(&p, &sent) != TEST_OK)
+		return TEST_FAIL;
 	/* one receiver progress call (a burst), one try, until the send goes through */
 	while (rx.count < sent) {
 		unio_tl_iface_progress(p.rx);
-		tl_make_msg(buf, 48, sent);
-		st = unio_tl_ep_am_short(p.ep, TL_AM_ID, sent, buf + 8, 40);
+		st = send_seq(&p, sent);
 		if (st == UNIO_OK) {
 			got_at = rx.count;
 			sent++;

@@ -40,6 +40,19 @@ cd_open(const struct unio_tl_driver *drv, const char *dev, struct unio_tl_iface 
 	return TEST_OK;
 }
 
+/* The receiving side's iface in *@p rx, the sending side's in *@p tx (tl_side()). */
+static int
+cd_open_pair(const struct unio_tl_driver *drv, const char *dev, struct unio_tl_iface **rx,
+	     struct unio_tl_iface **tx)
+{
+	const char *side = tl_side(dev, false);
+
+	if (side == NULL || cd_open(drv, side, rx) != TEST_OK)
+		return TEST_FAIL;
+	side = tl_side(dev, true);
+	return side != NULL ? cd_open(drv, side, tx) : TEST_FAIL;
+}
+
 static void
 cd_progress(struct unio_tl_iface *a, struct unio_tl_iface *b, double secs)
 {
@@ -80,11 +93,9 @@ case_crossing(const struct unio_tl_driver *drv, const char *dev)
 	uint8_t aa[UNIO_TL_ADDR_MAX], ab[UNIO_TL_ADDR_MAX];
 	struct unio_tl_ep *ea = NULL, *eb = NULL;
 	struct unio_tl_ep_params pa = { .iface_addr = ab }, pb = { .iface_addr = aa };
-	const char *side;
 	int rc = TEST_FAIL;
 
-	if ((side = tl_side(dev, false)) == NULL || cd_open(drv, side, &a) != TEST_OK ||
-	    (side = tl_side(dev, true)) == NULL || cd_open(drv, side, &b) != TEST_OK)
+	if (cd_open_pair(drv, dev, &a, &b) != TEST_OK)
 		goto out;
 	if (!(a->attr.cap & UNIO_TL_CAP_CONNECT_SOCKADDR)) {
 		rc = TEST_OK;
@@ -157,11 +168,9 @@ case_stale(const struct unio_tl_driver *drv, const char *dev)
 	uint8_t ab[UNIO_TL_ADDR_MAX], aa_full[UNIO_TL_ADDR_MAX];
 	struct unio_tl_ep *ea = NULL, *back = NULL;
 	struct unio_tl_ep_params pa = { .iface_addr = ab }, pb = { .iface_addr = aa_full };
-	const char *side;
 	int rc = TEST_FAIL;
 
-	if ((side = tl_side(dev, false)) == NULL || cd_open(drv, side, &b) != TEST_OK ||
-	    (side = tl_side(dev, true)) == NULL || cd_open(drv, side, &a) != TEST_OK)
+	if (cd_open_pair(drv, dev, &b, &a) != TEST_OK)
 		goto out;
 	if (!(a->attr.cap & UNIO_TL_CAP_CONNECT_SOCKADDR)) {
 		rc = TEST_OK;
