@@ -39,7 +39,16 @@ enum wire_ctl_type {
 	WIRE_REJECT = 3,       /**< server -> client: the handler rejected */
 	WIRE_VERSION = 4,      /**< server -> client: another wire version, refused */
 	WIRE_CLOSE = 5,        /**< either way: orderly close of the endpoint */
-	WIRE_REFUSED = 6,      /**< server -> client over a driver: no listener there */
+	WIRE_REFUSED = 6,      /**< server -> client over a driver: no listener there, or
+				*   the request could not be served (wire_conn.reason) */
+};
+
+/** wire_conn.reason of a REFUSED: why (0 from peers before it was sent: no listener). */
+enum wire_refusal {
+	WIRE_REFUSED_NO_LISTENER = 0,   /**< no listener has that address */
+	WIRE_REFUSED_BUSY = 1,          /**< more requests waited than UNIO_CONN_BACKLOG */
+	WIRE_REFUSED_NO_IFACE = 2,      /**< no iface of the worker has the address dialled */
+	WIRE_REFUSED_NO_EP = 3,         /**< no endpoint to the sender could be made */
 };
 
 /** Control message: this header, then addr_len bytes of worker address. */
@@ -67,7 +76,7 @@ struct wire_conn {
 	struct wire_ctl ctl;   /**< magic and version first, as on the control connection */
 	uint32_t dst_ep_id;    /**< replies: the requester's ep */
 	uint16_t iface_addr_len;
-	uint16_t pad;
+	uint16_t reason;       /**< REFUSED: enum wire_refusal; else 0 (ignored) */
 	struct wire_sockaddr dst;   /**< HELLO: the address dialled (the listener's) */
 	struct wire_sockaddr src;   /**< HELLO: the sender's own socket address */
 };

@@ -70,9 +70,14 @@ ifaces_progress(struct unio_worker *w)
 /* A HELLO that arrived over a driver, kept until wireup_progress() serves it. */
 struct wireup_hello {
 	struct wireup_hello *next;
+	struct unio_tl_iface *ifc;   /* the iface it came on */
+	bool busy;             /* beyond UNIO_CONN_BACKLOG: refused when served */
 	size_t len;
 	uint8_t data[];        /* the whole PROTO_AM_CONN message */
 };
+
+/* Requests kept beyond UNIO_CONN_BACKLOG only to be refused; more are dropped unanswered. */
+#define HELLOS_REFUSE_MAX 1024u
 
 /* An ep that carried a refusal: destroyed once the peer acked it (or at a deadline). */
 struct wireup_linger {
@@ -1536,8 +1541,6 @@ bad:
 
 /* ---- connections by socket address over a driver's own channel ---- */
 
-#define HELLOS_MAX 64   /* requests waiting for the worker's control progress */
-
 static void
 linger_done(struct unio_tl_completion *comp)
 {
@@ -1607,15 +1610,15 @@ pack_conn(void *dest, void *arg)
  * worker address.  Waits for room up to UNIO_PEER_TIMEOUT, progressing the ifaces.
  */
 static unio_status_t
-conn_send(struct unio_worker *w, struct unio_tl_ep *tl_ep, uint16_t type, uint32_t ep_id,
-	  uint32_t dst_ep_id, const struct wire_sockaddr *dst, bool wait)
+conn_send_why(struct unio_worker *w, struct unio_tl_ep *tl_ep, uint16_t type, uint16_t reason,
+	      uint32_t ep_id, uint32_t dst_ep_id, const struct wire_sockaddr *dst, bool wait)
 {
 	struct unio_tl_iface *ifc = tl_ep->iface;
 	uint8_t ia[UNIO_TL_ADDR_MAX];
 	struct conn_pack a = {
 		.h = { .ctl = { .magic = UNIO_WIRE_MAGIC, .version = proto_wire_version(),
 				.type = type, .ep_id = ep_id },
-		       .dst_ep_id = dst_ep_id },
+		       .dst_ep_id = dst_ep_id, .reason = reason },
 		.iface_addr = ia,
 	};
 	uint64_t deadline = deadline_of(w);
@@ -1647,11 +1650,22 @@ conn_send(struct unio_worker *w, struct unio_tl_ep *tl_ep, uint16_t type, uint32
 	}
 }
 
-/* Answer a HELLO with @p type (REJECT, VERSION, REFUSED); the ep goes once it was acked. */
-static void
-conn_refuse(struct unio_worker *w, struct unio_tl_ep *tl_ep, uint16_t type, uint32_t dst_ep_id)
+static unio_status_t
+conn_send(struct unio_worker *w, struct unio_tl_ep *tl_ep, uint16_t type, uint32_t ep_id,
+	  uint32_t dst_ep_id, const struct wire_sockaddr *dst, bool wait)
 {
-	if (conn_send(w, tl_ep, type, 0, dst_ep_id, NULL, true) != UNIO_OK)
+	return conn_send_why(w, tl_ep, type, 0, ep_id, dst_ep_id, dst, wait);
+}
+
+/*
+ * Answer a HELLO with @p type (REJECT, VERSION, REFUSED for @p reason); the ep goes once it
+ * was acked.
+ */
+static void
+conn_refuse(struct unio_worker *w, struct unio_tl_ep *tl_ep, uint16_t type, uint16_t reason,
+	    uint32_t dst_ep_id)
+{
+	if (conn_send_why(w, tl_ep, type, reason, 0, dst_ep_id, NULL, true) != UNIO_OK)
 		API_LOG(WARNING, "could not answer a connection request (type %u)", type);
 	linger(w, tl_ep);
 }
@@ -1705,6 +1719,47 @@ hello_crossing(struct unio_worker *w, struct unio_tl_iface *ifc, const struct wi
 	return false;
 }
 
+/* Count a connection request refused for @p why on the iface it came on. */
+static void
+hello_count(struct wireup_hello *q, enum unio_tl_conn_refusal why)
+{
+	q->ifc->conn_refused[why]++;
+}
+
+/*
+ * Answer a HELLO that cannot be served with REFUSED for @p reason, on an ep to its sender
+ * from @p ifc: the connection it came on, or another handle on it when the protocol layer
+ * owns that one already.  Counted as @p why, or as unanswered when no ep can be made.
+ */
+static void
+hello_refuse(struct unio_worker *w, struct wireup_hello *q, struct unio_tl_iface *ifc,
+	     uint16_t reason, enum unio_tl_conn_refusal why)
+{
+	struct wire_conn h;
+	struct unio_tl_ep_params tp;
+	struct unio_tl_ep *tl_ep;
+	unio_status_t st;
+
+	memcpy(&h, q->data, sizeof(h));
+	tp = (struct unio_tl_ep_params){ .iface_addr = q->data + sizeof(h),
+					 .iface_addr_len = h.iface_addr_len };
+	st = h.iface_addr_len == ifc->attr.iface_addr_len ?
+	     unio_tl_ep_create(ifc, &tp, &tl_ep) : UNIO_ERR_INVALID_ADDR;
+	if (st == UNIO_ERR_EXISTS) {
+		tp.flags = UNIO_TL_EP_FLAG_SHARE;
+		st = unio_tl_ep_create(ifc, &tp, &tl_ep);
+	}
+	if (st != UNIO_OK) {
+		API_LOG(ERR, "connection request (refusal %u): no ep to its sender: %s, dropped",
+			reason, unio_status_string(st));
+		hello_count(q, UNIO_TL_CONN_UNANSWERED);
+		return;
+	}
+	API_LOG(INFO, "connection request refused (reason %u)", reason);
+	hello_count(q, why);
+	conn_refuse(w, tl_ep, WIRE_REFUSED, reason, h.ctl.ep_id);
+}
+
 static void
 hello_serve(struct unio_worker *w, struct wireup_hello *q)
 {
@@ -1721,6 +1776,7 @@ hello_serve(struct unio_worker *w, struct wireup_hello *q)
 	ifc = h.dst.port != 0 ? sockaddr_iface(w, &h.dst, &own) : NULL;
 	if (ifc == NULL || h.iface_addr_len != ifc->attr.iface_addr_len) {
 		API_LOG(ERR, "connection request for an address no iface of this worker has");
+		hello_refuse(w, q, q->ifc, WIRE_REFUSED_NO_IFACE, UNIO_TL_CONN_NO_IFACE);
 		goto out;
 	}
 	tp = (struct unio_tl_ep_params){ .iface_addr = q->data + sizeof(h),
@@ -1732,12 +1788,20 @@ hello_serve(struct unio_worker *w, struct wireup_hello *q)
 	if (st != UNIO_OK) {
 		API_LOG(ERR, "connection request: no ep to its sender: %s",
 			unio_status_string(st));
+		hello_refuse(w, q, ifc, WIRE_REFUSED_NO_EP, UNIO_TL_CONN_NO_EP);
+		goto out;
+	}
+	if (q->busy) {
+		API_LOG(WARNING, "connection request refused: more than %" PRId64 " waited",
+			w->ctx->config.conn_backlog);
+		hello_count(q, UNIO_TL_CONN_BUSY);
+		conn_refuse(w, tl_ep, WIRE_REFUSED, WIRE_REFUSED_BUSY, h.ctl.ep_id);
 		goto out;
 	}
 	if (h.ctl.version != UNIO_WIRE_VERSION) {
 		API_LOG(ERR, "refused a peer of wire version %u (ours is %u)", h.ctl.version,
 			UNIO_WIRE_VERSION);
-		conn_refuse(w, tl_ep, WIRE_VERSION, h.ctl.ep_id);
+		conn_refuse(w, tl_ep, WIRE_VERSION, 0, h.ctl.ep_id);
 		goto out;
 	}
 	TAILQ_FOREACH(l, &w->listeners, link)
@@ -1750,7 +1814,8 @@ hello_serve(struct unio_worker *w, struct wireup_hello *q)
 	if (cr == NULL || cr->addr == NULL) {
 		if (l != NULL)
 			API_LOG(ERR, "connection request: malformed or no memory: refused");
-		conn_refuse(w, tl_ep, l == NULL ? WIRE_REFUSED : WIRE_REJECT, h.ctl.ep_id);
+		conn_refuse(w, tl_ep, l == NULL ? WIRE_REFUSED : WIRE_REJECT,
+			    WIRE_REFUSED_NO_LISTENER, h.ctl.ep_id);
 		if (cr != NULL)
 			free(cr);
 		goto out;
@@ -1822,7 +1887,15 @@ conn_answer(struct unio_worker *w, const struct wire_conn *h, const uint8_t *dat
 		ep->conn_status = UNIO_ERR_VERSION_MISMATCH;
 		return;
 	case WIRE_REFUSED:
-		ep->conn_status = UNIO_ERR_UNREACHABLE;   /* no listener: like a refused connect */
+		/* no listener: like a refused connect; busy or no ep: the server's resources */
+		ep->conn_status = h->reason == WIRE_REFUSED_BUSY ||
+				  h->reason == WIRE_REFUSED_NO_EP ?
+				  UNIO_ERR_NO_RESOURCE : UNIO_ERR_UNREACHABLE;
+		if (h->reason != WIRE_REFUSED_NO_LISTENER)
+			API_LOG(INFO, "ep %#x: the peer refused the connection (%s)", ep->id,
+				h->reason == WIRE_REFUSED_BUSY ? "too many requests waiting" :
+				h->reason == WIRE_REFUSED_NO_IFACE ? "no iface has that address" :
+				"no endpoint to us possible");
 		return;
 	default:
 		break;
@@ -1854,10 +1927,13 @@ conn_close(struct unio_worker *w, const struct wire_conn *h)
 	ep->close_deadline = now_ns() + CLOSE_GRACE_NS;
 }
 
+/* @p arg: the iface it came on, whose err_arg is its worker. */
 static unio_status_t
 am_conn(void *arg, const void *data, size_t length, unsigned int flags)
 {
-	struct unio_worker *w = arg;
+	struct unio_tl_iface *ifc = arg;
+	struct unio_worker *w = ifc->err_arg;
+	unsigned int backlog = (unsigned int)w->ctx->config.conn_backlog;
 	struct wireup_hello *q;
 	struct wire_conn h;
 
@@ -1876,13 +1952,20 @@ am_conn(void *arg, const void *data, size_t length, unsigned int flags)
 		conn_answer(w, &h, data, length);
 		return UNIO_OK;
 	}
-	/* served from wireup_progress(), not from inside the driver's receive path */
-	q = w->n_hellos < HELLOS_MAX ? malloc(sizeof(*q) + length) : NULL;
+	/*
+	 * Served from wireup_progress(), not from inside the driver's receive path (an ep made
+	 * here could replace the one delivering).  Beyond the backlog a request is kept only to
+	 * be refused there, so that its sender learns at once.
+	 */
+	q = w->n_hellos < backlog + HELLOS_REFUSE_MAX ? malloc(sizeof(*q) + length) : NULL;
 	if (q == NULL) {
 		API_LOG(WARNING, "connection request dropped: %u wait already", w->n_hellos);
+		ifc->conn_refused[UNIO_TL_CONN_UNANSWERED]++;
 		return UNIO_OK;
 	}
 	q->next = NULL;
+	q->ifc = ifc;
+	q->busy = w->n_hellos >= backlog;
 	q->len = length;
 	memcpy(q->data, data, length);
 	{
@@ -1913,7 +1996,8 @@ wireup_set_handlers(struct unio_worker *w)
 			st = unio_tl_iface_set_am_handler(w->ifaces[i], PROTO_AM_WIREUP_REP,
 							  am_wireup_rep, w);
 		if (st == UNIO_OK)
-			st = unio_tl_iface_set_am_handler(w->ifaces[i], PROTO_AM_CONN, am_conn, w);
+			st = unio_tl_iface_set_am_handler(w->ifaces[i], PROTO_AM_CONN, am_conn,
+							  w->ifaces[i]);
 		if (st != UNIO_OK)
 			return st;
 	}

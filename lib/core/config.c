@@ -57,6 +57,12 @@ static const char *const yield_modes[] = { "auto", "yes", "no", NULL };
 #define OFF(f) offsetof(struct unio_config, f)
 
 static const struct cfg_row cfg_table[] = {
+	{ "CONN_BACKLOG", CFG_INT, "64", OFF(conn_backlog), NULL, 1, 4096,
+	  "Connection requests that came over a driver's own channel (unio_ep_create() by "
+	  "socket address to a listener on an ethdev iface's address) and wait for the worker's "
+	  "next progress call to serve them.  A request beyond them is answered at once with a "
+	  "refusal: the dialling unio_ep_create() fails with UNIO_ERR_NO_RESOURCE, and the "
+	  "iface counts it (conn_refused_busy).  Consumer: the protocol layer." },
 	{ "CPU", CFG_INT, "-1", OFF(cpu), NULL, -1, 1023,
 	  "CPU the default EAL initialisation pins the calling thread to (-l); -1 means the CPU "
 	  "the process is running on when Unio initialises EAL.  Ignored when the application "

@@ -68,6 +68,7 @@ struct unio_config {
 	int64_t cpu;                      /**< -1: the CPU the caller runs on */
 	int hugepages;                    /**< enum unio_hugepages_mode */
 	uint64_t peer_timeout_ns;
+	int64_t conn_backlog;             /**< HELLOs waiting for the control progress */
 	size_t shm_fifo_size;
 	size_t shm_seg_size;
 	size_t shm_map_cache;

@@ -269,6 +269,19 @@ struct unio_tl_am_handler {
 	void *arg;
 };
 
+/**
+ * Why the protocol layer refused a connection request that came over an iface
+ * (UNIO_TL_CAP_CONNECT_SOCKADDR), counted in unio_tl_iface.conn_refused; a driver reports
+ * the counters with its statistics.
+ */
+enum unio_tl_conn_refusal {
+	UNIO_TL_CONN_BUSY,        /**< more requests waited than UNIO_CONN_BACKLOG: REFUSED */
+	UNIO_TL_CONN_NO_IFACE,    /**< for an address no iface of the worker has: REFUSED */
+	UNIO_TL_CONN_NO_EP,       /**< no endpoint to the sender could be made: REFUSED */
+	UNIO_TL_CONN_UNANSWERED,  /**< no answer possible (malformed, no room): dropped */
+	UNIO_TL_CONN_N
+};
+
 /** The generic part of an iface; drivers embed it first in their own iface struct. */
 struct unio_tl_iface {
 	struct unio_tl_ops ops;                         /**< hot ops, flat */
@@ -279,6 +292,8 @@ struct unio_tl_iface {
 	char dev_name[UNIO_TL_DEV_NAME_MAX];
 	unio_tl_ep_err_cb_t err_cb;
 	void *err_arg;
+	/** Connection requests refused by the protocol layer, by enum unio_tl_conn_refusal. */
+	uint64_t conn_refused[UNIO_TL_CONN_N];
 };
 
 /** The generic part of an ep; drivers embed it first in their own ep struct. */

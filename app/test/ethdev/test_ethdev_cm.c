@@ -9,6 +9,8 @@
  *
  * And a kernel listener whose port only looks like the driver's (UNIO_ETHDEV_PORT, unio-perf's
  * default): an ethdev worker's dial, answered by no Unio iface, falls back to kernel TCP.
+ *
+ * And connection requests beyond UNIO_CONN_BACKLOG: answered at once, not dropped.
  */
 
 #include <arpa/inet.h>
@@ -29,6 +31,7 @@
 #include "unio_env.h"
 #include "unio_proto.h"
 #include "unio_test.h"
+#include "unio_tl_ethdev.h"
 
 #define CM_IP     "10.79.1.1"
 #define CM_DIALS  8
@@ -256,6 +259,169 @@ memif_child(const char *tag, const char *mac, const char *child, int timeout_ms)
 UNIO_TEST(ethdev_api_cm_threads, mp)
 {
 	return memif_child("cmt", "0a", "ethdev_cm_threads_child", 120000);
+}
+
+/* ---- connection requests beyond UNIO_CONN_BACKLOG ---- */
+
+#define BL_CLIENTS 6
+#define BL_BACKLOG 2
+
+struct cm_backlog {
+	unio_worker_t *srv;
+	unio_worker_t *cli[BL_CLIENTS];
+	struct sockaddr_in addr;
+	int go;
+	unsigned int n_done, n_handled;
+	unio_status_t st[BL_CLIENTS];
+	double took[BL_CLIENTS];
+};
+
+struct bl_client {
+	struct cm_backlog *s;
+	unsigned int i;
+};
+
+static void
+bl_on_conn(unio_conn_request_t *cr, void *arg)
+{
+	struct cm_backlog *s = arg;
+
+	s->n_handled++;
+	unio_listener_reject(cr->listener, cr);
+}
+
+/* one client worker in its own thread: dials the server once */
+static void *
+bl_client_main(void *arg)
+{
+	struct bl_client *c = arg;
+	struct cm_backlog *s = c->s;
+	unio_ep_t *ep;
+	double t0;
+
+	while (!__atomic_load_n(&s->go, __ATOMIC_ACQUIRE))
+		usleep(100);
+	t0 = now_s();
+	ep = dial(s->cli[c->i], &s->addr, &s->st[c->i]);
+	s->took[c->i] = now_s() - t0;
+	if (ep != NULL)
+		unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	__atomic_fetch_add(&s->n_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static struct unio_tl_iface *
+eth_iface_of(unio_worker_t *w)
+{
+	for (unsigned int i = 0; i < w->n_ifaces; i++)
+		if (strcmp(w->ifaces[i]->driver->name, "ethdev") == 0)
+			return w->ifaces[i];
+	return NULL;
+}
+
+/*
+ * BL_CLIENTS workers dial the server's listener at once while the server does not progress:
+ * its first progress call receives every HELLO, the first BL_BACKLOG reach the handler
+ * (rejected), each of the others is refused at once: UNIO_ERR_NO_RESOURCE, well before the
+ * dial's timeout (UNIO_PEER_TIMEOUT 20 s), counted exactly in conn_refused_busy.
+ */
+static int
+cm_backlog_run(struct cm_backlog *s)
+{
+	struct bl_client c[BL_CLIENTS];
+	pthread_t t[BL_CLIENTS];
+	struct unio_tl_ethdev_stats st;
+	struct unio_tl_iface *ifc = eth_iface_of(s->srv);
+	unio_listener_t *l = listen_on(s->srv, &s->addr, 13337, bl_on_conn, s);
+	unsigned int n_rej = 0, n_busy = 0;
+	double end;
+
+	TEST_ASSERT(l != NULL && ifc != NULL, "listener on the ethdev iface");
+	for (unsigned int i = 0; i < BL_CLIENTS; i++) {
+		c[i] = (struct bl_client){ .s = s, .i = i };
+		TEST_ASSERT_EQ(pthread_create(&t[i], NULL, bl_client_main, &c[i]), 0);
+	}
+	__atomic_store_n(&s->go, 1, __ATOMIC_RELEASE);
+	usleep(1000000);    /* every HELLO waits in the server's queue meanwhile */
+	for (end = now_s() + 30;
+	     __atomic_load_n(&s->n_done, __ATOMIC_ACQUIRE) < BL_CLIENTS && now_s() < end;)
+		unio_worker_progress(s->srv);
+	for (unsigned int i = 0; i < BL_CLIENTS; i++)
+		pthread_join(t[i], NULL);
+	for (end = now_s() + 0.3; now_s() < end;)      /* the refusals are acked */
+		unio_worker_progress(s->srv);
+	TEST_ASSERT_STATUS(unio_tl_ethdev_stats(ifc, &st), UNIO_OK);
+	for (unsigned int i = 0; i < BL_CLIENTS; i++) {
+		TEST_LOG("client %u: %s after %.3f s", i, unio_status_string(s->st[i]), s->took[i]);
+		n_rej += s->st[i] == UNIO_ERR_REJECTED;
+		n_busy += s->st[i] == UNIO_ERR_NO_RESOURCE;
+		TEST_ASSERT(s->took[i] < 5.0, "client %u waited %.1f s", i, s->took[i]);
+	}
+	TEST_LOG("server: %u requests handled; refused busy %" PRIu64 ", no iface %" PRIu64
+		 ", no ep %" PRIu64 ", unanswered %" PRIu64, s->n_handled, st.conn_refused_busy,
+		 st.conn_refused_no_iface, st.conn_refused_no_ep, st.conn_unanswered);
+	unio_listener_destroy(l);
+	TEST_ASSERT_EQ(s->n_handled, BL_BACKLOG);
+	TEST_ASSERT_EQ(n_rej, BL_BACKLOG);
+	TEST_ASSERT_EQ(n_busy, BL_CLIENTS - BL_BACKLOG);
+	TEST_ASSERT_EQ(st.conn_refused_busy, BL_CLIENTS - BL_BACKLOG);
+	TEST_ASSERT_EQ(st.conn_refused_no_iface, 0);
+	TEST_ASSERT_EQ(st.conn_refused_no_ep, 0);
+	TEST_ASSERT_EQ(st.conn_unanswered, 0);
+	return TEST_OK;
+}
+
+/* argv: vdev */
+UNIO_TEST_CHILD(ethdev_cm_backlog_child)
+{
+	static struct cm_backlog s;
+	struct unio_context_params cp = { .field_mask = UNIO_CONTEXT_PARAM_FEATURES,
+					  .features = UNIO_FEATURE_TAG };
+	char vdev_arg[256], queues[8];
+	char *eal[] = { (char *)"unio-test", (char *)"-l", (char *)"0", vdev_arg,
+			(char *)"--" };
+	unio_context_t *ctx;
+	unio_status_t st;
+	int rc;
+
+	TEST_ASSERT(argc == 1, "argc %d", argc);
+	snprintf(vdev_arg, sizeof(vdev_arg), "--vdev=%s", argv[0]);
+	snprintf(queues, sizeof(queues), "%d", BL_CLIENTS + 1);
+	setenv("UNIO_TLS", "ethdev,self", 1);
+	setenv("UNIO_ETHDEV_IP", CM_IP, 1);
+	setenv("UNIO_ETHDEV_QUEUES", queues, 1);
+	setenv("UNIO_ETHDEV_PORT", "13337", 1);
+	setenv("UNIO_ETHDEV_RETRIES", "40", 1);     /* the HELLOs wait a second unacked */
+	setenv("UNIO_CONN_BACKLOG", RTE_STR(BL_BACKLOG), 1);
+	setenv("UNIO_PEER_TIMEOUT", "20s", 1);
+	TEST_ASSERT(unio_env_init((int)RTE_DIM(eal), eal) >= 0, "EAL init failed");
+	ctx = unio_context_create(&cp, &st);
+	TEST_ASSERT(ctx != NULL, "context: %s", unio_status_string(st));
+	s.srv = unio_worker_create(ctx, NULL, &st);    /* queue 0: 13337 */
+	TEST_ASSERT(s.srv != NULL, "server worker: %s", unio_status_string(st));
+	for (unsigned int i = 0; i < BL_CLIENTS; i++) {
+		struct unio_worker_params wp = { .field_mask = UNIO_WORKER_PARAM_THREAD_MODE,
+						 .thread_mode = UNIO_THREAD_MODE_MULTI };
+
+		s.cli[i] = unio_worker_create(ctx, &wp, &st);
+		TEST_ASSERT(s.cli[i] != NULL, "client worker %u: %s", i, unio_status_string(st));
+	}
+	rc = cm_backlog_run(&s);
+	for (unsigned int i = 0; i < BL_CLIENTS; i++)
+		unio_worker_destroy(s.cli[i]);
+	unio_worker_destroy(s.srv);
+	unio_context_destroy(ctx);
+	return rc;
+}
+
+/*
+ * More connection requests than UNIO_CONN_BACKLOG at once: each one beyond it gets its answer
+ * (REFUSED, busy) at once and its dial fails with UNIO_ERR_NO_RESOURCE instead of waiting for
+ * its timeout; the server counts them (conn_refused_busy), exactly.
+ */
+UNIO_TEST(ethdev_api_cm_backlog, mp)
+{
+	return memif_child("cmb", "0d", "ethdev_cm_backlog_child", 120000);
 }
 
 /* ---- a kernel listener at UNIO_ETHDEV_PORT, dialled by an ethdev worker ---- */

@@ -1519,7 +1519,7 @@ unio_tl_ethdev_stats(struct unio_tl_iface *iface, struct unio_tl_ethdev_stats *s
 {
 	if (iface == NULL || stats == NULL || iface->driver != &eth_driver)
 		return UNIO_ERR_INVALID_PARAM;
-	*stats = to_ei(iface)->st;
+	eth_stats_read(to_ei(iface), stats);
 	return UNIO_OK;
 }
 

@@ -910,7 +910,8 @@ static const char *const stat_names[] = {
 	"drop_other_proto", "drop_not_ours", "drop_truncated", "drop_bad_csum", "drop_bad_len",
 	"drop_bad_hdr", "drop_unknown_conn", "drop_bad_seq", "drop_bad_msg", "drop_no_peer",
 	"tx_no_mbuf", "rx_steered", "drop_steer_full", "tx_zcopy",
-	"flow_rules", "timeouts_undone", "idle_yields",
+	"flow_rules", "timeouts_undone", "idle_yields", "conn_refused_busy",
+	"conn_refused_no_iface", "conn_refused_no_ep", "conn_unanswered",
 };
 
 static int
@@ -948,7 +949,7 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	pthread_mutex_lock(&eth_ports_lock);
 	ei = eth_ports[pid].owner[q];
 	if (ei != NULL)
-		st = ei->st;
+		eth_stats_read(ei, &st);
 	pthread_mutex_unlock(&eth_ports_lock);
 	if (ei == NULL)
 		return -ENODEV;

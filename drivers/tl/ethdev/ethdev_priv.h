@@ -470,6 +470,17 @@ eth_udp_cksum(const struct rte_ipv4_hdr *ip, const struct rte_udp_hdr *udp)
 	return c == 0 ? 0xffff : c;    /* 0 means "no checksum" (RFC 768) */
 }
 
+/* The iface's counters, with the protocol layer's refusals of connection requests. */
+static inline void
+eth_stats_read(const struct eth_iface *ei, struct unio_tl_ethdev_stats *st)
+{
+	*st = ei->st;
+	st->conn_refused_busy = ei->super.conn_refused[UNIO_TL_CONN_BUSY];
+	st->conn_refused_no_iface = ei->super.conn_refused[UNIO_TL_CONN_NO_IFACE];
+	st->conn_refused_no_ep = ei->super.conn_refused[UNIO_TL_CONN_NO_EP];
+	st->conn_unanswered = ei->super.conn_refused[UNIO_TL_CONN_UNANSWERED];
+}
+
 static inline unsigned int
 eth_txq_room(const struct eth_iface *ei)
 {

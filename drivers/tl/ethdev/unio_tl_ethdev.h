@@ -55,6 +55,11 @@ struct unio_tl_ethdev_stats {
 	uint64_t flow_rules;         /**< rte_flow rules steering this iface's UDP port (0/1) */
 	uint64_t timeouts_undone;    /**< timeouts found spurious (the originals arrived) */
 	uint64_t idle_yields;        /**< CPU given away after idle progress calls */
+	/* connection requests (HELLO) the protocol layer could not serve, answered REFUSED */
+	uint64_t conn_refused_busy;     /**< more waited than UNIO_CONN_BACKLOG */
+	uint64_t conn_refused_no_iface; /**< for an address no iface of the worker has */
+	uint64_t conn_refused_no_ep;    /**< no endpoint to the sender could be made */
+	uint64_t conn_unanswered;       /**< malformed, or no way to answer: dropped */
 };
 
 /**
