@@ -56,20 +56,35 @@ unio_request_cancel(unio_worker_t *worker, unio_request_t *req)
 	worker_unlock(worker);
 }
 
-void
-unio_request_free(unio_request_t *req)
+static inline void
+request_free_body(struct unio_request *req)
 {
-	struct unio_worker *w;
-
-	if (req == NULL)
-		return;
-	w = req->worker;
-	worker_lock(w);
 	if (req->state == REQ_DONE)
 		proto_req_put(req);
 	else if (req->state == REQ_ACTIVE)
 		req->user_freed = true;
-	worker_unlock(w);
+}
+
+static __rte_noinline void
+request_free_locked(struct unio_request *req)
+{
+	struct unio_worker *w = req->worker;
+
+	pthread_mutex_lock(&w->lock);
+	request_free_body(req);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* SINGLE mode without a call (no register saved): it runs in most completion callbacks */
+void
+unio_request_free(unio_request_t *req)
+{
+	if (req == NULL)
+		return;
+	if (unlikely(req->worker->mode == UNIO_THREAD_MODE_MULTI))
+		request_free_locked(req);
+	else
+		request_free_body(req);
 }
 
 /* ---- tagged messages ---- */

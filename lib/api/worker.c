@@ -196,6 +196,7 @@ unio_worker_create(unio_context_t *ctx, const struct unio_worker_params *params,
 	w->uuid = new_uuid();
 	w->mode = (fm & UNIO_WORKER_PARAM_THREAD_MODE) ? params->thread_mode :
 		  UNIO_THREAD_MODE_SINGLE;
+	w->am_fast = w->mode != UNIO_THREAD_MODE_MULTI && (ctx->features & UNIO_FEATURE_AM);
 	w->efd = -1;
 	w->sig_fd = -1;
 	w->ctl_period_tsc = rte_get_tsc_hz() / 1000;
@@ -292,34 +293,58 @@ worker_ctl_soon(struct unio_worker *w)
 	w->ctl_countdown = 1;
 }
 
-unsigned int
-unio_worker_progress(unio_worker_t *w)
+/*
+ * One progress call of an unlocked worker.  Drivers that have nothing to do until one of
+ * their own calls wakes them (self without an ep) set their iface's idle flag: not called.
+ */
+static __rte_always_inline unsigned int
+progress_body(struct unio_worker *w)
 {
 	unsigned int n = 0;
 
-	if (unlikely(w == NULL))
-		return 0;
-	worker_lock(w);
 	/*
 	 * A callback that calls progress would have the transports deliver again the message
 	 * whose handler is still running (shm consumes a cell after its handler returns): every
 	 * message twice.  Nested progress does nothing; the outer call carries on.
 	 */
-	if (unlikely(w->in_progress)) {
-		worker_unlock(w);
+	if (unlikely(w->in_progress))
 		return 0;
-	}
 	w->in_progress = true;
-	for (unsigned int i = 0; i < w->n_ifaces; i++)
-		n += unio_tl_iface_progress(w->ifaces[i]);
+	for (unsigned int i = 0; i < w->n_ifaces; i++) {
+		struct unio_tl_iface *ifc = w->ifaces[i];
+
+		if (likely(!ifc->idle))
+			n += unio_tl_iface_progress(ifc);
+	}
 	if (unlikely((w->n_pending | w->n_am_pending | w->n_rma_pending) != 0 ||
 		     !TAILQ_EMPTY(&w->flushes)))
 		n += progress_queued(w);
 	if (unlikely(--w->ctl_countdown == 0))
 		n += progress_ctl(w);
 	w->in_progress = false;
-	worker_unlock(w);
 	return n;
+}
+
+/* MULTI: the same under the worker's lock, out of line */
+static __rte_noinline unsigned int
+progress_locked(struct unio_worker *w)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&w->lock);
+	n = progress_body(w);
+	pthread_mutex_unlock(&w->lock);
+	return n;
+}
+
+unsigned int
+unio_worker_progress(unio_worker_t *w)
+{
+	if (unlikely(w == NULL))
+		return 0;
+	if (unlikely(w->mode == UNIO_THREAD_MODE_MULTI))
+		return progress_locked(w);
+	return progress_body(w);
 }
 
 /* ---- event fd ---- */

@@ -19,7 +19,7 @@
 
 #define AM_PROTO_EAGER 0xb0     /* req->proto of a queued eager AM */
 #define AM_PROTO_RTS   0xb1     /* req->proto of a queued RTS */
-#define AM_SHORT_MAX   1024     /* most bytes of user header + data sent through am_short */
+#define AM_SHORT_MAX   PROTO_AM_SHORT_MAX   /* most bytes of header + data through am_short */
 
 struct am_handler {
 	unio_am_recv_cb_t cb;
@@ -376,18 +376,20 @@ unio_am_send(unio_ep_t *ep, unsigned int id, const void *header, size_t header_l
 	const struct unio_worker *w;
 	unio_status_t st;
 
-	if (likely(ep != NULL && header_len == 0 && param == NULL && id < UNIO_AM_ID_MAX &&
-		   (flags & ~UNIO_AM_SEND_FLAG_REPLY) == 0 && (buf != NULL || len == 0))) {
+	/* am_short_end is 0 on a lane without am_short; am_fast: SINGLE mode, AM feature */
+	if (likely(ep != NULL && (header_len | (uintptr_t)param) == 0 && id < UNIO_AM_ID_MAX &&
+		   (flags & ~UNIO_AM_SEND_FLAG_REPLY) == 0 && len < ep->lane.am_short_end &&
+		   (buf != NULL || len == 0))) {
 		w = ep->worker;
-		if (likely(w->mode != UNIO_THREAD_MODE_MULTI && ep->state == EP_CONNECTED &&
-			   !ep->remote_closed && ep->lane.short_ok &&
-			   len <= RTE_MIN(ep->lane.max_short, (size_t)AM_SHORT_MAX) &&
-			   w->n_am_pending == 0 && (w->ctx->features & UNIO_FEATURE_AM))) {
+		if (likely(w->am_fast && ep->state == EP_CONNECTED && !ep->remote_closed &&
+			   w->n_am_pending == 0)) {
 			st = unio_tl_ep_am_short(ep->lane.tl_ep, PROTO_AM_USER_EAGER,
 						 short_wire(ep, id, 0, flags ?
 							    AM_EAGER_REPLY : 0), buf, len);
 			if (likely(st != UNIO_ERR_NO_RESOURCE))
 				return st;
+			/* a full ring: queued by the checked path (no header, no param here) */
+			return am_send_checked(ep, id, NULL, 0, buf, len, NULL, flags, req_p);
 		}
 	}
 	return am_send_checked(ep, id, header, header_len, buf, len, param, flags, req_p);

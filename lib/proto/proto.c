@@ -177,6 +177,8 @@ lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *
 {
 	lane->short_ok = (cap & UNIO_TL_CAP_AM_SHORT) != 0;
 	lane->max_short = lane->short_ok ? a->max_short : 0;
+	lane->am_short_end = lane->short_ok ?
+			     RTE_MIN(lane->max_short, (size_t)PROTO_AM_SHORT_MAX) + 1 : 0;
 	lane->max_eager = a->max_bcopy > sizeof(struct proto_rts_hdr) + UNIO_TL_RKEY_MAX ?
 			  a->max_bcopy - sizeof(struct proto_eager_hdr) : 0;
 	lane->frag = lane->max_eager > 64 ? a->max_bcopy - sizeof(struct proto_eager_first_hdr)

@@ -220,6 +220,9 @@ TAILQ_HEAD(unexp_list, proto_unexp);
 
 /* ---- endpoint ---- */
 
+/** Most bytes of user header + data an AM sends through am_short (am.c). */
+#define PROTO_AM_SHORT_MAX 1024
+
 enum ep_state { EP_CONNECTING, EP_CONNECTED, EP_FAILED, EP_CLOSED };
 
 /** One per peer iface pair actually used. */
@@ -228,6 +231,7 @@ struct proto_lane {
 	struct unio_tl_iface *iface;
 	bool short_ok;         /**< the lane has am_short */
 	size_t max_short;      /**< eager short up to this payload */
+	size_t am_short_end;   /**< AM through am_short below this (0: none; proto.c) */
 	size_t max_eager;      /**< single eager bcopy up to this payload */
 	size_t frag;           /**< payload bytes per fragment */
 	size_t rndv_thresh;
@@ -294,21 +298,25 @@ struct unio_worker {
 	struct unio_context *ctx;
 	uint64_t uuid;
 	enum unio_thread_mode mode;
-	pthread_mutex_t lock;
+	/* read by every progress call: kept on the first lines, next to the iface list */
+	bool in_progress;           /**< inside unio_worker_progress(): no nested progress */
+	bool am_fast;               /**< SINGLE mode, UNIO_FEATURE_AM: unio_am_send() fast path */
+	unsigned int ctl_countdown; /**< progress calls until the clock is read (worker.c) */
+	unsigned int n_pending;     /**< eps with a non-empty pending queue */
+	unsigned int n_am_pending;  /**< AM sends waiting for resources */
+	unsigned int n_rma_pending; /**< put / get chunks waiting for transport room (rma.c) */
 	unsigned int n_ifaces;
+	struct req_list flushes;    /**< flush / close requests in progress (lib/api/wireup.c) */
 	struct unio_tl_iface *ifaces[WORKER_MAX_IFACES];
+	pthread_mutex_t lock;
 	/* requests */
 	struct unio_request *req_free;   /**< free requests, a stack through link.tqe_next */
-	struct unio_request *req_chunks[REQ_MAX_CHUNKS];
-	unsigned int n_req_chunks;
 	/* endpoints */
 	struct unio_ep **eps;
 	struct unio_ep *closed_eps;
 	uint32_t n_eps;             /**< slots */
 	uint16_t ep_gen;
 	struct req_list pending_eps_dummy;
-	unsigned int n_pending;     /**< eps with a non-empty pending queue */
-	struct req_list flushes;    /**< flush / close requests in progress (lib/api/wireup.c) */
 	/* matching */
 	uint64_t recv_seq;
 	unsigned int n_exp_exact;   /**< posted receives with a full mask */
@@ -326,17 +334,16 @@ struct unio_worker {
 	struct wireup_linger *lingers; /**< eps that carried a refusal, until it was acked */
 	uint64_t ctl_next_tsc;
 	uint64_t ctl_period_tsc;
-	unsigned int ctl_countdown; /**< progress calls until the clock is read (worker.c) */
 	int efd;                    /**< epoll fd (UNIO_FEATURE_WAKEUP), -1 */
 	int sig_fd;                 /**< eventfd for unio_worker_signal */
 	TAILQ_ENTRY(unio_worker) link;
 	struct am_worker *am;       /**< active messages (am.c) */
 	struct rma_worker *rma;     /**< mapped memory (rma.c), NULL until the first map */
-	unsigned int n_am_pending;  /**< AM sends waiting for resources */
 	unsigned int n_wireup_owed; /**< eps whose wireup REQ / REP waits for a full lane */
-	unsigned int n_rma_pending; /**< put / get chunks waiting for transport room (rma.c) */
-	bool in_progress;           /**< inside unio_worker_progress(): no nested progress */
 	uint64_t n_dropped;         /**< peer messages dropped as malformed (print_info) */
+	/* cold: the request pool's chunks (32 KiB), last */
+	struct unio_request *req_chunks[REQ_MAX_CHUNKS];
+	unsigned int n_req_chunks;
 };
 
 struct unio_context {

@@ -294,6 +294,12 @@ struct unio_tl_iface {
 	void *err_arg;
 	/** Connection requests refused by the protocol layer, by enum unio_tl_conn_refusal. */
 	uint64_t conn_refused[UNIO_TL_CONN_N];
+	/**
+	 * Set by a driver whose progress has nothing to do until one of its own calls clears
+	 * it again (self without an ep): the worker does not call iface_progress meanwhile.
+	 * Zero when the driver never sets it.
+	 */
+	bool idle;
 };
 
 /** The generic part of an ep; drivers embed it first in their own ep struct. */

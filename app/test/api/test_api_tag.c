@@ -631,3 +631,45 @@ UNIO_TEST(api_wireup_reply_lane_full, fast)
 	unio_context_destroy(ctx);
 	return TEST_OK;
 }
+
+/*
+ * The self iface is not polled while it has no ep (its idle flag): it must be polled again
+ * from the first ep on, and a message still queued when its ep closes must still arrive.
+ * (The wireup's ep back to us, also a self ep, stays: the iface does not go idle again.)
+ */
+UNIO_TEST(api_self_idle_without_ep, fast)
+{
+	static const char *const ovr[] = { "TLS", "self", NULL };
+	unio_context_t *ctx = api_ctx(ovr);
+	uint64_t v = 0x5e1f1d1e, got = 0;
+	unio_worker_t *w;
+	unio_status_t st;
+	unio_ep_t *ep;
+
+	TEST_ASSERT(ctx != NULL, "context");
+	w = unio_worker_create(ctx, NULL, &st);
+	TEST_ASSERT(w != NULL, "worker: %s", unio_status_string(st));
+	TEST_ASSERT_EQ(w->n_ifaces, 1u);
+	for (int i = 0; i < 100; i++)
+		unio_worker_progress(w);
+	TEST_ASSERT(w->ifaces[0]->idle, "self iface without an ep still polled");
+	for (unsigned int round = 0; round < 3; round++) {
+		ep = api_ep_to_worker(w, w, &st);
+		TEST_ASSERT(ep != NULL, "ep: %s", unio_status_string(st));
+		TEST_ASSERT(api_ep_connected(w, w, ep), "self ep never connected");
+		TEST_ASSERT(!w->ifaces[0]->idle, "self iface with an ep not polled");
+		v += round;
+		TEST_ASSERT_STATUS(api_send(w, ep, &v, sizeof(v), 11, 0), UNIO_OK);
+		TEST_ASSERT_STATUS(api_recv(w, &got, sizeof(got), 11, UINT64_MAX, NULL), UNIO_OK);
+		TEST_ASSERT_EQ(got, v);
+		/* queued, not delivered, when its ep goes: delivered by the next progress */
+		TEST_ASSERT_STATUS(unio_tag_send(ep, &v, sizeof(v), 12, NULL, NULL), UNIO_OK);
+		unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+		got = 0;
+		TEST_ASSERT_STATUS(api_recv(w, &got, sizeof(got), 12, UINT64_MAX, NULL), UNIO_OK);
+		TEST_ASSERT_EQ(got, v);
+	}
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return TEST_OK;
+}

@@ -49,6 +49,7 @@ struct self_iface {
 	uint64_t head;                /**< messages queued so far */
 	uint64_t tail;                /**< messages delivered so far */
 	unsigned int n_flush;
+	unsigned int n_eps;
 	bool armed;                   /**< the worker sleeps: the next send writes ev_fd */
 	int ev_fd;                    /**< eventfd, -1 until asked for */
 	struct self_flush flush[SELF_MAX_FLUSH];
@@ -273,6 +274,8 @@ self_progress(struct unio_tl_iface *iface)
 
 	if (likely(si->tail == si->head && si->n_flush == 0)) {   /* idle: no call, no spill */
 		si->armed = false;
+		/* without an ep nothing can be queued: the worker skips us until ep_create */
+		si->super.idle = si->n_eps == 0;
 		return 0;
 	}
 	return self_deliver(si);
@@ -378,6 +381,8 @@ self_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *para
 	ep = calloc(1, sizeof(*ep));
 	if (ep == NULL)
 		return UNIO_ERR_NO_MEMORY;
+	((struct self_iface *)iface)->n_eps++;
+	iface->idle = false;
 	*ep_p = &ep->super;
 	return UNIO_OK;
 }
@@ -385,6 +390,7 @@ self_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *para
 static void
 self_ep_destroy(struct unio_tl_ep *ep)
 {
+	ep_iface(ep)->n_eps--;
 	free(ep);
 }
 
