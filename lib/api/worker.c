@@ -513,5 +513,6 @@ unio_worker_print_info(const unio_worker_t *worker, FILE *stream)
 			w->ifaces[i]->dev_name);
 	fprintf(stream, "# endpoints: %u, unexpected messages: %u\n", n_eps, w->n_unexp);
 	fprintf(stream, "# dropped from peers: %" PRIu64 "\n", w->n_dropped);
+	fprintf(stream, "# dropped: no memory: %" PRIu64 "\n", w->n_dropped_nomem);
 	worker_unlock(w);
 }

@@ -168,6 +168,13 @@ static const struct cfg_row cfg_table[] = {
 	{ "TLS", CFG_LIST, "all", OFF(tls), NULL, 0, 0,
 	  "Transport drivers Unio may use (self, shm, tcp, ethdev, mlx5, cuda, rocm; globs "
 	  "allowed); a leading '^' denies the listed ones, e.g. UNIO_TLS=^tcp." },
+	{ "UNEXP_MEM", CFG_SIZE, "inf", OFF(unexp_mem), NULL, 0, 0,
+	  "Most bytes of unexpected tagged-message data one worker holds (messages that arrived "
+	  "before their receive was posted, beyond the 256 bytes each keeps inline).  A message "
+	  "that would pass the bound, or whose buffer cannot be allocated, is dropped whole and "
+	  "counted once as 'dropped: no memory' (unio_worker_print_info()); a synchronous send of "
+	  "it fails with UNIO_ERR_NO_MEMORY, as does a rendezvous send whose request finds no "
+	  "record.  'inf': no bound but the system's memory." },
 	{ "ZCOPY_THRESH", CFG_SIZE, "auto", OFF(zcopy_thresh), size_auto, 0, 0,
 	  "Message size from which eager messages are sent zero-copy from the user buffer instead "
 	  "of being copied into a driver buffer; 'auto' derives it from the performance model." },

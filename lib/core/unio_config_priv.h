@@ -63,6 +63,7 @@ struct unio_config {
 	struct unio_cfg_list net_devices;
 	size_t zcopy_thresh;
 	size_t rndv_thresh;
+	size_t unexp_mem;                 /**< bytes of unexpected message data per worker */
 	int rndv_scheme;                  /**< enum unio_rndv_scheme */
 	int64_t max_rndv_rails;
 	int64_t cpu;                      /**< -1: the CPU the caller runs on */

@@ -190,11 +190,15 @@ proto_unexp_alloc(struct unio_worker *w, size_t len)
 		ux->data = ux->inl;
 		return ux;
 	}
-	ux->data = len < PROTO_UNEXP_MMAP ? malloc(len) : unexp_map(len);
+	if (len > w->ctx->config.unexp_mem - RTE_MIN(w->unexp_bytes, w->ctx->config.unexp_mem))
+		ux->data = NULL;   /* past UNIO_UNEXP_MEM */
+	else
+		ux->data = len < PROTO_UNEXP_MMAP ? malloc(len) : unexp_map(len);
 	if (ux->data == NULL) {
 		proto_unexp_free(w, ux);
 		return NULL;
 	}
+	w->unexp_bytes += len;
 	return ux;
 }
 
@@ -202,6 +206,7 @@ void
 proto_unexp_free(struct unio_worker *w, struct proto_unexp *ux)
 {
 	if (ux->data != NULL && ux->data != ux->inl) {
+		w->unexp_bytes -= ux->length;
 		if (ux->length < PROTO_UNEXP_MMAP)
 			free(ux->data);
 		else

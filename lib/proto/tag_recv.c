@@ -52,6 +52,24 @@ recv_done(struct unio_request *req, uint64_t tag, size_t len, const void *data)
 	proto_req_complete(req, UNIO_OK);
 }
 
+/*
+ * An unexpected message finds no memory (UNIO_UNEXP_MEM, or the allocation failed): it is
+ * dropped whole, counted once under its own reason, and a sender that waits for the receiver
+ * (sync send: SYNC_ACK; rendezvous: ATS, @p ack_id) fails with UNIO_ERR_NO_MEMORY.
+ */
+static void
+unexp_no_memory(struct unio_worker *w, uint32_t ep_id, uint8_t ack_id, uint64_t sreq_id,
+		size_t len)
+{
+	struct unio_ep *ep = sreq_id != 0 ? proto_ep_lookup(w, ep_id) : NULL;
+
+	PROTO_LOG(ERR, "no memory for a %zu-byte unexpected message: dropped%s", len,
+		  ep != NULL ? ", its sender fails" : "");
+	w->n_dropped_nomem++;
+	if (ep != NULL)
+		proto_send_ack(ep, ack_id, sreq_id, UNIO_ERR_NO_MEMORY);
+}
+
 /* out of line: the expected path of am_eager_short() keeps its registers */
 static __rte_noinline void
 unexp_eager(struct unio_worker *w, uint64_t tag, const void *data, size_t len,
@@ -60,7 +78,8 @@ unexp_eager(struct unio_worker *w, uint64_t tag, const void *data, size_t len,
 	struct proto_unexp *ux = proto_unexp_alloc(w, len);
 
 	if (unlikely(ux == NULL)) {
-		PROTO_LOG(ERR, "no memory for a %zu-byte unexpected message: dropped", len);
+		unexp_no_memory(w, h != NULL ? h->ep_id : 0, PROTO_AM_SYNC_ACK,
+				h != NULL ? h->sreq_id : 0, len);
 		return;
 	}
 	ux->tag = tag;
@@ -170,8 +189,11 @@ am_eager_first(void *arg, const void *data, size_t length, unsigned int flags)
 	memcpy(&h, data, sizeof(h));
 	n = length - sizeof(h);
 	ep = proto_ep_lookup(w, h.e.ep_id);
-	if (unlikely(ep == NULL || ep->rx.active || h.total > PROTO_MAX_MSG || n >= h.total ||
-		     n == 0))
+	/* a message being swallowed (truncated, no memory) that its sender abandoned: the new
+	 * one replaces it (fragments arrive in order, so a correct sender never does this) */
+	if (unlikely(ep == NULL || (ep->rx.active && !(ep->rx.drop && ep->rx.req == NULL &&
+						       ep->rx.ux == NULL)) ||
+		     h.total > PROTO_MAX_MSG || n >= h.total || n == 0))
 		goto bad;
 	ep->rx = (struct proto_rx_frag){ .total = h.total, .offset = n, .active = true };
 	req = proto_exp_match(w, h.e.tag);
@@ -184,10 +206,9 @@ am_eager_first(void *arg, const void *data, size_t length, unsigned int flags)
 	}
 	ep->rx.ux = proto_unexp_alloc(w, h.total);
 	if (ep->rx.ux == NULL) {
-		/* its further fragments are dropped (and counted) as fragments of no message */
-		PROTO_LOG(ERR, "no memory for a %" PRIu64 "-byte unexpected message", h.total);
-		ep->rx.active = false;
-		w->n_dropped++;
+		/* dropped whole: its further fragments are swallowed, not counted again */
+		ep->rx.drop = true;
+		unexp_no_memory(w, h.e.ep_id, PROTO_AM_SYNC_ACK, h.e.sreq_id, h.total);
 		return UNIO_OK;
 	}
 	ep->rx.ux->tag = h.e.tag;
@@ -419,7 +440,7 @@ am_rts(void *arg, const void *data, size_t length, unsigned int flags)
 	}
 	ux = proto_unexp_alloc(w, 0);
 	if (ux == NULL) {
-		PROTO_LOG(ERR, "no memory for an unexpected RTS: the sender will time out");
+		unexp_no_memory(w, h.ep_id, PROTO_AM_ATS, h.sreq_id, h.size);
 		return UNIO_OK;
 	}
 	ux->tag = h.tag;

@@ -249,7 +249,7 @@ struct proto_rx_frag {
 	uint64_t total;
 	uint64_t offset;
 	bool active;
-	bool drop;                  /**< truncated: swallow the rest */
+	bool drop;                  /**< truncated or no memory: swallow the rest */
 };
 
 struct unio_rkey;
@@ -327,6 +327,7 @@ struct unio_worker {
 	struct unexp_list unexp_hash[PROTO_HASH_BUCKETS];
 	unsigned int n_unexp;
 	struct proto_unexp *ux_free;
+	size_t unexp_bytes;         /**< heap bytes of unexpected data (bound: UNIO_UNEXP_MEM) */
 	/* control plane */
 	TAILQ_HEAD(, unio_listener) listeners;
 	struct wireup_hello *hellos;   /**< requests that arrived over a driver (wireup.c) */
@@ -341,6 +342,7 @@ struct unio_worker {
 	struct rma_worker *rma;     /**< mapped memory (rma.c), NULL until the first map */
 	unsigned int n_wireup_owed; /**< eps whose wireup REQ / REP waits for a full lane */
 	uint64_t n_dropped;         /**< peer messages dropped as malformed (print_info) */
+	uint64_t n_dropped_nomem;   /**< peer messages dropped whole for want of memory */
 	/* cold: the request pool's chunks (32 KiB), last */
 	struct unio_request *req_chunks[REQ_MAX_CHUNKS];
 	unsigned int n_req_chunks;
