@@ -16,8 +16,8 @@
  *
  * Completion: a put or get returns UNIO_OK when it is complete (shm and self complete at
  * once), or UNIO_INPROGRESS with a request; unio_ep_flush() / unio_worker_flush() wait for
- * every outstanding operation.  Operations on one endpoint are applied in order, so
- * unio_worker_fence() has nothing to wait for with the current transports.
+ * every outstanding operation.  Operations on one endpoint are applied in order;
+ * unio_worker_fence() orders them across the worker's endpoints too.
  *
  * The context must be created with UNIO_FEATURE_RMA: without it, unio_mem_map(),
  * unio_ep_rkey_unpack(), unio_put() and unio_get() fail with UNIO_ERR_UNSUPPORTED (logged
@@ -135,9 +135,13 @@ unio_status_t unio_get(unio_ep_t *ep, void *buf, size_t len, uint64_t remote_add
 		       unio_request_t **req_p);
 
 /**
- * Order: operations started after the fence are applied after those started before it.
- * Every current transport applies the operations of an endpoint in order, so this returns
- * UNIO_OK at once.
+ * Order: puts and gets started after the fence, on any endpoint of @p worker, are applied
+ * after those started before it.  Never blocks: when operations before it are still in
+ * flight, later ones (except those on the one endpoint all of them went to, whose transport
+ * orders them) wait in the worker, returning UNIO_INPROGRESS and a request, and are issued
+ * by unio_worker_progress() once those completed.
+ *
+ * @return UNIO_OK, UNIO_ERR_INVALID_PARAM, UNIO_ERR_NO_MEMORY.
  */
 unio_status_t unio_worker_fence(unio_worker_t *worker);
 

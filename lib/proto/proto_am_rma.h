@@ -37,6 +37,13 @@ struct rma_worker {
 	unsigned int n_used;
 	uint32_t next_slot;
 	TAILQ_HEAD(, rma_wait) chunk_wait;       /**< put / get waiting for transport room */
+	/* unio_worker_fence(): operations after a fence wait here for those before it */
+	TAILQ_HEAD(, rma_wait) fence_q;          /**< deferred operations and fence markers */
+	unsigned int n_inflight;                 /**< operations the transports still hold */
+	struct unio_ep *inflight_ep;             /**< their one ep, NULL: maybe several */
+	unsigned int fq_ops;                     /**< deferred operations in fence_q */
+	struct unio_ep *fq_ep;                   /**< only markers, all for this ep's ops */
+	bool fq_marker_last;                     /**< the newest entry is a marker */
 	struct unio_mem *slots[RMA_TABLE_SLOTS];
 };
 

@@ -49,6 +49,7 @@ struct rkey_wire_tl {
 };
 
 #define RMA_PROTO_OP 0xa0  /* req->proto of a put/get waiting for its transport */
+#define RMA_PROTO_FENCED 0xa1  /* a put/get waiting in the fence queue, not issued yet */
 
 static uint64_t
 random64(void)
@@ -132,8 +133,10 @@ rma_state(struct unio_worker *w)
 {
 	if (w->rma == NULL) {
 		w->rma = calloc(1, sizeof(*w->rma));
-		if (w->rma != NULL)
+		if (w->rma != NULL) {
 			TAILQ_INIT(&w->rma->chunk_wait);
+			TAILQ_INIT(&w->rma->fence_q);
+		}
 	}
 	return w->rma;
 }
@@ -374,6 +377,7 @@ unio_mem_unmap(unio_worker_t *w, unio_mem_h m)
 }
 
 static void chunk_wait_drop(struct unio_worker *w);
+static void fence_drop(struct unio_worker *w);
 
 void
 proto_rma_fini(struct unio_worker *w)
@@ -381,6 +385,7 @@ proto_rma_fini(struct unio_worker *w)
 	if (w->rma == NULL)
 		return;
 	chunk_wait_drop(w);
+	fence_drop(w);
 	for (unsigned int i = 0; i < RMA_TABLE_SLOTS; i++)
 		if (w->rma->slots[i] != NULL)
 			mem_unmap_locked(w, w->rma->slots[i]);
@@ -766,12 +771,17 @@ op_wait(struct unio_worker *w, struct unio_request *req)
 	return UNIO_OK;
 }
 
+static unsigned int fence_drain(struct unio_worker *w);
+
 unsigned int
 proto_rma_progress(struct unio_worker *w)
 {
 	struct rma_worker *r = w->rma;
 	struct rma_wait *q;
 	unsigned int n = 0;
+
+	if (w->n_rma_fenced != 0)
+		n += fence_drain(w);
 
 	while (r != NULL && (q = TAILQ_FIRST(&r->chunk_wait)) != NULL) {
 		struct unio_request *req = proto_req_lookup(w, q->req_id);
@@ -820,6 +830,9 @@ op_done(struct unio_tl_completion *comp)
 	struct unio_request *req = container_of(comp, struct unio_request, comp);
 	struct unio_rkey *rk = req->urkey;
 
+	if (req->proto == RMA_PROTO_OP)   /* issued: the fence queue may move on */
+		req->worker->rma->n_inflight--;
+
 	/* the transport is done with the key whatever became of the request */
 	if (--rk->users == 0 && rk->destroyed)
 		rkey_free(rk);
@@ -849,17 +862,36 @@ proto_rma_issue(struct unio_request *req)
 		unio_tl_completion_done(&req->comp, st);   /* all issued: release the hold */
 }
 
+/* Hand an operation to its transport: it counts as in flight until op_done(). */
+static void
+op_issue_counted(struct unio_request *req)
+{
+	struct rma_worker *r = req->worker->rma;
+
+	req->proto = RMA_PROTO_OP;
+	if (r->n_inflight++ == 0)
+		r->inflight_ep = req->ep;
+	else if (r->inflight_ep != req->ep)
+		r->inflight_ep = NULL;
+	proto_rma_issue(req);
+}
+
 static unio_status_t
 op_start(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_rkey *rk,
-	 bool put, const struct unio_request_param *param, unio_request_t **req_p)
+	 bool put, bool fenced, const struct unio_request_param *param, unio_request_t **req_p)
 {
-	struct unio_request *req = proto_req_get(ep->worker);
+	struct unio_worker *w = ep->worker;
+	struct unio_request *req = proto_req_get(w);
+	struct rma_wait *q = NULL;
 
-	if (unlikely(req == NULL))
+	if (unlikely(req == NULL || rma_state(w) == NULL ||
+		     (fenced && (q = malloc(sizeof(*q))) == NULL))) {
+		if (req != NULL)
+			proto_req_put(req);
 		return UNIO_ERR_NO_MEMORY;
+	}
 	req->type = REQ_SEND;
 	req->ep = ep;
-	req->proto = RMA_PROTO_OP;
 	req->sbuf = buf;
 	req->slen = len;
 	req->tag = raddr;
@@ -870,8 +902,112 @@ op_start(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_
 	req->comp = (struct unio_tl_completion){ .func = op_done, .count = 1 };
 	TAILQ_INSERT_TAIL(&ep->outstanding, req, ep_link);
 	req->on_ep = true;
-	proto_rma_issue(req);
+	if (!fenced) {
+		op_issue_counted(req);
+	} else {   /* behind a fence: issued by fence_drain() */
+		req->proto = RMA_PROTO_FENCED;
+		q->req_id = proto_req_id(req);
+		TAILQ_INSERT_TAIL(&w->rma->fence_q, q, link);
+		w->rma->fq_marker_last = false;
+		w->rma->fq_ops++;
+		w->n_rma_fenced++;
+		w->n_rma_pending++;
+	}
 	return proto_req_hand_out(req, param, req_p);
+}
+
+/* ---- fence ---- */
+
+/*
+ * An operation on @p ep now must wait in the fence queue: something is queued, and it is not
+ * an operation that its ep's transport orders behind those before the fence (only markers
+ * whose operations all went to @p ep, and @p ep's transport carries it: not a memcpy).
+ */
+static inline bool
+fence_defers(const struct unio_worker *w, const struct unio_ep *ep, bool mapped)
+{
+	return w->n_rma_fenced != 0 &&
+	       (mapped || w->rma->fq_ops != 0 || w->rma->fq_ep != ep);
+}
+
+/* A deferred operation's turn: checked again (the key may be stale now), then done. */
+static void
+fence_issue(struct unio_request *req)
+{
+	struct unio_rkey *rk = req->urkey;
+	unio_status_t st = UNIO_ERR_NOT_CONNECTED;
+	uint8_t *p;
+
+	if (req->ep->state == EP_CONNECTED && rk->tl_ep != NULL)
+		st = rkey_check(rk, req->tag, req->slen);
+	if (st == UNIO_OK && rk->data.local_ptr == NULL) {
+		op_issue_counted(req);
+		return;
+	}
+	if (st == UNIO_OK) {
+		p = (uint8_t *)rk->data.local_ptr + (req->tag - rk->base);
+		if (req->sync)
+			memcpy(p, req->sbuf, req->slen);
+		else
+			memcpy((void *)(uintptr_t)req->sbuf, p, req->slen);
+	}
+	unio_tl_completion_done(&req->comp, st);   /* op_done(): not counted in flight */
+}
+
+/* Issue what the fence queue holds, up to a fence whose operations are still in flight. */
+static unsigned int
+fence_drain(struct unio_worker *w)
+{
+	struct rma_worker *r = w->rma;
+	struct rma_wait *q;
+	unsigned int n = 0;
+
+	while ((q = TAILQ_FIRST(&r->fence_q)) != NULL) {
+		if (q->req_id == 0) {   /* a fence */
+			if (r->n_inflight != 0)
+				break;
+		} else {
+			struct unio_request *req = proto_req_lookup(w, q->req_id);
+
+			r->fq_ops--;
+			if (req != NULL && req->tl_held)   /* failed with its ep meanwhile */
+				unio_tl_completion_done(&req->comp, UNIO_ERR_CONNECTION_RESET);
+			else if (req != NULL && req->state == REQ_ACTIVE &&
+				 req->proto == RMA_PROTO_FENCED)
+				fence_issue(req);
+		}
+		TAILQ_REMOVE(&r->fence_q, q, link);
+		free(q);
+		w->n_rma_fenced--;
+		w->n_rma_pending--;
+		n++;
+	}
+	if (TAILQ_EMPTY(&r->fence_q)) {
+		r->fq_ep = NULL;
+		r->fq_marker_last = false;
+	}
+	return n;
+}
+
+static void
+fence_drop(struct unio_worker *w)
+{
+	struct rma_wait *q;
+
+	while ((q = TAILQ_FIRST(&w->rma->fence_q)) != NULL) {
+		struct unio_request *req = q->req_id != 0 ? proto_req_lookup(w, q->req_id) : NULL;
+
+		TAILQ_REMOVE(&w->rma->fence_q, q, link);
+		free(q);
+		w->n_rma_fenced--;
+		w->n_rma_pending--;
+		if (req != NULL && (req->tl_held || (req->state == REQ_ACTIVE &&
+						     req->proto == RMA_PROTO_FENCED)))
+			unio_tl_completion_done(&req->comp, UNIO_ERR_CANCELED);
+	}
+	w->rma->fq_ops = 0;
+	w->rma->fq_ep = NULL;
+	w->rma->fq_marker_last = false;
 }
 
 static unio_status_t
@@ -898,6 +1034,13 @@ rma_op(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_rk
 		st = UNIO_OK;
 		goto out;
 	}
+	if (unlikely(ep->worker->n_rma_fenced != 0)) {
+		fence_drain(ep->worker);
+		if (fence_defers(ep->worker, ep, rk->data.local_ptr != NULL)) {
+			st = op_start(ep, buf, len, raddr, rk, put, true, param, req_p);
+			goto out;
+		}
+	}
 	if (likely(rk->data.local_ptr != NULL && (param == NULL ||
 		   !(param->field_mask & UNIO_REQ_PARAM_FLAGS)))) {
 		uint8_t *p = (uint8_t *)rk->data.local_ptr + (raddr - rk->base);
@@ -908,7 +1051,7 @@ rma_op(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_rk
 			memcpy(buf, p, len);
 		goto out;
 	}
-	st = op_start(ep, buf, len, raddr, rk, put, param, req_p);
+	st = op_start(ep, buf, len, raddr, rk, put, false, param, req_p);
 out:
 	worker_unlock(ep->worker);
 	return st;
@@ -928,8 +1071,46 @@ unio_get(unio_ep_t *ep, void *buf, size_t len, uint64_t remote_addr, unio_rkey_t
 	return rma_op(ep, buf, len, remote_addr, rkey, false, param, req_p);
 }
 
+/*
+ * Nothing in flight (every put and get so far was a memcpy or CMA call, done at once): nothing
+ * to do.  Otherwise a marker: operations after it wait in the fence queue until those before
+ * it completed, except operations that go to the one ep all of those went to, through its
+ * transport, which applies an ep's operations in order.
+ */
 unio_status_t
 unio_worker_fence(unio_worker_t *w)
 {
-	return w == NULL ? UNIO_ERR_INVALID_PARAM : UNIO_OK;
+	struct rma_worker *r;
+	struct rma_wait *q;
+	unio_status_t st = UNIO_OK;
+
+	if (w == NULL)
+		return UNIO_ERR_INVALID_PARAM;
+	worker_lock(w);
+	r = w->rma;
+	if (r != NULL && w->n_rma_fenced != 0)
+		fence_drain(w);
+	if (r == NULL || (r->n_inflight == 0 && w->n_rma_fenced == 0))
+		goto out;
+	if (w->n_rma_fenced == 0)
+		r->fq_ep = r->inflight_ep;
+	else if (r->fq_ep != r->inflight_ep || r->n_inflight == 0)
+		r->fq_ep = NULL;
+	/* a marker waits until nothing is in flight: one right behind another adds nothing
+	 * (a stream of put, fence, put, ... on one ep keeps one marker, not one per fence) */
+	if (r->fq_marker_last)
+		goto out;
+	q = malloc(sizeof(*q));
+	if (q == NULL) {
+		st = UNIO_ERR_NO_MEMORY;
+		goto out;
+	}
+	q->req_id = 0;
+	TAILQ_INSERT_TAIL(&r->fence_q, q, link);
+	r->fq_marker_last = true;
+	w->n_rma_fenced++;
+	w->n_rma_pending++;
+out:
+	worker_unlock(w);
+	return st;
 }

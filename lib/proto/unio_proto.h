@@ -305,6 +305,7 @@ struct unio_worker {
 	unsigned int n_pending;     /**< eps with a non-empty pending queue */
 	unsigned int n_am_pending;  /**< AM sends waiting for resources */
 	unsigned int n_rma_pending; /**< put / get chunks waiting for transport room (rma.c) */
+	unsigned int n_rma_fenced;  /**< entries of the fence queue (rma.c), also in pending */
 	unsigned int n_ifaces;
 	struct req_list flushes;    /**< flush / close requests in progress (lib/api/wireup.c) */
 	struct unio_tl_iface *ifaces[WORKER_MAX_IFACES];
