@@ -35,7 +35,7 @@
 #define F_GET_ALLOC   (1u << 1)   /* got the parent's mem_alloc memory right */
 #define F_PTR         (1u << 2)   /* ... through a direct mapping */
 #define F_PUT_SEEN    (1u << 3)   /* the parent's put into the child's memory arrived */
-#define F_REFUSED_OK  (1u << 4)   /* without GET capability, get failed cleanly */
+#define F_REFUSED_OK  (1u << 4)   /* without GET capability, unpack or get failed cleanly */
 #define F_FAIL        (1u << 31)
 
 struct hello {
@@ -318,6 +318,8 @@ child_check_parent_mem(struct child *c)
 		else if (st < 0)
 			f |= F_REFUSED_OK;
 		unio_tl_rkey_release(c->ep, &rk);
+	} else if (!(c->ep->cap & UNIO_TL_CAP_GET_ZCOPY)) {
+		f |= F_REFUSED_OK;   /* shm: a CMA key is checked with CMA, so refused at once */
 	}
 	test_fill(want, RMA_SIZE, 2000);
 	if (w->base_alloc != 0 &&   /* the parent's driver has mem_alloc */

@@ -590,7 +590,8 @@ check_peer_hdr(struct shm_ep *ep, struct shm_seg_hdr *h, const struct shm_iface_
 static unio_status_t
 map_peer_seg(struct shm_ep *ep, const struct shm_iface_addr *a)
 {
-	int fd = shm_open_peer_fd((pid_t)a->pid, (int)a->seg_fd, a->iface_id, a->iface_id);
+	int fd = shm_open_peer_fd((pid_t)a->pid, (int)a->seg_fd, a->iface_id, "unio-shm-ring",
+				  a->iface_id);
 	struct shm_seg_hdr *h;
 	struct stat st;
 
@@ -680,6 +681,7 @@ ep_wake_init(struct shm_ep *ep)
 static void
 ep_free(struct shm_ep *ep)
 {
+	shm_ep_regs_unmap(ep);
 	if (ep->ev_fd >= 0)
 		close(ep->ev_fd);
 	if (ep->peer_seg != NULL)
@@ -720,6 +722,8 @@ shm_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *param
 	ep->armed = &shm_wake_always;   /* set for real once the peer is mapped */
 	ep->peer_pid = (pid_t)a.pid;
 	ep->peer_iface_id = a.iface_id;
+	ep->peer_regs = a.reg_table;
+	ep->peer_regs_fd = a.regs_fd;
 	st = map_peer_seg(ep, &a);
 	if (st == UNIO_OK)
 		st = claim_slot(si, ep);
@@ -874,6 +878,7 @@ shm_iface_close(struct unio_tl_iface *iface)
 		if (si->allocs[i].fd >= 0)
 			close(si->allocs[i].fd);
 	pthread_mutex_destroy(&si->lock);
+	shm_regs_destroy(si);
 	free(si->active);
 	free(si);
 }
@@ -965,7 +970,7 @@ shm_iface_open(const struct unio_tl_iface_params *params, struct unio_tl_iface *
 	if (posix_memalign((void **)&si, RTE_CACHE_LINE_SIZE, sizeof(*si)) != 0)
 		return UNIO_ERR_NO_MEMORY;
 	memset(si, 0, sizeof(*si));
-	si->ev_fd = si->poll_fd = -1;
+	si->ev_fd = si->poll_fd = si->regs_fd = -1;
 	st = iface_init(si, params->config);
 	if (st == UNIO_OK)
 		st = shm_seg_create(si, params->config);
@@ -976,6 +981,7 @@ shm_iface_open(const struct unio_tl_iface_params *params, struct unio_tl_iface *
 			close(si->ev_fd);
 		if (si->poll_fd >= 0)
 			close(si->poll_fd);
+		shm_regs_destroy(si);
 		free(si->active);
 		free(si);
 		return st;

@@ -17,10 +17,13 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -36,21 +39,192 @@ shm_iface_of(struct unio_tl_iface *iface)
 	return (struct shm_iface *)iface;
 }
 
+/* ---- registrations: what a key may grant ---- */
+
+#define REGS_BYTES RTE_ALIGN_CEIL(SHM_MAX_REGS * sizeof(struct shm_reg), 4096)
+
+/*
+ * The table lives in a memfd sealed against writes through any later mapping
+ * (F_SEAL_FUTURE_WRITE): peers map it read-only and check keys with a few loads; only this
+ * process's own mapping, made before the seal, writes it.  Where the kernel has no such
+ * seal, the table is heap memory that peers read with CMA.
+ */
+unio_status_t
+shm_regs_create(struct shm_iface *si)
+{
+	char name[64];
+	void *p = MAP_FAILED;
+	int fd;
+
+	si->regs_fd = -1;
+	snprintf(name, sizeof(name), "unio-shm-regs-%016" PRIx64, SHM_REGS_ID(si->iface_id));
+	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd >= 0 && ftruncate(fd, (off_t)REGS_BYTES) == 0)
+		p = mmap(NULL, REGS_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p != MAP_FAILED && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+				     F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) != 0) {
+		SHM_LOG(INFO, "no write seal (%s): peers check keys with CMA", strerror(errno));
+		munmap(p, REGS_BYTES);
+		p = MAP_FAILED;
+	}
+	if (p != MAP_FAILED) {
+		si->regs = p;
+		si->regs_fd = fd;
+	} else {
+		if (fd >= 0)
+			close(fd);
+		si->regs = calloc(SHM_MAX_REGS, sizeof(*si->regs));
+	}
+	si->reg_free = calloc(SHM_MAX_REGS, sizeof(*si->reg_free));
+	if (si->regs == NULL || si->reg_free == NULL)
+		return UNIO_ERR_NO_MEMORY;
+	for (uint32_t i = 0; i < SHM_MAX_REGS; i++)
+		si->reg_free[i] = SHM_MAX_REGS - 1 - i;
+	si->n_reg_free = SHM_MAX_REGS;
+	return UNIO_OK;
+}
+
+void
+shm_regs_destroy(struct shm_iface *si)
+{
+	if (si->regs_fd >= 0) {
+		munmap(si->regs, REGS_BYTES);
+		close(si->regs_fd);
+	} else {
+		free(si->regs);
+	}
+	si->regs = NULL;
+	si->regs_fd = -1;
+	free(si->reg_free);
+	si->reg_free = NULL;
+}
+
+/* Map the peer's sealed table read-only (once per ep): NULL when it has none or it fails. */
+static const struct shm_reg *
+peer_regs(struct shm_ep *se)
+{
+	struct stat st;
+	int fd, seals;
+	void *p;
+
+	if (se->peer_regs_tried)
+		return se->peer_regs_map;
+	se->peer_regs_tried = true;
+	if (se->peer_regs_fd == UINT32_MAX || se->peer_regs_fd > INT32_MAX)
+		return NULL;
+	fd = shm_open_peer_fd(se->peer_pid, (int)se->peer_regs_fd, se->peer_iface_id,
+			      "unio-shm-regs", SHM_REGS_ID(se->peer_iface_id));
+	if (fd < 0)
+		return NULL;
+	/* sealed as promised (so nobody but the owner writes it), and as long as it must be */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || (seals & (F_SEAL_FUTURE_WRITE | F_SEAL_SHRINK)) !=
+	    (F_SEAL_FUTURE_WRITE | F_SEAL_SHRINK) || fstat(fd, &st) != 0 ||
+	    (uint64_t)st.st_size < REGS_BYTES) {
+		close(fd);
+		return NULL;
+	}
+	p = mmap(NULL, REGS_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p != MAP_FAILED)
+		se->peer_regs_map = p;
+	return se->peer_regs_map;
+}
+
+void
+shm_ep_regs_unmap(struct shm_ep *ep)
+{
+	if (ep->peer_regs_map != NULL)
+		munmap((void *)(uintptr_t)ep->peer_regs_map, REGS_BYTES);
+	ep->peer_regs_map = NULL;
+}
+
+/* A random secret, never 0: getrandom() 32 at a time (one system call per 32 keys). */
+static uint64_t
+secret_take(struct shm_iface *si)
+{
+	uint64_t v;
+
+	while (si->n_secrets == 0) {
+		ssize_t n = getrandom(si->secrets, sizeof(si->secrets), 0);
+
+		if (n == (ssize_t)sizeof(si->secrets)) {
+			si->n_secrets = RTE_DIM(si->secrets);
+		} else {
+			for (unsigned int i = 0; i < RTE_DIM(si->secrets); i++)
+				si->secrets[i] = shm_random_id();
+			si->n_secrets = RTE_DIM(si->secrets);
+		}
+	}
+	v = si->secrets[--si->n_secrets];
+	return v != 0 ? v : 1;
+}
+
+/* Fill a free slot with [addr, addr + len): its index, or SHM_MAX_REGS when all are taken. */
+static uint32_t
+reg_add(struct shm_iface *si, const void *addr, size_t len)
+{
+	uint32_t slot = SHM_MAX_REGS;
+	struct shm_reg *r;
+
+	pthread_mutex_lock(&si->lock);
+	if (si->n_reg_free > 0) {
+		slot = si->reg_free[--si->n_reg_free];
+		r = &si->regs[slot];
+		r->base = (uintptr_t)addr;
+		r->len = len;
+		/* the secret last: a peer reading the entry meanwhile sees it free (0) */
+		__atomic_store_n(&r->secret, secret_take(si), __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&si->lock);
+	return slot;
+}
+
+static void
+reg_del(struct shm_iface *si, uint32_t slot)
+{
+	pthread_mutex_lock(&si->lock);
+	__atomic_store_n(&si->regs[slot].secret, 0, __ATOMIC_RELEASE);
+	si->reg_free[si->n_reg_free++] = slot;
+	pthread_mutex_unlock(&si->lock);
+}
+
+/* The registration @p memh names (mem_reg), NULL for an allocation (mem_alloc). */
+static struct shm_reg *
+memh_reg(const struct shm_iface *si, const struct unio_tl_memh *memh)
+{
+	const struct shm_reg *r = memh->priv;
+
+	return r >= si->regs && r < si->regs + SHM_MAX_REGS ? (struct shm_reg *)(uintptr_t)r :
+	       NULL;
+}
+
 unio_status_t
 shm_mem_reg(struct unio_tl_iface *iface, void *addr, size_t len, struct unio_tl_memh *memh)
 {
-	RTE_SET_USED(iface);
+	struct shm_iface *si = shm_iface_of(iface);
+	uint32_t slot = reg_add(si, addr, len);
+
+	if (slot == SHM_MAX_REGS) {
+		SHM_LOG(ERR, "mem_reg: all %u registrations taken", SHM_MAX_REGS);
+		return UNIO_ERR_NO_RESOURCE;
+	}
 	memh->addr = addr;
 	memh->len = len;
-	memh->priv = NULL;   /* CMA needs no registration */
+	memh->priv = &si->regs[slot];
 	return UNIO_OK;
 }
 
 void
 shm_mem_dereg(struct unio_tl_iface *iface, struct unio_tl_memh *memh)
 {
-	RTE_SET_USED(iface);
-	memh->addr = NULL;
+	struct shm_iface *si = shm_iface_of(iface);
+	struct shm_reg *r = memh_reg(si, memh);
+
+	if (r == NULL)
+		return;   /* an allocation: shm_mem_free() */
+	reg_del(si, (uint32_t)(r - si->regs));
+	memh->addr = memh->priv = NULL;
 	memh->len = 0;
 }
 
@@ -78,13 +252,17 @@ shm_mem_alloc(struct unio_tl_iface *iface, size_t len, struct unio_tl_memh *memh
 		close(a.fd);
 		return UNIO_ERR_NO_MEMORY;
 	}
+	a.reg = reg_add(si, p, len);
 	pthread_mutex_lock(&si->lock);
-	slot = alloc_slot(si);
+	slot = a.reg < SHM_MAX_REGS ? alloc_slot(si) : NULL;
 	if (slot != NULL)
 		*slot = a;
 	pthread_mutex_unlock(&si->lock);
 	if (slot == NULL) {
-		SHM_LOG(ERR, "mem_alloc: more than %u allocations", SHM_MAX_ALLOCS);
+		SHM_LOG(ERR, "mem_alloc: more than %u allocations or %u registrations",
+			SHM_MAX_ALLOCS, SHM_MAX_REGS);
+		if (a.reg < SHM_MAX_REGS)
+			reg_del(si, a.reg);
 		munmap(p, a.map_len);
 		close(a.fd);
 		return UNIO_ERR_NO_RESOURCE;
@@ -104,6 +282,7 @@ shm_mem_free(struct unio_tl_iface *iface, struct unio_tl_memh *memh)
 
 	if (a == NULL)
 		return;
+	reg_del(si, a->reg);
 	munmap(memh->addr, a->map_len);
 	pthread_mutex_lock(&si->lock);
 	fd = a->fd;
@@ -117,10 +296,10 @@ unio_status_t
 shm_rkey_pack(struct unio_tl_iface *iface, const struct unio_tl_memh *memh, void *buf)
 {
 	struct shm_iface *si = shm_iface_of(iface);
-	const struct shm_alloc *a = memh->priv;
+	const struct shm_reg *r = memh_reg(si, memh);
+	const struct shm_alloc *a = r == NULL ? memh->priv : NULL;
 	struct shm_rkey_packed k = {
-		.magic = SHM_RKEY_MAGIC, .pid = (uint32_t)getpid(),
-		.base = (uintptr_t)memh->addr, .len = memh->len, .iface_id = si->iface_id,
+		.magic = SHM_RKEY_MAGIC, .base = (uintptr_t)memh->addr, .len = memh->len,
 	};
 
 	if (a != NULL) {
@@ -128,7 +307,12 @@ shm_rkey_pack(struct unio_tl_iface *iface, const struct unio_tl_memh *memh, void
 		k.fd = (uint32_t)a->fd;
 		k.alloc_id = a->id;
 		k.map_len = a->map_len;
+		r = &si->regs[a->reg];
 	}
+	if (r == NULL)
+		return UNIO_ERR_INVALID_PARAM;   /* neither registered nor allocated here */
+	k.slot = (uint32_t)(r - si->regs);
+	k.secret = __atomic_load_n(&r->secret, __ATOMIC_RELAXED);
 	memcpy(buf, &k, sizeof(k));
 	return UNIO_OK;
 }
@@ -138,10 +322,16 @@ shm_rkey_pack(struct unio_tl_iface *iface, const struct unio_tl_memh *memh, void
 /* The cache's address of a peer's range: the pid above the 47 bits of user addresses. */
 #define MAP_ADDR_BITS 47
 
+/* What map_reg_key() needs: the key and its owner (the ep's peer). */
+struct map_ctx {
+	const struct shm_rkey_packed *k;
+	const struct shm_ep *se;
+};
+
 static uint64_t
-map_ident(const struct shm_rkey_packed *k)
+map_ident(const struct shm_rkey_packed *k, pid_t pid)
 {
-	return (k->alloc_id ^ ((uint64_t)k->pid * 0x9e3779b97f4a7c15ull)) | 1;
+	return (k->alloc_id ^ ((uint64_t)pid * 0x9e3779b97f4a7c15ull)) | 1;
 }
 
 static unio_status_t
@@ -155,13 +345,15 @@ map_reg(void *arg, void *addr, size_t len, void **handle)
 static unio_status_t
 map_reg_key(void *arg, void *ctx, void *addr, size_t len, void **handle)
 {
-	const struct shm_rkey_packed *k = ctx;
+	const struct map_ctx *c = ctx;
+	const struct shm_rkey_packed *k = c->k;
 	struct stat st;
 	void *p;
 	int fd;
 
 	RTE_SET_USED(arg), RTE_SET_USED(addr);
-	fd = shm_open_peer_fd((pid_t)k->pid, (int)k->fd, k->iface_id, k->alloc_id);
+	fd = shm_open_peer_fd(c->se->peer_pid, (int)k->fd, c->se->peer_iface_id, "unio-shm-mem",
+			      k->alloc_id);
 	if (fd < 0)
 		return UNIO_ERR_PERMISSION;
 	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < len) {
@@ -189,9 +381,11 @@ static const struct unio_rcache_ops map_ops = {
 
 /* The local address of the peer allocation of @p k, its cache region in *region_p. */
 static void *
-map_peer_alloc(struct shm_iface *si, const struct shm_rkey_packed *k,
+map_peer_alloc(struct shm_iface *si, const struct shm_ep *se, const struct shm_rkey_packed *k,
 	       struct unio_rcache_region **region_p)
 {
+	struct map_ctx c = { k, se };
+	uint64_t pid = (uint64_t)se->peer_pid;
 	struct unio_rcache_params p = { .ops = &map_ops, .arg = si,
 					.max_regions = 4 * SHM_MAX_ALLOCS,
 					.max_bytes = si->map_cache_max };
@@ -206,12 +400,11 @@ map_peer_alloc(struct shm_iface *si, const struct shm_rkey_packed *k,
 	if (si->map_cache == NULL && unio_rcache_create(&p, &si->map_cache) != UNIO_OK)
 		return NULL;
 	st = unio_rcache_get_ident(si->map_cache,
-				   (uintptr_t)(k->base | ((uint64_t)(k->pid % 65521u) <<
-							  MAP_ADDR_BITS)),
-				   k->map_len, map_ident(k), (void *)(uintptr_t)k, region_p);
+				   (uintptr_t)(k->base | ((pid % 65521u) << MAP_ADDR_BITS)),
+				   k->map_len, map_ident(k, se->peer_pid), &c, region_p);
 	if (st != UNIO_OK) {
-		SHM_LOG(DEBUG, "rkey_unpack: %" PRIu64 " bytes of pid %u not mapped (%s): CMA",
-			k->map_len, k->pid, unio_status_string(st));
+		SHM_LOG(DEBUG, "rkey_unpack: %" PRIu64 " bytes of pid %d not mapped (%s): CMA",
+			k->map_len, (int)se->peer_pid, unio_status_string(st));
 		return NULL;
 	}
 	return (*region_p)->handle;
@@ -243,6 +436,41 @@ unio_tl_shm_map_stats(struct unio_tl_iface *iface, struct unio_rcache_stats *sta
 	return UNIO_OK;
 }
 
+/*
+ * The peer's registration named by @p k (one CMA read of its table entry): live, with the
+ * key's secret, and covering the key's range.  Without CMA to the peer a key could not be
+ * used through CMA anyway.
+ */
+static bool
+reg_check(struct shm_ep *se, const struct shm_rkey_packed *k)
+{
+	const struct shm_reg *t;
+	struct shm_reg e;
+	struct iovec l = { &e, sizeof(e) }, r;
+
+	if (k->slot >= SHM_MAX_REGS || k->secret == 0 || se->peer_regs == 0 ||
+	    !(se->super.cap & (UNIO_TL_CAP_GET_ZCOPY | UNIO_TL_CAP_PUT_ZCOPY)))
+		return false;
+	t = peer_regs(se);
+	if (t != NULL) {
+		/* the owner writes the secret last and clears it first: the same secret before
+		 * and after the fields means the fields are that registration's */
+		e.secret = __atomic_load_n(&t[k->slot].secret, __ATOMIC_ACQUIRE);
+		e.base = __atomic_load_n(&t[k->slot].base, __ATOMIC_RELAXED);
+		e.len = __atomic_load_n(&t[k->slot].len, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&t[k->slot].secret, __ATOMIC_RELAXED) != e.secret)
+			return false;
+	} else {
+		r.iov_base = (void *)(uintptr_t)(se->peer_regs + (uint64_t)k->slot * sizeof(e));
+		r.iov_len = sizeof(e);
+		if (process_vm_readv(se->peer_pid, &l, 1, &r, 1, 0) != (ssize_t)sizeof(e))
+			return false;
+	}
+	return e.secret == k->secret && k->base >= e.base && k->len <= e.len &&
+	       k->base - e.base <= e.len - k->len;
+}
+
 unio_status_t
 shm_rkey_unpack(struct unio_tl_ep *ep, const void *buf, size_t len, struct unio_tl_rkey *rkey)
 {
@@ -252,12 +480,11 @@ shm_rkey_unpack(struct unio_tl_ep *ep, const void *buf, size_t len, struct unio_
 	if (len != sizeof(k))
 		return UNIO_ERR_INVALID_ADDR;
 	memcpy(&k, buf, sizeof(k));
-	/* the key must come from this ep's peer, and describe a sane range */
-	if (k.magic != SHM_RKEY_MAGIC || (pid_t)k.pid != se->peer_pid ||
-	    k.iface_id != se->peer_iface_id || k.base + k.len < k.base ||
+	/* a sane range; its owner is this ep's peer, whatever the key says */
+	if (k.magic != SHM_RKEY_MAGIC || k.base + k.len < k.base ||
 	    ((k.flags & SHM_RKEY_F_ALLOC) && k.len > k.map_len) ||
 	    (k.flags & ~SHM_RKEY_F_ALLOC) != 0) {
-		SHM_LOG(ERR, "rkey_unpack: not a key of this ep's peer");
+		SHM_LOG(ERR, "rkey_unpack: not a shm key");
 		return UNIO_ERR_INVALID_ADDR;
 	}
 	rkey->remote_base = k.base;
@@ -266,12 +493,18 @@ shm_rkey_unpack(struct unio_tl_ep *ep, const void *buf, size_t len, struct unio_
 	rkey->priv = NULL;
 	if ((k.flags & SHM_RKEY_F_ALLOC) && (ep->cap & UNIO_TL_CAP_RKEY_PTR)) {
 		struct unio_rcache_region *r;
-		uint8_t *p = map_peer_alloc(shm_iface_of(ep->iface), &k, &r);
+		uint8_t *p = map_peer_alloc(shm_iface_of(ep->iface), se, &k, &r);
 
 		if (p != NULL) {
 			rkey->local_ptr = p;
 			rkey->priv = r;
+			return UNIO_OK;   /* the memfd the peer named by its id: its allocation */
 		}
+	}
+	/* through CMA: only a range the peer registered, in its table under this secret */
+	if (!reg_check(se, &k)) {
+		SHM_LOG(ERR, "rkey_unpack: no registration of the peer grants this key");
+		return UNIO_ERR_INVALID_ADDR;
 	}
 	return UNIO_OK;
 }

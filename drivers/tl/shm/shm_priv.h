@@ -52,7 +52,7 @@ extern int shm_logtype;
 #define SHM_SEG_MAGIC     0x4d48534f494e55ull   /* "UNIOSHM" */
 #define SHM_ADDR_MAGIC    0x48534e55u           /* "UNSH" */
 #define SHM_RKEY_MAGIC    0x59454b52u           /* "RKEY" */
-#define SHM_VERSION       2u                     /* 2: 32-byte cells */
+#define SHM_VERSION       3u                     /* 3: keys checked in the owner's table */
 #define SHM_MAX_DATA      8192u                  /* most bytes of one message */
 #define SHM_MAX_SHORT     2048u                  /* most bytes of a short message's data */
 #define SHM_ZCOPY_HDR     128u
@@ -60,6 +60,9 @@ extern int shm_logtype;
 #define SHM_CHECK_MS      2u                     /* peer liveness check period */
 #define SHM_CHECK_CALLS   16u                    /* progress calls between clock reads */
 #define SHM_MAX_ALLOCS    64u
+#define SHM_MAX_REGS      4096u                  /* registrations (mem_reg, mem_alloc) */
+/* the id of an iface's registration table memfd */
+#define SHM_REGS_ID(iface_id) ((uint64_t)(iface_id) ^ UINT64_C(0x5245475352454753))
 
 /* header word: [63:48] magic 0xa55a | [47:40] type | [39:32] AM id | [31:0] length */
 #define SHM_HDR_MAGIC     0xa55aull
@@ -111,22 +114,39 @@ struct shm_iface_addr {
 	uint64_t iface_id;
 	uint64_t seg_size;
 	uint64_t probe_addr;              /**< a word holding iface_id, for the CMA probe */
+	uint64_t reg_table;               /**< its registrations (struct shm_reg[]), CMA reads */
+	uint32_t regs_fd;                 /**< the same, a sealed memfd peers map read-only;
+					       UINT32_MAX: none (CMA reads only) */
+	uint32_t pad;
 	uint64_t ns_ipc, ns_mnt, ns_pid, ns_net;
 	uint8_t boot_id[16];
 };
 
 #define SHM_RKEY_F_ALLOC (1u << 0)   /**< memory from mem_alloc: it can be mapped */
 
+/*
+ * A key names no process: its owner is the peer of the ep it is unpacked on.  It grants a
+ * range its owner registered: the registration's slot and random secret are checked in the
+ * owner's table (one CMA read) before a key is used through CMA; an allocation's key used
+ * through its mapping is checked by the memfd it maps (fetched from the owner, named by id).
+ */
 struct shm_rkey_packed {
 	uint32_t magic;
 	uint32_t flags;
-	uint32_t pid;
 	uint32_t fd;                      /**< the memfd in the owner (ALLOC) */
+	uint32_t slot;                    /**< the owner's registration (struct shm_reg) */
 	uint64_t base;
 	uint64_t len;
 	uint64_t alloc_id;                /**< identity of the memfd (ALLOC) */
-	uint64_t iface_id;                /**< the owner iface (for SCM_RIGHTS requests) */
 	uint64_t map_len;                 /**< size of the memfd (ALLOC) */
+	uint64_t secret;                  /**< the registration's secret */
+};
+
+/** One registration, in the owner's private memory; peers read it with CMA. */
+struct shm_reg {
+	uint64_t secret;                  /**< random, never 0; 0: the slot is free */
+	uint64_t base;
+	uint64_t len;
 };
 
 /** Segment geometry, kept in local memory: never re-read from the shared header. */
@@ -154,6 +174,7 @@ struct shm_alloc {
 	int fd;
 	uint64_t id;
 	size_t map_len;
+	uint32_t reg;                     /**< its registration slot */
 };
 
 struct shm_ep;
@@ -193,8 +214,14 @@ struct shm_iface {
 	int listen_fd;
 	pthread_t server;
 	bool server_running;
-	pthread_mutex_t lock;             /**< allocs, read by the server thread */
+	pthread_mutex_t lock;             /**< allocs, read by the server thread; regs */
 	struct shm_alloc allocs[SHM_MAX_ALLOCS];
+	struct shm_reg *regs;             /**< SHM_MAX_REGS registrations (keys' grants) */
+	int regs_fd;                      /**< their sealed memfd, -1 when on the heap */
+	uint32_t *reg_free;               /**< free slots, a stack */
+	unsigned int n_reg_free;
+	uint64_t secrets[32];             /**< random secrets, taken from the end */
+	unsigned int n_secrets;
 	/* peers' allocations mapped here (direct-mapped rkeys): a registration cache */
 	struct unio_rcache *map_cache;     /**< made at the first mapping */
 	size_t map_cache_max;              /**< UNIO_SHM_MAP_CACHE: most bytes mapped */
@@ -219,6 +246,10 @@ struct shm_ep {
 	size_t peer_seg_size;
 	pid_t peer_pid;
 	uint64_t peer_iface_id;
+	uint64_t peer_regs;               /**< the peer's registration table (its address) */
+	uint32_t peer_regs_fd;            /**< ... its sealed memfd there, UINT32_MAX: none */
+	const struct shm_reg *peer_regs_map;   /**< ... mapped read-only here, or NULL */
+	bool peer_regs_tried;             /**< the mapping was attempted */
 	int pidfd;
 	int ev_fd;                        /**< the peer's eventfd here, -1 when not obtained */
 	bool wake_fence;                  /**< fence before loading the peer's armed word */
@@ -226,12 +257,18 @@ struct shm_ep {
 	struct shm_ep *next;
 } __rte_cache_aligned;
 
+/* shm_md.c: the registration table (made with the segment, whose id names it) */
+unio_status_t shm_regs_create(struct shm_iface *si);
+void shm_regs_destroy(struct shm_iface *si);
+void shm_ep_regs_unmap(struct shm_ep *ep);
+
 /* shm_seg.c: segments, identity, fd passing */
 unio_status_t shm_seg_create(struct shm_iface *si, const struct unio_config *cfg);
 void shm_seg_destroy(struct shm_iface *si);
 void shm_local_addr(const struct shm_iface *si, struct shm_iface_addr *a);
 bool shm_addr_same_host(const struct shm_iface_addr *a);
-int shm_open_peer_fd(pid_t pid, int fd, uint64_t iface_id, uint64_t want_id);
+int shm_open_peer_fd(pid_t pid, int fd, uint64_t iface_id, const char *kind,
+		     uint64_t want_id);
 /** The eventfd @p fd of the peer iface @p iface_id of @p pid (pidfd_getfd, SCM_RIGHTS). */
 int shm_open_peer_efd(pid_t pid, int pidfd, int fd, uint64_t iface_id);
 int shm_memfd(const char *prefix, uint64_t id, size_t *len, int hugepages);

@@ -118,6 +118,8 @@ shm_local_addr(const struct shm_iface *si, struct shm_iface_addr *a)
 	a->iface_id = si->iface_id;
 	a->seg_size = si->seg_size;
 	a->probe_addr = (uintptr_t)&si->iface_id;
+	a->reg_table = (uintptr_t)si->regs;
+	a->regs_fd = si->regs_fd >= 0 ? (uint32_t)si->regs_fd : UINT32_MAX;
 	a->ns_ipc = host_id.ns[0];
 	a->ns_mnt = host_id.ns[1];
 	a->ns_pid = host_id.ns[2];
@@ -243,6 +245,8 @@ lookup_fd(struct shm_iface *si, uint64_t want_id)
 		return si->seg_fd;
 	if (want_id == ~si->iface_id)
 		return si->ev_fd;   /* shm_open_peer_efd */
+	if (want_id == SHM_REGS_ID(si->iface_id))
+		return si->regs_fd;   /* sealed: read-only for whoever maps it */
 	pthread_mutex_lock(&si->lock);
 	for (unsigned int i = 0; i < SHM_MAX_ALLOCS; i++)
 		if (si->allocs[i].fd >= 0 && si->allocs[i].id == want_id)
@@ -367,11 +371,15 @@ out:
 	return fd;
 }
 
-/* the memfd's name carries its id: check it so a reused fd number is not mistaken */
+/*
+ * The memfd's name carries its kind and id: check both, so that a reused fd number is not
+ * mistaken, and a key naming the owner's ring segment (whose id is in its address) or any
+ * other file it has open is not mapped as an allocation.
+ */
 static bool
-fd_has_id(int fd, uint64_t want_id)
+fd_has_id(int fd, const char *kind, uint64_t want_id)
 {
-	char path[64], target[128], idstr[24];
+	char path[64], target[128], want[64];
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
@@ -379,12 +387,13 @@ fd_has_id(int fd, uint64_t want_id)
 	if (n <= 0)
 		return false;
 	target[n] = '\0';
-	snprintf(idstr, sizeof(idstr), "-%016" PRIx64, want_id);
-	return strstr(target, idstr) != NULL;
+	snprintf(want, sizeof(want), "/memfd:%s-%016" PRIx64 " ", kind, want_id);
+	return strncmp(target, want, strlen(want) - 1) == 0 &&
+	       (target[strlen(want) - 1] == '\0' || target[strlen(want) - 1] == ' ');
 }
 
 int
-shm_open_peer_fd(pid_t pid, int fd, uint64_t iface_id, uint64_t want_id)
+shm_open_peer_fd(pid_t pid, int fd, uint64_t iface_id, const char *kind, uint64_t want_id)
 {
 	char path[64];
 	int local;
@@ -393,7 +402,7 @@ shm_open_peer_fd(pid_t pid, int fd, uint64_t iface_id, uint64_t want_id)
 	local = open(path, O_RDWR | O_CLOEXEC);
 	if (local < 0 && (errno == EACCES || errno == EPERM))
 		local = request_fd(pid, iface_id, want_id);
-	if (local >= 0 && !fd_has_id(local, want_id)) {
+	if (local >= 0 && !fd_has_id(local, kind, want_id)) {
 		close(local);
 		return -1;
 	}
@@ -463,6 +472,9 @@ shm_seg_create(struct shm_iface *si, const struct unio_config *cfg)
 
 	si->map_cache_max = cfg->shm_map_cache;
 	si->iface_id = shm_random_id();
+	st = shm_regs_create(si);
+	if (st != UNIO_OK)
+		return st;
 	si->seg_fd = shm_memfd("unio-shm-ring", si->iface_id, &len, cfg->hugepages);
 	if (si->seg_fd < 0) {
 		SHM_LOG(ERR, "memfd of %zu bytes: %s", len, strerror(errno));
