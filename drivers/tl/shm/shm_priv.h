@@ -52,8 +52,8 @@ extern int shm_logtype;
 #define SHM_SEG_MAGIC     0x4d48534f494e55ull   /* "UNIOSHM" */
 #define SHM_ADDR_MAGIC    0x48534e55u           /* "UNSH" */
 #define SHM_RKEY_MAGIC    0x59454b52u           /* "RKEY" */
-#define SHM_VERSION       3u                     /* 3: keys checked in the owner's table */
-#define SHM_MAX_DATA      8192u                  /* most bytes of one message */
+#define SHM_VERSION       4u                     /* 3: keys in the owner's table; 4: 8224 B */
+#define SHM_MAX_DATA      8224u                  /* most bytes of one message: 8 KiB + 32 */
 #define SHM_MAX_SHORT     2048u                  /* most bytes of a short message's data */
 #define SHM_ZCOPY_HDR     128u
 #define SHM_RX_BURST      16u                    /* messages per ring per progress call */
