@@ -15,6 +15,9 @@
  *                         received at once, with K more idle senders connected to the
  *                         receiver: run it under valgrind --tool=callgrind to count the
  *                         instructions of shm_am_short and shm_progress per message
+ *   unio-tlbench -m N [-R]  one process, N 8-byte round trips over two memif ports joined
+ *                         by one socket, through ethdev ifaces (-R: raw frames, as
+ *                         e5_ethdev.c): for callgrind (see memif.c)
  */
 
 #include <errno.h>
@@ -38,6 +41,8 @@
 
 #include "unio_config_priv.h"
 #include "unio_tl.h"
+
+#include "tlbench.h"
 
 #define MAX_RUNS   16
 #define BIG        (1u << 20)
@@ -68,6 +73,8 @@ struct ctl {
 struct opts {
 	unsigned int instr;   /**< -i: messages of the instruction-count mode */
 	unsigned int idle;    /**< -p: idle senders connected in that mode */
+	unsigned int memif;   /**< -m: round trips of the memif mode */
+	bool raw;             /**< -R: raw frames in that mode */
 	unsigned int runs;
 	unsigned int iters;
 	int cpu[2];
@@ -601,8 +608,14 @@ parse(int argc, char **argv, struct opts *o)
 	int opt;
 
 	*o = (struct opts){ .runs = 5, .iters = 100000, .cpu = { 0, 1 } };
-	while ((opt = getopt(argc, argv, "i:p:r:n:c:h")) != -1) {
+	while ((opt = getopt(argc, argv, "i:p:r:n:c:m:Rh")) != -1) {
 		switch (opt) {
+		case 'm':
+			o->memif = (unsigned int)atoi(optarg);
+			break;
+		case 'R':
+			o->raw = true;
+			break;
 		case 'p':
 			o->idle = (unsigned int)atoi(optarg);
 			break;
@@ -623,7 +636,9 @@ parse(int argc, char **argv, struct opts *o)
 			return -1;
 		}
 	}
-	return o->instr > 0 || (o->runs >= 1 && o->runs <= MAX_RUNS && o->iters >= 100) ? 0 : -1;
+	if (o->instr > 0 || o->memif > 0)
+		return 0;
+	return o->runs >= 1 && o->runs <= MAX_RUNS && o->iters >= 100 ? 0 : -1;
 }
 
 static unio_status_t
@@ -680,11 +695,13 @@ main(int argc, char **argv)
 
 	if (parse(argc, argv, &o) != 0) {
 		fprintf(stderr, "usage: unio-tlbench [-r runs (1-%d)] [-n round trips (>= 100)] "
-			"[-c cpu0,cpu1] | -i messages\n", MAX_RUNS);
+			"[-c cpu0,cpu1] | -i messages | -m round trips [-R]\n", MAX_RUNS);
 		return 2;
 	}
 	if (o.instr != 0)
 		return instr_mode(o.instr, o.idle);
+	if (o.memif != 0)
+		return memif_mode(o.memif, o.raw);
 	s.ctl = map_ctl(&clen);
 	if (s.ctl == NULL) {
 		fprintf(stderr, "unio-tlbench: cannot set up the shared control block\n");

@@ -1270,9 +1270,13 @@ UNIO_TEST(ethdev_cksum, fast)
 		udp->dgram_cksum ^= 0x0100;      /* one bit off: both refuse */
 		TEST_ASSERT(eth_cksum(udp, ulen, eth_udp_phdr(ip, udp)) != 0xffff, "bit flip");
 		want = rte_ipv4_cksum(ip);       /* over the header with its field 0 */
+		TEST_ASSERT_EQ(eth_ip_cksum(ip), eth_cksum(ip, sizeof(*ip), 0));
 		ip->hdr_checksum = (uint16_t)~eth_cksum(ip, sizeof(*ip), 0);
 		TEST_ASSERT_EQ(ip->hdr_checksum, want);
 		TEST_ASSERT_EQ(eth_cksum(ip, sizeof(*ip), 0), 0xffff);
+		TEST_ASSERT_EQ(eth_ip_cksum(ip), 0xffff);
+		ip->time_to_live ^= 0x10;        /* the unrolled sum refuses a flipped bit too */
+		TEST_ASSERT(eth_ip_cksum(ip) != 0xffff, "ip bit flip");
 	}
 	TEST_ASSERT(n_zero > 1000, "zero-sum cases %u", n_zero);
 	return TEST_OK;

@@ -42,6 +42,7 @@ struct eth_port {
 	bool tx_multiseg;      /**< the PMD sends mbuf chains */
 	bool kernel_pmd;       /**< the PMD is a kernel socket: the kernel moves every frame */
 	bool af_xdp;           /**< the pool is the PMD's umem: frames start further in */
+	bool shared_mem;       /**< the PMD is shared memory (memif): frames cannot be corrupted */
 	uint16_t nq;           /**< queue pairs configured */
 	uint16_t n_open;       /**< ifaces open (queues taken) */
 	uint16_t base_port;    /**< UDP port of queue 0's iface (host order) */
@@ -79,6 +80,7 @@ port_setup(uint16_t pid, struct eth_port *p, unsigned int want_q)
 	p->tx_csum = (conf.txmode.offloads & ETH_TX_CSUM) != 0;
 	p->tx_multiseg = (conf.txmode.offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
 	p->af_xdp = rc == 0 && strcmp(info.driver_name, "net_af_xdp") == 0;
+	p->shared_mem = rc == 0 && strcmp(info.driver_name, "net_memif") == 0;
 	p->kernel_pmd = rc == 0 && (strcmp(info.driver_name, "net_af_xdp") == 0 ||
 				    strcmp(info.driver_name, "net_af_packet") == 0 ||
 				    strcmp(info.driver_name, "net_tap") == 0);
@@ -374,6 +376,7 @@ port_open_locked(struct eth_iface *ei, const struct unio_config *cfg, const char
 	ei->mp = p->mp;
 	iface_frag(ei, p);
 	ei->tx_csum = p->tx_csum;
+	ei->no_udp_csum = p->shared_mem && !p->tx_csum;
 	ei->tx_multiseg = p->tx_multiseg;
 	ei->idle_yield = cfg->ethdev_idle_yield == UNIO_ETHDEV_YIELD_YES ||
 			 (cfg->ethdev_idle_yield == UNIO_ETHDEV_YIELD_AUTO && p->kernel_pmd);
@@ -585,7 +588,10 @@ eth_frame_finish(struct eth_iface *ei, struct rte_mbuf *m, uint16_t l4_payload)
 		udp->dgram_cksum = rte_ipv4_phdr_cksum(ip, m->ol_flags);
 		return;
 	}
-	ip->hdr_checksum = (uint16_t)~eth_cksum(ip, sizeof(*ip), 0);
+	ip->hdr_checksum = (uint16_t)~eth_ip_cksum(ip);
+	/* shared memory cannot corrupt a frame: no UDP checksum (0, RFC 768) */
+	if (ei->no_udp_csum)
+		return;
 	udp->dgram_cksum = m->nb_segs == 1 ? eth_udp_cksum(ip, udp) :
 			   rte_ipv4_udptcp_cksum_mbuf(m, ip, sizeof(struct rte_ether_hdr) +
 						      sizeof(*ip));
@@ -817,7 +823,7 @@ ipv4_check(struct eth_iface *ei, struct rte_mbuf *m, struct rte_ipv4_hdr *ip, ui
 		return drop(m, &ei->st.drop_not_ours), 0;
 	if ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_BAD ||
 	    ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) != RTE_MBUF_F_RX_IP_CKSUM_GOOD &&
-	     eth_cksum(ip, hl, 0) != 0xffff))
+	     (hl == sizeof(*ip) ? eth_ip_cksum(ip) : eth_cksum(ip, hl, 0)) != 0xffff))
 		return drop(m, &ei->st.drop_bad_csum), 0;
 	*ip_len = tot;
 	return hl;

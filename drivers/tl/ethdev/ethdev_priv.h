@@ -53,6 +53,8 @@ extern int ethdev_logtype;
 #define ETH_JUMBO_MTU      9000u
 #define ETH_INBOX_LEN    1024u     /* frames other workers hand to an iface */
 #define ETH_ARP_TRIES    5u        /* ARP requests before a peer is unreachable */
+#define ETH_FREE_MAX     64u       /* frames a progress call frees together */
+#define ETH_STASH        64u       /* freed frames an iface keeps for its next sends */
 /* put / get: messages of internal AM ids (above UNIO_TL_AM_ID_MAX) on the ep's channel */
 #define ETH_AM_PUT       0xf0u     /* rma hdr + data: write at the target */
 #define ETH_AM_PUT_ACK   0xf1u     /* rma hdr: a PUT chunk was applied (or refused) */
@@ -294,6 +296,7 @@ struct eth_iface {
 	uint16_t frag;         /**< payload bytes per frame */
 	uint16_t ip_id;
 	bool tx_csum;           /**< checksums offloaded to the PMD */
+	bool no_udp_csum;       /**< shared memory (memif): frames go with UDP checksum 0 */
 	bool tx_multiseg;       /**< the PMD sends mbuf chains: zero copy possible */
 	bool idle_yield;        /**< give the CPU away when idle (UNIO_ETHDEV_IDLE_YIELD) */
 	uint32_t idle_polls;    /**< consecutive progress calls without a frame in or out */
@@ -305,6 +308,11 @@ struct eth_iface {
 	double us_per_tsc;       /**< microseconds per TSC cycle (cycles to echo_delay) */
 	uint64_t now;            /**< the clock as the latest progress call that read it */
 	uint32_t clock_skips;    /**< empty progress calls since the clock was last read */
+	bool in_progress;        /**< inside eth_progress() after its clock reading */
+	uint32_t n_free;
+	struct rte_mbuf *to_free[ETH_FREE_MAX];  /**< frames freed at the end of the call */
+	uint32_t n_stash;
+	struct rte_mbuf *stash[ETH_STASH];       /**< freed mbufs of mp, taken by sends */
 	uint64_t timer_period, last_timer;
 	uint64_t rx_clear;       /**< the latest poll that left the rx queue and inbox empty */
 	uint64_t rx_after;       /**< frames of this progress call arrived after this */
@@ -445,6 +453,26 @@ eth_cksum(const void *buf, size_t len, uint64_t sum)
 	if (len != 0)
 		sum += *p;            /* the odd byte is the first of its word: its low half */
 	sum = (sum & UINT32_MAX) + (sum >> 32);
+	sum = (sum & UINT32_MAX) + (sum >> 32);
+	sum = (sum & UINT16_MAX) + (sum >> 16);
+	sum = (sum & UINT16_MAX) + (sum >> 16);
+	sum = (sum & UINT16_MAX) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+/*
+ * eth_cksum() of an IPv4 header without options (20 bytes), unrolled: five 32-bit words,
+ * the same sum (every frame sent and received computes it).
+ */
+static inline uint16_t
+eth_ip_cksum(const struct rte_ipv4_hdr *ip)
+{
+	const uint8_t *p = (const uint8_t *)ip;
+	uint32_t v[5];
+	uint64_t sum;
+
+	memcpy(v, p, sizeof(v));
+	sum = (uint64_t)v[0] + v[1] + v[2] + v[3] + v[4];
 	sum = (sum & UINT32_MAX) + (sum >> 32);
 	sum = (sum & UINT16_MAX) + (sum >> 16);
 	sum = (sum & UINT16_MAX) + (sum >> 16);
