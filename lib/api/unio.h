@@ -143,7 +143,9 @@ void unio_worker_release_address(unio_worker_t *worker, void *addr);
 /**
  * Print the worker's state: its ifaces, endpoints, unexpected messages, and how many
  * protocol messages from peers were dropped (malformed headers, lengths or offsets out of
- * range, unknown endpoints or requests): the line "# dropped from peers: N".
+ * range, unknown endpoints or requests): the line "# dropped from peers: N"; and how many
+ * unexpected messages were dropped whole for want of memory (UNIO_UNEXP_MEM, or a failed
+ * allocation): the line "# dropped: no memory: N".
  */
 void unio_worker_print_info(const unio_worker_t *worker, FILE *stream);
 
