@@ -392,18 +392,26 @@ proto_rndv_put_part(struct unio_request *req, const struct proto_rtp_hdr *h, con
 	struct iovec iov = { (void *)(uintptr_t)(req->sbuf + h->offset), len };
 	unio_status_t st;
 
-	req->rreq_id = h->r.rreq_id;
+	/*
+	 * A refused RTP leaves the send waiting for its receiver's own answer (the receive it
+	 * names learns the refusal): one forged by another peer must not take the send.
+	 */
 	if (!(tl_ep->cap & UNIO_TL_CAP_PUT_ZCOPY) || tl_ep->iface->ctl->rkey_unpack == NULL ||
 	    tl_ep->iface->ctl->rkey_unpack(tl_ep, rkey, h->rkey_len, rk) != UNIO_OK) {
 		PROTO_LOG(ERR, "split rendezvous: unusable rkey from the receiver");
-		proto_send_ack(req->ep, PROTO_AM_ATS, req->rreq_id, UNIO_ERR_INVALID_PARAM);
+		proto_send_ack(req->ep, PROTO_AM_ATS, h->r.rreq_id, UNIO_ERR_INVALID_PARAM);
 		return;
 	}
+	if (!unio_tl_rkey_covers(rk, h->addr, len)) {
+		PROTO_LOG(ERR, "split rendezvous: the receiver's part is outside its rkey");
+		if (tl_ep->iface->ctl->rkey_release != NULL)
+			tl_ep->iface->ctl->rkey_release(tl_ep, rk);
+		proto_send_ack(req->ep, PROTO_AM_ATS, h->r.rreq_id, UNIO_ERR_OUT_OF_RANGE);
+		return;
+	}
+	req->rreq_id = h->r.rreq_id;
 	req->comp = (struct unio_tl_completion){ .func = put_part_done, .count = 1 };
-	if (!unio_tl_rkey_covers(rk, h->addr, len))
-		st = UNIO_ERR_OUT_OF_RANGE;
-	else
-		st = unio_tl_ep_put_zcopy(tl_ep, &iov, 1, h->addr, rk, &req->comp);
+	st = unio_tl_ep_put_zcopy(tl_ep, &iov, 1, h->addr, rk, &req->comp);
 	if (st != UNIO_INPROGRESS)
 		unio_tl_completion_done(&req->comp, st);
 }

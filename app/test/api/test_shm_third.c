@@ -8,7 +8,8 @@
  *    from T (CMA) and hand T's bytes to V's application;
  *  - an RTP (split rendezvous) for V's pending rendezvous send to T whose key names T's
  *    "target" buffer: V would write its message into T at M's address.
- * Asserted: V's receive never holds T's secret, T's target stays untouched, T's secret too.
+ * Asserted: V's receive never holds T's secret, T's target stays untouched, T's secret too;
+ * then T receives V's send after all (M's refused RTP did not take it): intact, completed.
  * A shm key names no process (its owner is the peer of the ep it is unpacked on) and grants
  * only a range its owner registered (slot and random secret, checked in the owner's table at
  * unpack); M's forged keys carry the slot and secret of M's own registration.  Three
@@ -116,6 +117,21 @@ UNIO_TEST_CHILD(shm_third_owner)
 	ans.secret_bad = first_diff(t_secret, SECRET_LEN, 0x5ec7e7);
 	if (api_send(w, ep, &ans, sizeof(ans), TAG_ANSWER, 0) != UNIO_OK)
 		return 5;
+	/* now the receive of V's pending rendezvous send: M's forged RTP did not take it */
+	{
+		uint8_t *buf = malloc(SEND_LEN), *want = malloc(SEND_LEN);
+
+		if (buf == NULL || want == NULL ||
+		    api_recv(w, buf, SEND_LEN, TAG_SEND, UINT64_MAX, &info) != UNIO_OK)
+			return 6;
+		test_fill(want, SEND_LEN, 0xabc);
+		ans.target_bad = first_diff(t_target, SEND_LEN, 0);
+		ans.secret_bad = memcmp(buf, want, SEND_LEN) == 0 ? -1 : 0;
+		free(buf);
+		free(want);
+		if (api_send(w, ep, &ans, sizeof(ans), TAG_ANSWER, 0) != UNIO_OK)
+			return 7;
+	}
 	/* V closes first; its rendezvous send to this process is never received */
 	for (int i = 0; i < 2000000 && ep->state == EP_CONNECTED && !ep->remote_closed; i++)
 		unio_worker_progress(w);
@@ -298,9 +314,20 @@ victim(unio_worker_t *w, unio_ep_t *ep_t, unio_ep_t *ep_m, uint8_t *send_buf)
 	TEST_ASSERT(ans.target_bad < 0, "T's target changed at byte %" PRId64 ": M made V "
 		    "write into a third process", ans.target_bad);
 	TEST_ASSERT(ans.secret_bad < 0, "T's secret changed at byte %" PRId64, ans.secret_bad);
-	TEST_LOG("V's send to T: %s", unio_status_string(unio_request_test(sreq, NULL)));
-	unio_request_cancel(w, sreq);
+	/* T receives V's send after all: it completes, intact, T's target still untouched
+	 * (before, M's refused RTP had marked the send answered: it never completed) */
+	TEST_ASSERT_STATUS(unio_tag_recv(w, &ans, sizeof(ans), TAG_ANSWER, UINT64_MAX, NULL,
+					 &rreq), UNIO_INPROGRESS);
+	for (uint64_t t0 = rte_get_timer_cycles(); rte_get_timer_cycles() - t0 <
+	     20 * rte_get_timer_hz() && (unio_request_test(sreq, NULL) == UNIO_INPROGRESS ||
+					 unio_request_test(rreq, NULL) == UNIO_INPROGRESS); )
+		unio_worker_progress(w);
+	TEST_ASSERT_STATUS(unio_request_test(sreq, NULL), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_request_test(rreq, NULL), UNIO_OK);
 	unio_request_free(sreq);
+	unio_request_free(rreq);
+	TEST_ASSERT(ans.secret_bad < 0, "T received V's send with other data");
+	TEST_ASSERT(ans.target_bad < 0, "T's target changed at byte %" PRId64, ans.target_bad);
 	return TEST_OK;
 }
 
