@@ -133,8 +133,8 @@ mf_links_up(uint16_t p0, uint16_t p1, struct unio_tl_iface *a, struct unio_tl_if
 			unio_tl_iface_progress(a);
 		if (b != NULL)
 			unio_tl_iface_progress(b);
-		if (rte_eth_link_get_nowait(p0, &l0) == 0 && rte_eth_link_get_nowait(p1, &l1) == 0 &&
-		    l0.link_status && l1.link_status)
+		if (rte_eth_link_get_nowait(p0, &l0) == 0 &&
+		    rte_eth_link_get_nowait(p1, &l1) == 0 && l0.link_status && l1.link_status)
 			return 0;
 		usleep(1000);
 	}
