@@ -322,6 +322,18 @@ shm_rkey_pack(struct unio_tl_iface *iface, const struct unio_tl_memh *memh, void
 /* The cache's address of a peer's range: the pid above the 47 bits of user addresses. */
 #define MAP_ADDR_BITS 47
 
+/*
+ * A cached mapping and whose allocation it is: the cache's address folds the pid (modulo
+ * 65521, above bit 47) and its identity hashes it with the allocation id, so two peers can
+ * meet on one entry (pids that agree modulo 65521, an allocation id chosen to match); a hit
+ * is used only for the exact owner.
+ */
+struct map_owner {
+	void *p;
+	pid_t pid;
+	uint64_t alloc_id;
+};
+
 /* What map_reg_key() needs: the key and its owner (the ep's peer). */
 struct map_ctx {
 	const struct shm_rkey_packed *k;
@@ -347,6 +359,7 @@ map_reg_key(void *arg, void *ctx, void *addr, size_t len, void **handle)
 {
 	const struct map_ctx *c = ctx;
 	const struct shm_rkey_packed *k = c->k;
+	struct map_owner *m;
 	struct stat st;
 	void *p;
 	int fd;
@@ -360,19 +373,26 @@ map_reg_key(void *arg, void *ctx, void *addr, size_t len, void **handle)
 		close(fd);
 		return UNIO_ERR_INVALID_ADDR;
 	}
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	m = malloc(sizeof(*m));
+	p = m != NULL ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
 	close(fd);
-	if (p == MAP_FAILED)
+	if (p == MAP_FAILED) {
+		free(m);
 		return UNIO_ERR_NO_MEMORY;
-	*handle = p;
+	}
+	*m = (struct map_owner){ .p = p, .pid = c->se->peer_pid, .alloc_id = k->alloc_id };
+	*handle = m;
 	return UNIO_OK;
 }
 
 static void
 map_dereg(void *arg, void *addr, size_t len, void *handle)
 {
+	struct map_owner *m = handle;
+
 	RTE_SET_USED(arg), RTE_SET_USED(addr);
-	munmap(handle, len);
+	munmap(m->p, len);
+	free(m);
 }
 
 static const struct unio_rcache_ops map_ops = {
@@ -386,6 +406,7 @@ map_peer_alloc(struct shm_iface *si, const struct shm_ep *se, const struct shm_r
 {
 	struct map_ctx c = { k, se };
 	uint64_t pid = (uint64_t)se->peer_pid;
+	struct map_owner *m;
 	struct unio_rcache_params p = { .ops = &map_ops, .arg = si,
 					.max_regions = 4 * SHM_MAX_ALLOCS,
 					.max_bytes = si->map_cache_max };
@@ -407,7 +428,14 @@ map_peer_alloc(struct shm_iface *si, const struct shm_ep *se, const struct shm_r
 			k->map_len, (int)se->peer_pid, unio_status_string(st));
 		return NULL;
 	}
-	return (*region_p)->handle;
+	m = (*region_p)->handle;
+	if (m->pid != se->peer_pid || m->alloc_id != k->alloc_id) {
+		SHM_LOG(ERR, "rkey_unpack: the mapping found belongs to pid %d, not the peer",
+			(int)m->pid);
+		unio_rcache_put(si->map_cache, *region_p);
+		return NULL;
+	}
+	return m->p;
 }
 
 void
