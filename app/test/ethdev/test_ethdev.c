@@ -540,14 +540,17 @@ stats_log(const struct peer *p, const struct unio_tl_ethdev_stats *s, double sec
 		 ") acks %" PRIu64
 		 ", rx dup %" PRIu64 " ooo %" PRIu64 ", drops: trunc %" PRIu64 " other %"
 		 PRIu64 " notours %" PRIu64 " csum %" PRIu64 " len %" PRIu64 " hdr %" PRIu64
-		 " conn %" PRIu64 " seq %" PRIu64 " msg %" PRIu64 " nombuf %" PRIu64,
+		 " conn %" PRIu64 " seq %" PRIu64 " msg %" PRIu64 " nombuf %" PRIu64
+		 "; sends refused: cwnd %" PRIu64 " window %" PRIu64 " credit %" PRIu64
+		 " txq %" PRIu64 ", idle yields %" PRIu64,
 		 'a' + p->role, secs,
 		 s->msgs_delivered, s->tx_data, s->tx_data_bytes, s->tx_retx, s->tx_retx_bytes,
 		 s->fast_retx, s->probes, s->timeouts, s->tx_acks, s->rx_dup, s->rx_ooo,
 		 s->drop_truncated,
 		 s->drop_other_proto, s->drop_not_ours, s->drop_bad_csum, s->drop_bad_len,
 		 s->drop_bad_hdr, s->drop_unknown_conn, s->drop_bad_seq, s->drop_bad_msg,
-		 s->tx_no_mbuf);
+		 s->tx_no_mbuf, s->tx_refused_cwnd, s->tx_refused_window, s->tx_refused_credit,
+		 s->tx_refused_txq, s->idle_yields);
 }
 
 static void stats_log(const struct peer *p, const struct unio_tl_ethdev_stats *s, double secs);

@@ -367,15 +367,29 @@ retransmit(struct eth_ep *ep, uint32_t seq, uint64_t now)
 	ei->st.tx_retx_bytes += s->len;
 }
 
+/* Room for @p nfr frames now?  A refusal is counted by the first limit that refused it. */
 static bool
-can_send(const struct eth_ep *ep, uint32_t nfr)
+can_send(struct eth_ep *ep, uint32_t nfr)
 {
+	struct unio_tl_ethdev_stats *st = &ep->ei->st;
 	uint32_t inflight = ep->snd_nxt - ep->snd_una;
 	uint32_t lim = RTE_MIN((uint32_t)ep->cwnd, ETH_WIN);
 
-	return !ep->resolving && inflight < lim && inflight + nfr <= ETH_WIN &&
-	       seq_diff(ep->peer_edge, ep->snd_nxt + nfr) >= 0 &&
-	       eth_txq_room(ep->ei) >= nfr + 1;
+	if (likely(!ep->resolving && inflight < lim && inflight + nfr <= ETH_WIN &&
+		   seq_diff(ep->peer_edge, ep->snd_nxt + nfr) >= 0 &&
+		   eth_txq_room(ep->ei) >= nfr + 1))
+		return true;
+	if (ep->resolving)
+		return false;
+	if (inflight >= lim)
+		st->tx_refused_cwnd++;
+	else if (inflight + nfr > ETH_WIN)
+		st->tx_refused_window++;
+	else if (seq_diff(ep->peer_edge, ep->snd_nxt + nfr) < 0)
+		st->tx_refused_credit++;
+	else
+		st->tx_refused_txq++;
+	return false;
 }
 
 /* A position in an iovec array. */

@@ -916,8 +916,9 @@ static const char *const stat_names[] = {
 	"drop_other_proto", "drop_not_ours", "drop_truncated", "drop_bad_csum", "drop_bad_len",
 	"drop_bad_hdr", "drop_unknown_conn", "drop_bad_seq", "drop_bad_msg", "drop_no_peer",
 	"tx_no_mbuf", "rx_steered", "drop_steer_full", "tx_zcopy",
-	"flow_rules", "timeouts_undone", "idle_yields", "conn_refused_busy",
-	"conn_refused_no_iface", "conn_refused_no_ep", "conn_unanswered",
+	"flow_rules", "timeouts_undone", "idle_yields", "tx_refused_cwnd", "tx_refused_window",
+	"tx_refused_credit", "tx_refused_txq", "conn_refused_busy", "conn_refused_no_iface",
+	"conn_refused_no_ep", "conn_unanswered",
 };
 
 static int

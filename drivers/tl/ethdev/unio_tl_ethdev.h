@@ -55,6 +55,11 @@ struct unio_tl_ethdev_stats {
 	uint64_t flow_rules;         /**< rte_flow rules steering this iface's UDP port (0/1) */
 	uint64_t timeouts_undone;    /**< timeouts found spurious (the originals arrived) */
 	uint64_t idle_yields;        /**< CPU given away after idle progress calls */
+	/* sends refused (UNIO_ERR_NO_RESOURCE) for want of room, by the first limit hit */
+	uint64_t tx_refused_cwnd;    /**< frames in flight reached the congestion window */
+	uint64_t tx_refused_window;  /**< the message would not fit the 256-frame send window */
+	uint64_t tx_refused_credit;  /**< beyond the receiver's credit (its free reorder slots) */
+	uint64_t tx_refused_txq;     /**< the iface's tx queue (frames the PMD did not take) full */
 	/* connection requests (HELLO) the protocol layer could not serve, answered REFUSED */
 	uint64_t conn_refused_busy;     /**< more waited than UNIO_CONN_BACKLOG */
 	uint64_t conn_refused_no_iface; /**< for an address no iface of the worker has */
