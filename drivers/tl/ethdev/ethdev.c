@@ -367,21 +367,16 @@ retransmit(struct eth_ep *ep, uint32_t seq, uint64_t now)
 	ei->st.tx_retx_bytes += s->len;
 }
 
-/* Room for @p nfr frames now?  A refusal is counted by the first limit that refused it. */
-static bool
-can_send(struct eth_ep *ep, uint32_t nfr)
+/* Count a send refused for want of room, by the first limit that refused it. */
+static __rte_noinline __rte_cold void
+send_refused(struct eth_ep *ep, uint32_t nfr)
 {
 	struct unio_tl_ethdev_stats *st = &ep->ei->st;
 	uint32_t inflight = ep->snd_nxt - ep->snd_una;
-	uint32_t lim = RTE_MIN((uint32_t)ep->cwnd, ETH_WIN);
 
-	if (likely(!ep->resolving && inflight < lim && inflight + nfr <= ETH_WIN &&
-		   seq_diff(ep->peer_edge, ep->snd_nxt + nfr) >= 0 &&
-		   eth_txq_room(ep->ei) >= nfr + 1))
-		return true;
 	if (ep->resolving)
-		return false;
-	if (inflight >= lim)
+		return;
+	if (inflight >= RTE_MIN((uint32_t)ep->cwnd, ETH_WIN))
 		st->tx_refused_cwnd++;
 	else if (inflight + nfr > ETH_WIN)
 		st->tx_refused_window++;
@@ -389,6 +384,20 @@ can_send(struct eth_ep *ep, uint32_t nfr)
 		st->tx_refused_credit++;
 	else
 		st->tx_refused_txq++;
+}
+
+/* Room for @p nfr frames now?  A refusal is counted (send_refused()). */
+static inline bool
+can_send(struct eth_ep *ep, uint32_t nfr)
+{
+	uint32_t inflight = ep->snd_nxt - ep->snd_una;
+	uint32_t lim = RTE_MIN((uint32_t)ep->cwnd, ETH_WIN);
+
+	if (likely(!ep->resolving && inflight < lim && inflight + nfr <= ETH_WIN &&
+		   seq_diff(ep->peer_edge, ep->snd_nxt + nfr) >= 0 &&
+		   eth_txq_room(ep->ei) >= nfr + 1))
+		return true;
+	send_refused(ep, nfr);
 	return false;
 }
 
