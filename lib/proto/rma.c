@@ -1092,9 +1092,11 @@ unio_worker_fence(unio_worker_t *w)
 		fence_drain(w);
 	if (r == NULL || (r->n_inflight == 0 && w->n_rma_fenced == 0))
 		goto out;
+	/* the one-ep exception holds while the queue has only markers: an operation waiting
+	 * in it goes out after this fence's marker would, possibly on another ep */
 	if (w->n_rma_fenced == 0)
 		r->fq_ep = r->inflight_ep;
-	else if (r->fq_ep != r->inflight_ep || r->n_inflight == 0)
+	else if (r->fq_ops != 0 || r->fq_ep != r->inflight_ep || r->n_inflight == 0)
 		r->fq_ep = NULL;
 	/* a marker waits until nothing is in flight: one right behind another adds nothing
 	 * (a stream of put, fence, put, ... on one ep keeps one marker, not one per fence) */

@@ -342,3 +342,128 @@ UNIO_TEST(rma_fence_order, fast)
 	TEST_ASSERT_EQ(fence_mixed("tcp,self", "tcp", "tcp", 20 << 20), TEST_OK);
 	return fence_mixed("shm,tcp,self", "tcp", "shm", 20 << 20);
 }
+
+/*
+ * A fence whose queue holds an operation for another ep: put P1 (20 MiB) a -> b over tcp,
+ * fence, put P2 (4 KiB) a -> c, fence, and once P1 is complete, put F (8 bytes) a -> b.
+ * F was started after the second fence, so it must not be applied before P2; P2, handed to
+ * the transport whole, completes only with c's ack, never while c does not progress.  However
+ * long a and b
+ * progress, b must not show F; then with c progressing, everything completes with its data.
+ * Before the fix, the second fence kept the exception for "b's ep only" although P2 waited
+ * in the queue, and F went out at once, overtaking P2.
+ */
+#define TT_LEN (20 << 20)
+#define TT_P2  4096
+
+static int
+tt_key(unio_worker_t *t, unio_ep_t *ep, uint8_t *region, size_t len, unio_mem_h *memh,
+       unio_rkey_t **rk)
+{
+	struct unio_mem_map_params mp = { .field_mask = UNIO_MEM_MAP_PARAM_LENGTH |
+							UNIO_MEM_MAP_PARAM_ADDRESS,
+					  .length = len, .address = region };
+	size_t klen;
+	void *key;
+
+	memset(region, 0, len);
+	TEST_ASSERT_STATUS(unio_mem_map(t, &mp, memh), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_rkey_pack(*memh, &key, &klen), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_ep_rkey_unpack(ep, key, klen, rk), UNIO_OK);
+	unio_rkey_buffer_release(key);
+	return TEST_OK;
+}
+
+static void
+tt_test(unio_status_t *st, unio_request_t *req)
+{
+	if (*st == UNIO_INPROGRESS && (*st = unio_request_test(req, NULL)) != UNIO_INPROGRESS)
+		unio_request_free(req);
+}
+
+UNIO_TEST(rma_fence_two_targets, fast)
+{
+	const char *const ovr[] = { "TLS", "tcp,self", NULL };
+	unio_context_t *ctx = api_ctx(ovr);
+	uint8_t *rb = malloc(TT_LEN + 64), *rc = malloc(TT_LEN), *s1 = malloc(TT_LEN);
+	uint8_t *s2 = malloc(TT_LEN);
+	volatile uint64_t *flag = (volatile uint64_t *)(rb + TT_LEN);
+	unio_request_t *r1 = NULL, *r2 = NULL, *rf = NULL;
+	unio_status_t st, s1st, s2st, sf;
+	unio_worker_t *a, *b, *c;
+	unio_ep_t *eb, *ec;
+	unio_rkey_t *kb, *kc;
+	unio_mem_h mb, mc;
+	uint64_t one = 0x600df00d;
+	int i;
+
+	TEST_ASSERT(ctx != NULL && rb != NULL && rc != NULL && s1 != NULL && s2 != NULL, "setup");
+	a = unio_worker_create(ctx, NULL, &st);
+	b = unio_worker_create(ctx, NULL, &st);
+	c = unio_worker_create(ctx, NULL, &st);
+	TEST_ASSERT(a != NULL && b != NULL && c != NULL, "workers");
+	eb = api_ep_to_worker(a, b, &st);
+	TEST_ASSERT(eb != NULL && api_ep_connected(a, b, eb), "ep to b");
+	ec = api_ep_to_worker(a, c, &st);
+	TEST_ASSERT(ec != NULL && api_ep_connected(a, c, ec), "ep to c");
+	TEST_ASSERT_EQ(tt_key(b, eb, rb, TT_LEN + 64, &mb, &kb), TEST_OK);
+	TEST_ASSERT_EQ(tt_key(c, ec, rc, TT_LEN, &mc, &kc), TEST_OK);
+	test_fill(s1, TT_LEN, 1);
+	test_fill(s2, TT_LEN, 2);
+
+	s1st = unio_put(eb, s1, TT_LEN, (uintptr_t)rb, kb, NULL, &r1);
+	TEST_ASSERT_STATUS(s1st, UNIO_INPROGRESS);
+	TEST_ASSERT_STATUS(unio_worker_fence(a), UNIO_OK);
+	s2st = unio_put(ec, s2, TT_P2, (uintptr_t)rc, kc, NULL, &r2);
+	TEST_ASSERT_STATUS(s2st, UNIO_INPROGRESS);
+	TEST_ASSERT_STATUS(unio_worker_fence(a), UNIO_OK);
+	for (i = 0; i < 10000000 && s1st == UNIO_INPROGRESS; i++) {
+		unio_worker_progress(b);
+		unio_worker_progress(a);
+		tt_test(&s1st, r1);
+	}
+	TEST_ASSERT_STATUS(s1st, UNIO_OK);
+	TEST_ASSERT(test_checksum(rb, TT_LEN) == test_checksum(s1, TT_LEN), "P1 data");
+	tt_test(&s2st, r2);
+	TEST_ASSERT_STATUS(s2st, UNIO_INPROGRESS);   /* c never progressed */
+
+	sf = unio_put(eb, &one, sizeof(one), (uintptr_t)flag, kb, NULL, &rf);
+	TEST_ASSERT(sf == UNIO_OK || sf == UNIO_INPROGRESS, "put F: %s",
+		    unio_status_string(sf));
+	for (i = 0; i < 20000; i++) {
+		unio_worker_progress(b);
+		unio_worker_progress(a);
+		TEST_ASSERT(*flag == 0, "F applied at b while P2, before the fence, is not done");
+	}
+	TEST_ASSERT_STATUS(sf, UNIO_INPROGRESS);
+	tt_test(&s2st, r2);
+	TEST_ASSERT_STATUS(s2st, UNIO_INPROGRESS);
+
+	for (i = 0; i < 10000000 && (s2st == UNIO_INPROGRESS || sf == UNIO_INPROGRESS); i++) {
+		unio_worker_progress(c);
+		unio_worker_progress(b);
+		unio_worker_progress(a);
+		tt_test(&s2st, r2);
+		tt_test(&sf, rf);
+	}
+	TEST_ASSERT(s2st == UNIO_OK && sf == UNIO_OK, "P2 %s, F %s", unio_status_string(s2st),
+		    unio_status_string(sf));
+	TEST_ASSERT(test_checksum(rc, TT_P2) == test_checksum(s2, TT_P2), "P2 data");
+	TEST_ASSERT(*flag == one, "F data");
+
+	unio_rkey_destroy(kb);
+	unio_rkey_destroy(kc);
+	unio_mem_unmap(b, mb);
+	unio_mem_unmap(c, mc);
+	unio_ep_close(ec, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_ep_close(eb, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(c);
+	unio_worker_destroy(b);
+	unio_worker_destroy(a);
+	unio_context_destroy(ctx);
+	free(rb);
+	free(rc);
+	free(s1);
+	free(s2);
+	return TEST_OK;
+}
