@@ -213,8 +213,13 @@ addr_parse(const uint8_t *a, size_t len, struct wire_addr_hdr *h)
 	return h->n_ifaces;
 }
 
-static bool
-lane_try(struct unio_ep *ep, struct unio_tl_iface *ifc, const uint8_t *a, size_t len)
+/*
+ * An ep from @p ifc to the first iface of its driver in worker address @p a that it can
+ * reach, other than entry @p skip (-1: none).  Returns the entry's index, or -1.
+ */
+static int
+ep_try(struct unio_ep *ep, struct unio_tl_iface *ifc, const uint8_t *a, int skip,
+       struct unio_tl_ep **tl_ep_p)
 {
 	size_t off = sizeof(struct wire_addr_hdr);
 	struct wire_addr_hdr h;
@@ -223,7 +228,6 @@ lane_try(struct unio_ep *ep, struct unio_tl_iface *ifc, const uint8_t *a, size_t
 	for (unsigned int i = 0; i < h.n_ifaces; i++) {
 		struct wire_addr_iface e;
 		struct unio_tl_ep_params p;
-		struct unio_tl_ep *tl_ep;
 
 		memcpy(&e, a + off, sizeof(e));
 		off += sizeof(e);
@@ -232,15 +236,53 @@ lane_try(struct unio_ep *ep, struct unio_tl_iface *ifc, const uint8_t *a, size_t
 		p = (struct unio_tl_ep_params){ .iface_addr = a + off, .iface_addr_len = e.addr_len,
 						.user = ep, .flags = UNIO_TL_EP_FLAG_SHARE };
 		off += e.addr_len;
-		RTE_SET_USED(len);
-		if (strcmp(e.driver, ifc->driver->name) != 0)
+		if ((int)i == skip || strcmp(e.driver, ifc->driver->name) != 0)
 			continue;
-		if (unio_tl_ep_create(ifc, &p, &tl_ep) == UNIO_OK) {
-			proto_lane_init(ep->worker, &ep->lane, tl_ep);
-			return true;
-		}
+		if (unio_tl_ep_create(ifc, &p, tl_ep_p) == UNIO_OK)
+			return (int)i;
 	}
-	return false;
+	return -1;
+}
+
+static int
+lane_try(struct unio_ep *ep, struct unio_tl_iface *ifc, const uint8_t *a)
+{
+	struct unio_tl_ep *tl_ep;
+	int i = ep_try(ep, ifc, a, -1, &tl_ep);
+
+	if (i >= 0)
+		proto_lane_init(ep->worker, &ep->lane, tl_ep);
+	return i;
+}
+
+/*
+ * Rendezvous rails (UNIO_MAX_RNDV_RAILS): more eps to the same peer beside the lane, each
+ * from another iface of the lane's driver to another iface of the peer (the lane used peer
+ * entry @p used), over which large rendezvous pulls are striped.  Only toward a peer on
+ * this host, where the other ifaces reach it as surely as the lane does: a rail fails only
+ * as the lane would (the peer died), and fails the ep with it.  Across hosts a rail that
+ * cannot connect would need its gets moved back to the lane, which is not built.
+ */
+static void
+ep_connect_rails(struct unio_ep *ep, const uint8_t *a, int used)
+{
+	struct unio_worker *w = ep->worker;
+	struct unio_tl_iface *lane = ep->lane.iface;
+	int64_t max = RTE_MIN(w->ctx->config.max_rndv_rails, (int64_t)PROTO_MAX_RAILS);
+
+	if (!(ep->lane.tl_ep->cap & UNIO_TL_CAP_GET_RAILS) || lane->attr.reach > UNIO_TL_REACH_HOST)
+		return;
+	for (unsigned int i = 0; i < w->n_ifaces && 1 + ep->n_rails < max; i++) {
+		struct unio_tl_iface *ifc = w->ifaces[i];
+		struct unio_tl_ep *tl_ep;
+
+		if (ifc == lane || ifc->driver != lane->driver ||
+		    ep_try(ep, ifc, a, used, &tl_ep) < 0)
+			continue;
+		ep->rails[ep->n_rails++] = tl_ep;
+		API_LOG(INFO, "ep %#x: rendezvous rail %s/%s", ep->id, ifc->driver->name,
+			ifc->dev_name);
+	}
 }
 
 /* @p a serves a message sooner than @p b: lower latency, then higher bandwidth */
@@ -283,12 +325,16 @@ ep_connect_lanes(struct unio_ep *ep, const uint8_t *addr, size_t len)
 				order[j] = order[j - 1];
 			order[j] = ifc;
 		}
-		for (unsigned int i = 0; i < k; i++)
-			if (lane_try(ep, order[i], addr, len)) {
-				API_LOG(INFO, "ep %#x: lane %s/%s to worker %016" PRIx64, ep->id,
-					order[i]->driver->name, order[i]->dev_name, h.uuid);
-				return UNIO_OK;
-			}
+		for (unsigned int i = 0; i < k; i++) {
+			int used = lane_try(ep, order[i], addr);
+
+			if (used < 0)
+				continue;
+			API_LOG(INFO, "ep %#x: lane %s/%s to worker %016" PRIx64, ep->id,
+				order[i]->driver->name, order[i]->dev_name, h.uuid);
+			ep_connect_rails(ep, addr, used);
+			return UNIO_OK;
+		}
 	}
 	API_LOG(ERR, "no transport reaches the peer (UNIO_TLS?)");
 	return UNIO_ERR_UNREACHABLE;
@@ -354,6 +400,9 @@ ep_free(struct unio_ep *ep)
 		unio_tl_ep_destroy(ep->lane.tl_ep);
 	}
 	ep->lane.tl_ep = NULL;
+	for (unsigned int i = 0; i < ep->n_rails; i++)
+		unio_tl_ep_destroy(ep->rails[i]);
+	ep->n_rails = 0;
 	if (ep->ctl_fd >= 0)
 		close(ep->ctl_fd);
 	ep->ctl_fd = -1;

@@ -115,8 +115,9 @@ static const struct cfg_row cfg_table[] = {
 	  "Log level of every unio.* log type (fatal, error, warn, notice, info, debug, trace).  "
 	  "Per-component levels can be set with EAL's --log-level=unio.<component>:<level>." },
 	{ "MAX_RNDV_RAILS", CFG_INT, "2", OFF(max_rndv_rails), NULL, 1, 8,
-	  "Most lanes a single rendezvous transfer is striped over.  Not consumed yet: multi-rail "
-	  "striping lands with the network drivers; today every transfer uses one lane." },
+	  "Most lanes a rendezvous pull of 256 KiB or more is striped over (4 at most are "
+	  "used): the ep's lane and up to N-1 rails, eps to the same peer from other ifaces of "
+	  "the lane's driver (tcp: other interfaces, for a peer on this host).  1: one lane." },
 	{ "NET_DEVICES", CFG_LIST, "all", OFF(net_devices), NULL, 0, 0,
 	  "Network devices (kernel interface names or DPDK port names, globs allowed) the network "
 	  "drivers may use; '^' denies.  Consumers: the tcp driver (loopback 'lo' only reaches the "

@@ -729,8 +729,16 @@ op_issue(struct unio_request *req)
 	struct unio_tl_ep *tl_ep = req->ep->lane.tl_ep;
 	size_t max = op_max(req);
 
+	/* a pull striped over rails: equal chunks, chunk k on lane k % rails (0: the lane) */
+	if (req->rails > 1)
+		max = RTE_MIN(max, RTE_ALIGN_CEIL(req->slen / req->rails, 4096));
 	while (req->offset < req->slen) {
 		size_t n = RTE_MIN(max, req->slen - req->offset);
+		unsigned int r = req->rails > 1 ?
+				 (unsigned int)(req->offset / max % req->rails) : 0;
+
+		tl_ep = r == 0 || req->ep->rails[r - 1] == NULL ? req->ep->lane.tl_ep :
+			req->ep->rails[r - 1];
 		struct iovec iov = { (void *)(uintptr_t)(req->sbuf + req->offset), n };
 		uint64_t raddr = req->tag + req->offset;
 		unio_status_t st;
@@ -896,6 +904,7 @@ op_start(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_
 	req->slen = len;
 	req->tag = raddr;
 	req->sync = put;
+	req->rails = 1;   /* in order on the lane: a get may follow a put to the same place */
 	req->rkey = rk->data;
 	req->urkey = rk;
 	rk->users++;

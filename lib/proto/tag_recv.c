@@ -367,6 +367,8 @@ proto_rndv_pull(struct unio_request *req, uint64_t addr, size_t size, bool split
 	req->slen = split ? split_ask(req, size) : size;
 	req->tag = addr;
 	req->sync = false;
+	/* the sender's buffer does not change until our ATS: striping cannot reorder anything */
+	req->rails = !split && size >= PROTO_RAIL_MIN ? (uint8_t)(1 + req->ep->n_rails) : 1;
 	req->offset = 0;
 	proto_rma_issue(req);
 	return UNIO_OK;

@@ -155,6 +155,7 @@ struct unio_request {
 	bool split_wait;        /**< split rendezvous: the sender's part is not written yet */
 	bool tl_held;           /**< failed with its ep while a transport held comp */
 	bool put_deferred;      /**< freed by the user while tl_held: recycled on release */
+	uint8_t rails;          /**< get: chunks striped over this many lanes (1: lane only) */
 	uint64_t rreq_id;      /**< pipelined: the peer's receive */
 	/* receive */
 	uint8_t *rbuf;
@@ -223,6 +224,11 @@ TAILQ_HEAD(unexp_list, proto_unexp);
 /** Most bytes of user header + data an AM sends through am_short (am.c). */
 #define PROTO_AM_SHORT_MAX 1024
 
+/** Most lanes one rendezvous pull is striped over (the lane and its rails). */
+#define PROTO_MAX_RAILS 4
+/** Rendezvous pulls from this size are striped over the ep's rails, when it has any. */
+#define PROTO_RAIL_MIN (256 * 1024)
+
 enum ep_state { EP_CONNECTING, EP_CONNECTED, EP_FAILED, EP_CLOSED };
 
 /** One per peer iface pair actually used. */
@@ -267,6 +273,8 @@ struct unio_ep {
 	bool linger_lane;           /**< the lane carried our CLOSE: kept until it was acked */
 	uint8_t wireup_owed;        /**< wireup REQ / REP the full lane refused: resent later */
 	struct proto_lane lane;
+	uint8_t n_rails;            /**< rendezvous rails beside the lane (UNIO_MAX_RNDV_RAILS) */
+	struct unio_tl_ep *rails[PROTO_MAX_RAILS - 1];  /**< gets of large pulls, striped */
 	struct proto_rx_frag rx;
 	struct req_list pending;    /**< sends waiting for resources, in order */
 	struct req_list outstanding;/**< sends waiting for the peer (ATS, ACK, RTR) */

@@ -68,6 +68,12 @@ extern "C" {
  * can be made to a peer known only by its socket address (sockaddr_to_addr + ep_create).
  */
 #define UNIO_TL_CAP_CONNECT_SOCKADDR (1ull << 11)
+/**
+ * Gets may be striped over several eps of this driver to one peer process, each from
+ * another iface (rendezvous rails): a key unpacked on one of them is valid on all, and the
+ * peer's driver answers a get on any of its ifaces.
+ */
+#define UNIO_TL_CAP_GET_RAILS     (1ull << 12)
 
 /** Reachability classes, from nearest to farthest. */
 enum unio_tl_reach {

@@ -568,6 +568,125 @@ UNIO_TEST(tcp_api_tag_netns, mp)
 	return TEST_OK;
 }
 
+/* The tcp iface of @p w on device @p dev (NULL: the first), or NULL. */
+static struct unio_tl_iface *
+worker_tcp_iface(unio_worker_t *w, const char *dev)
+{
+	for (unsigned int i = 0; i < w->n_ifaces; i++)
+		if (strcmp(w->ifaces[i]->driver->name, "tcp") == 0 &&
+		    (dev == NULL || strcmp(w->ifaces[i]->dev_name, dev) == 0))
+			return w->ifaces[i];
+	return NULL;
+}
+
+/*
+ * Rendezvous rails (UNIO_MAX_RNDV_RAILS): two workers of one process in a namespace whose
+ * interfaces are lo and a veth pair with an address on one end (rd0), UNIO_TLS=tcp.  The
+ * ep's lane is tcp/lo and it has one rail, tcp/rd0 (the peer's address on that link);
+ * tagged messages of 256 KiB - 1 (not striped), 256 KiB, 1 MiB, 3 MiB + 1 and 8 MiB go by
+ * rendezvous get, every payload checksummed, and the receiver's rd0 iface read GET_RESP
+ * frames (direct_frames) in both directions of the exchange: the gets were striped over the
+ * rail.  With UNIO_MAX_RNDV_RAILS=1 the ep has no rail and rd0 carries nothing.
+ */
+static int
+rails_run(uint8_t *a, uint8_t *b)
+{
+	static const size_t sizes[] = { 256 * 1024 - 1, 256 * 1024, 1 << 20, (3 << 20) + 1,
+					8 << 20 };
+
+	for (int rails = 2; rails >= 1; rails--) {
+		const char *ov[] = { "TLS", "tcp", "MAX_RNDV_RAILS", rails == 2 ? "2" : "1",
+				     "RNDV_SCHEME", "get", NULL };
+		unio_context_t *ctx = api_ctx(ov);
+		unio_worker_t *w1, *w2;
+		struct unio_tl_tcp_stats s1, s2;
+		unio_ep_t *e12, *e21;
+		unio_status_t st;
+
+		TEST_ASSERT(ctx != NULL, "context");
+		w1 = unio_worker_create(ctx, NULL, &st);
+		w2 = unio_worker_create(ctx, NULL, &st);
+		TEST_ASSERT(w1 != NULL && w2 != NULL, "workers");
+		e12 = api_ep_to_worker(w1, w2, &st);
+		TEST_ASSERT(e12 != NULL, "ep 1->2: %s", unio_status_string(st));
+		e21 = api_ep_to_worker(w2, w1, &st);
+		TEST_ASSERT(e21 != NULL, "ep 2->1: %s", unio_status_string(st));
+		TEST_ASSERT(api_ep_connected(w1, w2, e12) && api_ep_connected(w2, w1, e21),
+			    "eps connected");
+		TEST_ASSERT(strcmp(e12->lane.iface->dev_name, "lo") == 0, "lane %s",
+			    e12->lane.iface->dev_name);
+		TEST_ASSERT_EQ(e12->n_rails, rails - 1);
+		TEST_ASSERT_EQ(e21->n_rails, rails - 1);
+		if (rails == 2)
+			TEST_ASSERT(strcmp(e12->rails[0]->iface->dev_name, "rd0") == 0,
+				    "rail %s", e12->rails[0]->iface->dev_name);
+		for (unsigned int i = 0; i < RTE_DIM(sizes); i++) {
+			unio_request_t *rq, *sq;
+			unio_status_t ss;
+			uint64_t cks;
+
+			/* 1 -> 2, then back: each side pulls once */
+			for (int dir = 0; dir < 2; dir++) {
+				unio_worker_t *tx = dir ? w2 : w1, *rx = dir ? w1 : w2;
+				unio_ep_t *ep = dir ? e21 : e12;
+
+				test_fill(a, sizes[i], i * 2 + (unsigned int)dir);
+				cks = test_checksum(a, sizes[i]);
+				memset(b, 0, sizes[i]);
+				st = unio_tag_recv(rx, b, sizes[i], 7, ~0ull, NULL, &rq);
+				TEST_ASSERT(!UNIO_IS_ERR(st), "recv: %s", unio_status_string(st));
+				ss = unio_tag_send(ep, a, sizes[i], 7, NULL, &sq);
+				TEST_ASSERT_STATUS(api_op_wait(rx, tx, st, rq), UNIO_OK);
+				TEST_ASSERT_STATUS(api_op_wait(tx, rx, ss, sq), UNIO_OK);
+				TEST_ASSERT(test_checksum(b, sizes[i]) == cks,
+					    "%zu B dir %d differs", sizes[i], dir);
+			}
+		}
+		TEST_ASSERT(worker_tcp_iface(w1, "rd0") != NULL &&
+			    worker_tcp_iface(w2, "rd0") != NULL, "no tcp iface on rd0");
+		unio_tl_tcp_stats(worker_tcp_iface(w1, "rd0"), &s1);
+		unio_tl_tcp_stats(worker_tcp_iface(w2, "rd0"), &s2);
+		TEST_LOG("rails %d: GET_RESP read directly on rd0: %" PRIu64 " / %" PRIu64, rails,
+			 s1.direct_frames, s2.direct_frames);
+		if (rails == 2)
+			TEST_ASSERT(s1.direct_frames > 0 && s2.direct_frames > 0,
+				    "the rail carried no get");
+		else
+			TEST_ASSERT(s1.rx_frames == 0 && s2.rx_frames == 0, "rd0 carried frames");
+		unio_worker_destroy(w1);
+		unio_worker_destroy(w2);
+		unio_context_destroy(ctx);
+	}
+	return TEST_OK;
+}
+
+UNIO_TEST(tcp_rndv_rails, mp)
+{
+	const size_t big = 8 << 20;
+	uint8_t *a = malloc(big), *b = malloc(big);
+	char ns[64];
+	int rc;
+
+	TEST_ASSERT(a != NULL && b != NULL, "malloc");
+	if (!test_can_netns())
+		TEST_SKIP_BECAUSE("network namespaces need root and iproute2");
+	snprintf(ns, sizeof(ns), "unio-rails-%d", (int)getpid());
+	rc = test_system("ip netns add %s && ip -n %s link set lo up && "
+			 "ip -n %s link add rd0 type veth peer name rd1 && "
+			 "ip -n %s addr add 10.98.0.1/24 dev rd0 && ip -n %s link set rd1 up && "
+			 "ip -n %s link set rd0 up", ns, ns, ns, ns, ns, ns);
+	if (rc == 0 && test_enter_netns(ns) != 0)
+		rc = -1;
+	if (rc == 0)
+		rc = rails_run(a, b);
+	else
+		TEST_LOG("namespace %s with a veth: failed", ns);
+	test_system("ip netns del %s 2>/dev/null", ns);
+	free(a);
+	free(b);
+	return rc;
+}
+
 /* ---- one process ---- */
 
 UNIO_TEST(tcp_devices, fast)
@@ -1850,15 +1969,6 @@ UNIO_TEST(tcp_direct_receive_bulk, fast)
 
 /* ---- a tagged 1 MiB rendezvous: frames per message ---- */
 
-static struct unio_tl_iface *
-worker_tcp_iface(unio_worker_t *w)
-{
-	for (unsigned int i = 0; i < w->n_ifaces; i++)
-		if (strcmp(w->ifaces[i]->driver->name, "tcp") == 0)
-			return w->ifaces[i];
-	return NULL;
-}
-
 /*
  * A 1 MiB tagged message between two workers over tcp on lo, the receive posted first:
  * the auto scheme is a plain rendezvous get in one 1 MiB chunk, so the receiver reads two
@@ -1887,8 +1997,8 @@ UNIO_TEST(tcp_rndv_frames, fast)
 	TEST_ASSERT(w2 != NULL, "workers: %s", unio_status_string(st));
 	ep = api_ep_to_worker(w, w2, &st);
 	TEST_ASSERT(ep != NULL, "ep: %s", unio_status_string(st));
-	ts = worker_tcp_iface(w);
-	tr = worker_tcp_iface(w2);
+	ts = worker_tcp_iface(w, NULL);
+	tr = worker_tcp_iface(w2, NULL);
 	TEST_ASSERT(ts != NULL && tr != NULL, "no tcp iface");
 	for (unsigned int i = 0; i <= n; i++) {
 		unio_request_t *sreq = NULL, *rreq = NULL;

@@ -934,7 +934,8 @@ tcp_iface_query(struct unio_tl_iface *iface, struct unio_tl_iface_attr *attr)
 		.cap = UNIO_TL_CAP_AM_SHORT | UNIO_TL_CAP_AM_BCOPY | UNIO_TL_CAP_AM_ZCOPY |
 		       UNIO_TL_CAP_PUT_ZCOPY | UNIO_TL_CAP_GET_ZCOPY |
 		       UNIO_TL_CAP_CONNECT_IFACE | UNIO_TL_CAP_EVENT_FD |
-		       UNIO_TL_CAP_PEER_FAILURE | UNIO_TL_CAP_ORDERED | UNIO_TL_CAP_RMA_TARGET,
+		       UNIO_TL_CAP_PEER_FAILURE | UNIO_TL_CAP_ORDERED | UNIO_TL_CAP_RMA_TARGET |
+		       UNIO_TL_CAP_GET_RAILS,
 		.max_short = TCP_MAX_SHORT,
 		.max_bcopy = TCP_MAX_BCOPY,
 		.max_zcopy = TCP_MAX_ZCOPY - TCP_MAX_ZCOPY_HDR,
