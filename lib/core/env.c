@@ -11,9 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_interrupts.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
 
@@ -133,11 +136,88 @@ unio_env_reap_dead(void)
 	return n;
 }
 
+/*
+ * A barrier with EAL's interrupt thread: an eventfd of our own among its interrupt sources;
+ * its callback runs on that thread after whatever the thread runs when the eventfd is
+ * written.  (Not an alarm: once an alarm was set, rte_eal_cleanup() unregisters the alarm
+ * source late, and that wakes the thread while the memory goes away; see env_atexit.)
+ */
+static pthread_mutex_t env_intr_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rte_intr_handle *env_intr_ih;
+static int env_intr_fd = -1;
+static uint64_t env_intr_posted, env_intr_seen;
+
+static void
+env_intr_cb(void *arg)
+{
+	uint64_t v;
+
+	RTE_SET_USED(arg);
+	if (read(env_intr_fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+		__atomic_fetch_add(&env_intr_seen, v, __ATOMIC_RELEASE);
+}
+
+static int
+env_intr_source_locked(void)
+{
+	if (env_intr_ih != NULL)
+		return 0;
+	env_intr_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	env_intr_ih = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
+	if (env_intr_fd >= 0 && env_intr_ih != NULL &&
+	    rte_intr_fd_set(env_intr_ih, env_intr_fd) == 0 &&
+	    rte_intr_type_set(env_intr_ih, RTE_INTR_HANDLE_EXT) == 0 &&
+	    rte_intr_callback_register(env_intr_ih, env_intr_cb, NULL) == 0)
+		return 0;
+	rte_intr_instance_free(env_intr_ih);
+	env_intr_ih = NULL;
+	if (env_intr_fd >= 0)
+		close(env_intr_fd);
+	env_intr_fd = -1;
+	return -1;
+}
+
+void
+unio_env_intr_drain(void)
+{
+	const uint64_t one = 1;
+	uint64_t want;
+
+	if (rte_lcore_count() == 0)
+		return;
+	pthread_mutex_lock(&env_intr_lock);
+	if (env_intr_source_locked() != 0 ||
+	    write(env_intr_fd, &one, sizeof(one)) != (ssize_t)sizeof(one)) {
+		pthread_mutex_unlock(&env_intr_lock);
+		return;
+	}
+	want = ++env_intr_posted;
+	pthread_mutex_unlock(&env_intr_lock);
+	for (int i = 0; i < 5000 && __atomic_load_n(&env_intr_seen, __ATOMIC_ACQUIRE) < want; i++)
+		usleep(1000);
+}
+
+/*
+ * rte_eal_cleanup() (DPDK 22.11) closes the ports of vdevs, whose interrupt sources go
+ * away, and then unmaps DPDK's memory while the interrupt thread still runs: woken by
+ * those unregistrations it rebuilds its wait list from interrupt handles that live in that
+ * memory (memif's), and died with SIGSEGV in rte_intr_fd_get now and then (two memif ports
+ * in one process: a few runs in 100 under load).  So the ports are stopped and closed
+ * here, and the thread has rebuilt its list (second drain) before rte_eal_cleanup() runs.
+ */
 static void
 env_atexit(void)
 {
+	uint16_t pid;
+
 	if (!env_owner)
 		return;
+	RTE_ETH_FOREACH_DEV(pid) {
+		rte_eth_dev_stop(pid);
+		rte_eth_dev_close(pid);
+	}
+	unio_env_intr_drain();
+	unio_env_intr_drain();
 	rte_eal_cleanup();
 	if (env_runtime_dir[0] != '\0')
 		remove_dir(env_runtime_dir);

@@ -59,6 +59,14 @@ unsigned int unio_env_reap_dead(void);
 /** The EAL arguments Unio used (empty when the application initialised EAL); for logs. */
 const char *unio_env_eal_args(void);
 
+/**
+ * Wait until EAL's interrupt thread has finished the callback it runs now (5 s at most).
+ * DPDK's memif PMD handles its peer's disconnect on that thread, and stopping or closing a
+ * port while it does frees the same memory twice: drivers and tools call this between
+ * seeing a memif link go down and stopping the port.  No-op before EAL is initialised.
+ */
+void unio_env_intr_drain(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -29,6 +29,7 @@
 #include <rte_telemetry.h>
 
 #include "ethdev_priv.h"
+#include "unio_env.h"
 
 #define ETH_POOL_MBUFS  8191u
 #define ETH_POOL_CACHE  256u
@@ -420,8 +421,19 @@ eth_port_close(struct eth_iface *ei)
 	ei->flow = NULL;
 	ei->st.flow_rules = 0;
 	p->owner[ei->queue] = NULL;
-	if (--p->n_open == 0)
+	if (--p->n_open == 0) {
+		struct rte_eth_link l;
+
+		/*
+		 * memif marks the link down as the first step of handling the peer's
+		 * disconnect on EAL's interrupt thread, and then frees the regions that
+		 * rte_eth_dev_stop() frees too, without a lock: let it finish first.
+		 */
+		if (p->shared_mem && rte_eth_link_get_nowait(ei->port_id, &l) == 0 &&
+		    l.link_status == RTE_ETH_LINK_DOWN)
+			unio_env_intr_drain();
 		rte_eth_dev_stop(ei->port_id);
+	}
 	pthread_mutex_unlock(&eth_ports_lock);
 	while (ei->inbox != NULL && rte_ring_sc_dequeue(ei->inbox, &m) == 0)
 		rte_pktmbuf_free(m);
