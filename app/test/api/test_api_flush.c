@@ -356,3 +356,65 @@ UNIO_TEST(api_close_flush_peer_death, mp)
 {
 	return peer_death(1);
 }
+
+/*
+ * A peer that answered, then went away: its answer is delivered before its ep fails.  b takes
+ * a rendezvous send from a (it pulls the data, then its ATS lands in a's shm ring) and is
+ * destroyed before a progresses again; a's send must then complete with UNIO_OK.  shm looks
+ * at its peers once every 16 progress calls (SHM_CHECK_CALLS, when 2 ms have passed): a round
+ * where a's first call after b left ran that check failed the ep of the closed peer ahead of
+ * its ring, so the send got "connection reset" and the ATS was dropped as for an unknown
+ * request (the grad_agg_wait root under load, its eps accepted by a listener).  The rounds
+ * shift a's call count through the 16 phases, so that one in 16 lands there.  Between two
+ * workers of one process (eps from worker addresses) the check did fail the ep there, yet the
+ * send still completed: this guards the order, the example's loop reproduced the failure.
+ */
+static int
+answer_then_close(int round, uint8_t *sbuf, uint8_t *rbuf)
+{
+	const struct timespec gap = { 0, 3 * 1000 * 1000 };   /* past the 2 ms check period */
+	unio_request_t *req = NULL, *rreq = NULL;
+	unio_status_t st, rs;
+	struct pair p;
+	int i;
+
+	if (pair_open(&p) != TEST_OK)
+		return TEST_FAIL;
+	test_fill(sbuf, RNDV_LEN, 500 + round);
+	memset(rbuf, 0, RNDV_LEN);
+	for (i = 0; i < round % 16; i++)
+		unio_worker_progress(p.a);
+	TEST_ASSERT_STATUS(unio_tag_send(p.ab, sbuf, RNDV_LEN, 7, NULL, &req), UNIO_INPROGRESS);
+	rs = unio_tag_recv(p.b, rbuf, RNDV_LEN, 7, UINT64_MAX, NULL, &rreq);
+	for (i = 0; rs == UNIO_INPROGRESS && i < 1000000; i++) {
+		rs = unio_request_test(rreq, NULL);
+		unio_worker_progress(p.b);   /* b alone: a's ring keeps what b sends */
+	}
+	TEST_ASSERT(rs == UNIO_OK, "round %d: receive: %s", round, unio_status_string(rs));
+	TEST_ASSERT(test_checksum(rbuf, RNDV_LEN) == test_checksum(sbuf, RNDV_LEN),
+		    "round %d: the message differs", round);
+	unio_request_free(rreq);
+	unio_worker_destroy(p.b);
+	nanosleep(&gap, NULL);
+	for (i = 0; (st = unio_request_test(req, NULL)) == UNIO_INPROGRESS && i < 10000000; i++)
+		unio_worker_progress(p.a);
+	TEST_ASSERT(st == UNIO_OK, "round %d: the send to a peer that acked, then closed: %s",
+		    round, unio_status_string(st));
+	unio_request_free(req);
+	unio_worker_destroy(p.a);
+	unio_context_destroy(p.ctx);
+	return TEST_OK;
+}
+
+UNIO_TEST(api_close_answer_delivered, fast)
+{
+	uint8_t *sbuf = malloc(RNDV_LEN), *rbuf = malloc(RNDV_LEN);
+	int rc = TEST_OK;
+
+	TEST_ASSERT(sbuf != NULL && rbuf != NULL, "malloc");
+	for (int round = 0; round < 32 && rc == TEST_OK; round++)
+		rc = answer_then_close(round, sbuf, rbuf);
+	free(sbuf);
+	free(rbuf);
+	return rc;
+}

@@ -535,6 +535,7 @@ shm_check_peers(struct shm_iface *si)
 	uint64_t now = rte_rdtsc();
 	struct shm_ep *next;
 	unsigned int n = 0;
+	bool dying = false;
 
 	si->check_countdown = SHM_CHECK_CALLS;
 	if (now < si->next_check)
@@ -549,11 +550,31 @@ shm_check_peers(struct shm_iface *si)
 			n++;
 		}
 	}
-	for (struct shm_ep *ep = si->eps; ep != NULL; ep = next) {
-		next = ep->next;   /* the error callback may destroy the ep */
+	/*
+	 * Send side: a peer that exited or closed its iface fails its ep, but only after what
+	 * it wrote before is delivered.  It may have closed (or died) after the rings were
+	 * looked at above, its last messages (the ATS a send here waits for, say) still in its
+	 * ring: failing the ep first completes that send with an error and drops its ATS as
+	 * for an unknown request.  So: note the eps first, drain every ring, then fail them.
+	 */
+	for (struct shm_ep *ep = si->eps; ep != NULL; ep = ep->next) {
 		if (!ep->dead && (shm_pid_dead(ep->peer_pid, ep->pidfd) ||
 				  __atomic_load_n(&ep->peer_hdr->closed, __ATOMIC_ACQUIRE))) {
-			ep_mark_dead(si, ep);
+			ep->dying = true;
+			dying = true;
+		}
+	}
+	if (!dying)
+		return n;
+	for (unsigned int i = 0; i < si->n_active; i++)
+		while (!si->active[i].broken && ring_poll(si, &si->active[i]) != 0)
+			n++;
+	for (struct shm_ep *ep = si->eps; ep != NULL; ep = next) {
+		next = ep->next;   /* the error callback may destroy the ep */
+		if (ep->dying) {
+			ep->dying = false;
+			if (!ep->dead)
+				ep_mark_dead(si, ep);
 			n++;
 		}
 	}

@@ -254,6 +254,7 @@ struct shm_ep {
 	int ev_fd;                        /**< the peer's eventfd here, -1 when not obtained */
 	bool wake_fence;                  /**< fence before loading the peer's armed word */
 	bool dead;
+	bool dying;                       /**< gone or closed: failed once the rings are drained */
 	struct shm_ep *next;
 } __rte_cache_aligned;
 
