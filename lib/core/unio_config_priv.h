@@ -79,6 +79,7 @@ struct unio_config {
 	size_t tcp_rcvbuf;
 	uint64_t tcp_keepalive_ns;
 	int tcp_poll_mode;                /**< enum unio_tcp_poll_mode */
+	bool tcp_splice;                  /**< large PUT / GET_RESP payloads by splice */
 	struct unio_cfg_list ethdev_arp;  /**< static neighbours "A.B.C.D/aabbccddeeff" */
 	struct unio_cfg_list ethdev_ip;   /**< "auto", "A.B.C.D" or "PORT:A.B.C.D" items */
 	int64_t ethdev_port;              /**< UDP port of ethdev ifaces */

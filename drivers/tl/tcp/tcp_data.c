@@ -2,13 +2,16 @@
 /*
  * The tcp driver's data path: framing, the send paths (short and bcopy copy into the
  * connection's tx buffer; zcopy, put and get responses go out from the caller's memory with
- * sendmsg, queued in order behind the copied frames when the kernel is full), the receive
+ * sendmsg, or large put / get-response payloads by vmsplice + splice, queued in order behind
+ * the copied frames when the kernel is full), the receive
  * path (reassembly of frames across any partial read into a bounded per-connection buffer,
  * every header validated before use), and put/get served from registered regions.
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -82,6 +85,67 @@ tx_advance(struct tcp_conn *c, size_t end, size_t r)
 }
 
 /*
+ * The payload of splice entry @p z goes from the user's pages into the connection's pipe
+ * (vmsplice: the pipe refers to the pages, nothing is copied) and from there into the socket
+ * (splice: the socket's buffers refer to the same pages).  The receiving side copies from
+ * them; the sender's kernel copies nothing.  Only entries whose completion waits for the
+ * peer go this way (a PUT's ack, the requester's receipt of a GET_RESP), so the memory is
+ * not the caller's again before the peer read it.  Returns 1 when it sent something, 0 when
+ * the socket is full, 2 when the rest goes by copy (pages vmsplice refuses), or a negative
+ * status.
+ */
+static int
+zc_splice(struct tcp_conn *c, struct tcp_zc *z)
+{
+	struct tcp_iface *ti = c->iface;
+	struct iovec v[UNIO_TL_MAX_IOV];
+	struct tcp_zc rest;
+	bool progressed = false;
+	ssize_t r;
+
+	for (;;) {
+		if (c->pipe_fill > 0) {
+			bool more = z->hdr_len + z->mapped < z->total;
+
+			r = splice(c->pipe[0], NULL, c->item.fd, NULL, c->pipe_fill,
+				   SPLICE_F_NONBLOCK | SPLICE_F_MOVE | (more ? SPLICE_F_MORE : 0));
+			if (r < 0) {
+				if (errno == EINTR)
+					continue;
+				if (errno == EAGAIN || errno == EWOULDBLOCK)
+					return progressed;
+				return tcp_status_from_errno(errno);
+			}
+			c->pipe_fill -= (size_t)r;
+			z->sent += (size_t)r;
+			ti->stats.splice_bytes += (size_t)r;
+			progressed = true;
+			if (z->sent == z->total) {
+				ti->stats.splice_frames++;
+				zc_pop(c, UNIO_OK);
+				return 1;
+			}
+			continue;
+		}
+		if (!z->splice)
+			return 2;
+		rest = *z;
+		rest.sent = z->hdr_len + z->mapped;  /* the payload not in the pipe yet */
+		r = vmsplice(c->pipe[1], v, zc_iov(&rest, v), SPLICE_F_NONBLOCK);
+		if (r <= 0) {
+			if (r < 0 && errno == EINTR)
+				continue;
+			/* memory without struct pages (device, VM_IO) or the like: copy the rest */
+			z->splice = false;
+			ti->stats.splice_fallbacks++;
+			return 2;
+		}
+		c->pipe_fill += (size_t)r;
+		z->mapped += (size_t)r;
+	}
+}
+
+/*
  * Send what is queued until done or the kernel is full.  With @p more, the kernel may hold
  * the bytes back (MSG_MORE) until a full segment, the ACK of earlier bytes, our next
  * progress (tcp_conn_push) or, at the latest, its own 200 ms cork timer.
@@ -102,20 +166,42 @@ conn_tx(struct tcp_conn *c, bool more)
 		size_t end = zq ? c->zq[c->zq_head % TCP_ZQ_SIZE].txpos : c->tx_tail;
 		size_t n = 0;
 
-		if (zq && end == c->tx_head && c->zq[c->zq_head % TCP_ZQ_SIZE].total == 0) {
+		struct tcp_zc *z = zq ? &c->zq[c->zq_head % TCP_ZQ_SIZE] : NULL;
+		int f = flags;
+
+		if (zq && end == c->tx_head && z->total == 0) {
 			zc_pop(c, UNIO_OK);  /* a flush marker reached */
 			continue;
 		}
+		if (zq && end == c->tx_head && z->sent >= z->hdr_len &&
+		    (z->splice || c->pipe_fill > 0)) {
+			int k = zc_splice(c, z);
+
+			if (k < 0)
+				return k;
+			sent |= k != 0;
+			if (k == 0) {
+				c->tx_blocked = true;
+				break;
+			}
+			if (k == 1)
+				continue;
+		}
 		if (end > c->tx_head)
 			v[n++] = (struct iovec){ c->txbuf + c->tx_head, end - c->tx_head };
-		if (zq)
-			n += zc_iov(&c->zq[c->zq_head % TCP_ZQ_SIZE], v + n);
+		if (zq && z->splice) {  /* its header: the payload follows by splice */
+			if (z->sent < z->hdr_len)
+				v[n++] = (struct iovec){ z->hdr + z->sent, z->hdr_len - z->sent };
+			f |= MSG_MORE;
+		} else if (zq) {
+			n += zc_iov(z, v + n);
+		}
 		if (n == 0)
 			break;
 		msg.msg_iovlen = n;
 		/* one piece (the copied frames): send() spares the kernel the iovec import */
-		r = n == 1 ? send(c->item.fd, v[0].iov_base, v[0].iov_len, flags) :
-		     sendmsg(c->item.fd, &msg, flags);
+		r = n == 1 ? send(c->item.fd, v[0].iov_base, v[0].iov_len, f) :
+		     sendmsg(c->item.fd, &msg, f);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -265,9 +351,30 @@ tcp_ep_am_bcopy(struct unio_tl_ep *ep, uint8_t id, unio_tl_pack_cb_t pack, void 
 }
 
 /* Queue a zero-copy frame: @p hdr (frame header and more) then @p iov. */
+/* A pipe for splice, made on first use; false when the kernel gives none (no splice then). */
+static bool
+conn_pipe(struct tcp_conn *c)
+{
+	if (c->pipe[0] >= 0)
+		return true;
+	if (pipe2(c->pipe, O_NONBLOCK | O_CLOEXEC) != 0) {
+		c->pipe[0] = c->pipe[1] = -1;
+		c->iface->splice = false;
+		return false;
+	}
+	/* a 1 MiB payload in one vmsplice; the default 64 KiB pipe works too, in 16 steps */
+	(void)fcntl(c->pipe[1], F_SETPIPE_SZ, TCP_PIPE_SIZE);
+	return true;
+}
+
+/*
+ * Queue a frame: header @p hdr, payload @p iov sent from the caller's memory.  @p splice:
+ * the frame's completion waits for the peer (see zc_splice), so a large payload may go by
+ * splice.
+ */
 static unio_status_t
-zc_send(struct tcp_conn *c, const void *hdr, size_t hdr_len, const struct iovec *iov,
-	size_t iovcnt, struct unio_tl_completion *comp)
+zc_queue(struct tcp_conn *c, const void *hdr, size_t hdr_len, const struct iovec *iov,
+	 size_t iovcnt, struct unio_tl_completion *comp, bool splice)
 {
 	struct tcp_zc *z;
 	size_t total = hdr_len;
@@ -287,6 +394,9 @@ zc_send(struct tcp_conn *c, const void *hdr, size_t hdr_len, const struct iovec 
 	z->sent = 0;
 	z->total = total;
 	z->comp = NULL;
+	z->mapped = 0;
+	z->splice = splice && c->iface->splice && total - hdr_len >= TCP_SPLICE_MIN &&
+		    conn_pipe(c);
 	c->zq_tail++;
 	c->dirty = true;
 	if (tx_kick(c) != UNIO_OK)
@@ -296,6 +406,13 @@ zc_send(struct tcp_conn *c, const void *hdr, size_t hdr_len, const struct iovec 
 		return UNIO_OK;
 	z->comp = comp;
 	return UNIO_INPROGRESS;
+}
+
+static unio_status_t
+zc_send(struct tcp_conn *c, const void *hdr, size_t hdr_len, const struct iovec *iov,
+	size_t iovcnt, struct unio_tl_completion *comp)
+{
+	return zc_queue(c, hdr, hdr_len, iov, iovcnt, comp, false);
 }
 
 static size_t
@@ -360,8 +477,8 @@ put_chunk(struct tcp_conn *c, const struct tcp_rkey *k, const struct iovec *iov,
 	*r = (struct tcp_rma_hdr){ .addr = remote_addr, .length = len, .key_idx = k->key_idx,
 				   .key_gen = k->key_gen, .req_id = c->get_seq,
 				   .secret = k->secret };
-	/* the local buffer is free when the kernel took it; done when the target acks */
-	st = zc_send(c, h, sizeof(h), iov, iovcnt, NULL);
+	/* done when the target acks, i.e. read the payload: it may go by splice */
+	st = zc_queue(c, h, sizeof(h), iov, iovcnt, NULL, true);
 	if (UNIO_IS_ERR(st))
 		return st;
 	*g = (struct tcp_get){ .used = true, .put = true, .req_id = c->get_seq, .comp = comp };
@@ -617,7 +734,8 @@ rx_get_req(struct tcp_conn *c, const uint8_t *p)
 		r->length = 0;
 	tcp_hdr_set((struct tcp_hdr *)h, (uint32_t)(RMA_LEN + r->length), TCP_F_GET_RESP, 0);
 	iov = (struct iovec){ (void *)(uintptr_t)r->addr, r->length };
-	return zc_send(c, h, sizeof(h), &iov, ok ? 1 : 0, NULL) == UNIO_ERR_NO_RESOURCE;
+	/* the requester completes on receipt: the payload may go by splice */
+	return zc_queue(c, h, sizeof(h), &iov, ok ? 1 : 0, NULL, true) == UNIO_ERR_NO_RESOURCE;
 }
 
 static void

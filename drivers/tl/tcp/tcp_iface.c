@@ -313,6 +313,7 @@ conn_new(struct tcp_iface *ti, const struct tcp_addr *peer)
 		return NULL;
 	}
 	c->item = (struct tcp_item){ TCP_ITEM_CONN, -1 };
+	c->pipe[0] = c->pipe[1] = -1;
 	c->iface = ti;
 	c->peer = *peer;
 	c->err = UNIO_OK;
@@ -363,6 +364,10 @@ conn_free(struct tcp_conn *c)
 		c->twin->twin = NULL;
 	conn_drain(c);
 	item_close(ti, &c->item);
+	if (c->pipe[0] >= 0) {  /* drops the references to pages never spliced */
+		close(c->pipe[0]);
+		close(c->pipe[1]);
+	}
 	if (c->state != TCP_CONN_FAILED)
 		ti->stats.open_conns--;
 	if (c->state < TCP_CONN_ESTABLISHED)
@@ -905,6 +910,7 @@ tcp_iface_open(const struct unio_tl_iface_params *params, struct unio_tl_iface *
 	snprintf(ti->super.dev_name, sizeof(ti->super.dev_name), "%s", params->dev_name);
 	ti->config = params->config;
 	ti->poll_mode = params->config->tcp_poll_mode;
+	ti->splice = params->config->tcp_splice;
 	ti->listen.fd = -1;
 	TAILQ_INIT(&ti->conns);
 	ti->addr = (struct tcp_addr){ .magic = TCP_ADDR_MAGIC, .version = TCP_WIRE_VERSION };

@@ -56,6 +56,8 @@ extern int unio_logtype_tcp;
 						* MSG_MORE: a burst */
 #define TCP_DIRECT_MIN     (16 * 1024)         /* PUT / GET_RESP bytes still unread: read them
 						* straight to their destination */
+#define TCP_SPLICE_MIN     (64 * 1024)         /* PUT / GET_RESP payloads sent by splice */
+#define TCP_PIPE_SIZE      (1024 * 1024)       /* F_SETPIPE_SZ of a connection's pipe */
 #define TCP_RX_AHEAD       (64 * 1024)         /* bytes read past the current frame */
 #define TCP_RX_AHEAD_BULK  (16 * 1024)         /* the same while bulk frames arrive */
 #define TCP_BULK_FRAMES    64                  /* frames without a bulk one before reads
@@ -134,6 +136,8 @@ struct tcp_zc {
 	size_t hdr_len;
 	unsigned int iovcnt;
 	struct unio_tl_completion *comp;  /* NULL: internal (get response) */
+	bool splice;       /* payload by vmsplice + splice (done only when the peer confirms) */
+	size_t mapped;     /* splice: payload bytes put into the connection's pipe so far */
 	uint8_t hdr[sizeof(struct tcp_hdr) + sizeof(struct tcp_rma_hdr) + TCP_MAX_ZCOPY_HDR];
 	struct iovec iov[UNIO_TL_MAX_IOV];
 };
@@ -181,6 +185,8 @@ struct tcp_conn {
 	size_t tx_head, tx_tail;
 	unsigned int zq_head, zq_tail;  /* free-running */
 	struct tcp_zc *zq;
+	int pipe[2];                  /* splice: pipe of the head entry's pages, -1 until used */
+	size_t pipe_fill;             /* bytes in it, not yet spliced into the socket */
 	/* rx */
 	uint8_t *rxbuf;
 	size_t rx_off, rx_len;        /* unparsed bytes: [rx_off, rx_len) */
@@ -231,6 +237,7 @@ struct tcp_iface {
 	int epfd;
 	int poll_mode;                  /* enum unio_tcp_poll_mode */
 	bool loopback;
+	bool splice;                    /* UNIO_TCP_SPLICE, off once a pipe cannot be made */
 	unsigned int tick;
 	unsigned int n_slow;            /* connections not yet established */
 	unsigned int n_move;            /* connections with move_pending */

@@ -34,6 +34,9 @@ struct unio_tl_tcp_stats {
 	uint64_t move_timeouts;    /**< simultaneous connects whose peer sent MOVE_START but no
 				    *   MOVE_END within UNIO_PEER_TIMEOUT (both failed) */
 	uint64_t rx_frames;        /**< frames received and handled (HELLO excluded) */
+	uint64_t splice_frames;    /**< PUT / GET_RESP payloads sent by vmsplice + splice */
+	uint64_t splice_bytes;     /**< of which bytes spliced (not copied by the kernel) */
+	uint64_t splice_fallbacks; /**< payloads whose pages vmsplice refused: sent by copy */
 };
 
 /**
