@@ -138,18 +138,24 @@ def run_unio(args, test, size, tmp):
     """One unio-perf server/client pair for one size; returns (lat_us, bw_MBps)."""
     exe = os.path.join(args.build, "app", "perf", "unio-perf")
     env = dict(os.environ, UNIO_TLS=UNIO_TLS[args.tls])
-    port = str(free_port())
     n = iterations(args.tls, test, size, args.iters)
     w = str(min(1000, max(10, n // 10)))
-    common = ["-t", test, "-s", str(size), "-n", str(n), "-w", w, "-p", port, "-f",
-              "-O", str(args.window)]
-    srv = subprocess.Popen(wrap(args, 0, ["taskset", "-c", args.cpus[0], exe, "-l",
-                                          args.cpus[0], "--"] + common),
-                           env=side_env(args, 0, env, "UNIO_NET_DEVICES"),
-                           stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True)
-    try:
+    # free_port() cannot reserve the port: an outgoing connection of another process may
+    # take it before the server binds it ("Address already in use"); then try another
+    for attempt in range(5):
+        port = str(free_port())
+        common = ["-t", test, "-s", str(size), "-n", str(n), "-w", w, "-p", port, "-f",
+                  "-O", str(args.window)]
+        srv = subprocess.Popen(wrap(args, 0, ["taskset", "-c", args.cpus[0], exe, "-l",
+                                              args.cpus[0], "--"] + common),
+                               env=side_env(args, 0, env, "UNIO_NET_DEVICES"),
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
         msg = wait_line(srv, "waiting for a connection", 30)
+        if msg is None or "Address already in use" not in msg or attempt == 4:
+            break
+        stop(srv)
+    try:
         if msg is not None:
             raise RuntimeError("unio-perf server did not start:\n" + msg)
         out = os.path.join(tmp, "unio.json")
