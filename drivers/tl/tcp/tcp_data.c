@@ -2,10 +2,10 @@
 /*
  * The tcp driver's data path: framing, the send paths (short and bcopy copy into the
  * connection's tx buffer; zcopy, put and get responses go out from the caller's memory with
- * sendmsg, or large put / get-response payloads by vmsplice + splice, queued in order behind
- * the copied frames when the kernel is full), the receive
- * path (reassembly of frames across any partial read into a bounded per-connection buffer,
- * every header validated before use), and put/get served from registered regions.
+ * sendmsg, large put / get-response payloads by vmsplice + splice, queued in order behind
+ * the copied frames when the kernel is full), the receive path (reassembly of frames across
+ * any partial read into a bounded per-connection buffer, every header validated before
+ * use), and put/get served from registered regions.
  */
 
 #include <errno.h>
@@ -109,13 +109,12 @@ zc_splice(struct tcp_conn *c, struct tcp_zc *z)
 
 			r = splice(c->pipe[0], NULL, c->item.fd, NULL, c->pipe_fill,
 				   SPLICE_F_NONBLOCK | SPLICE_F_MOVE | (more ? SPLICE_F_MORE : 0));
-			if (r < 0) {
-				if (errno == EINTR)
-					continue;
-				if (errno == EAGAIN || errno == EWOULDBLOCK)
-					return progressed;
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r == 0 || (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)))
+				return progressed;   /* the socket is full (0: nothing moved) */
+			if (r < 0)
 				return tcp_status_from_errno(errno);
-			}
 			c->pipe_fill -= (size_t)r;
 			z->sent += (size_t)r;
 			ti->stats.splice_bytes += (size_t)r;
@@ -350,7 +349,6 @@ tcp_ep_am_bcopy(struct unio_tl_ep *ep, uint8_t id, unio_tl_pack_cb_t pack, void 
 	return st == UNIO_OK ? (ssize_t)len : st;
 }
 
-/* Queue a zero-copy frame: @p hdr (frame header and more) then @p iov. */
 /* A pipe for splice, made on first use; false when the kernel gives none (no splice then). */
 static bool
 conn_pipe(struct tcp_conn *c)
@@ -408,6 +406,7 @@ zc_queue(struct tcp_conn *c, const void *hdr, size_t hdr_len, const struct iovec
 	return UNIO_INPROGRESS;
 }
 
+/* Queue a zero-copy frame whose payload is sent by sendmsg. */
 static unio_status_t
 zc_send(struct tcp_conn *c, const void *hdr, size_t hdr_len, const struct iovec *iov,
 	size_t iovcnt, struct unio_tl_completion *comp)
