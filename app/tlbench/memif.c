@@ -270,9 +270,10 @@ out:
 
 /* ---- the raw frame round trip (e5_ethdev.c's ping and pong) ---- */
 
+/* after the 42 bytes of headers: 2 bytes off any 8-byte boundary, hence packed */
 struct mf_payload {
 	uint64_t magic, seq;
-};
+} __rte_packed;
 
 static int
 mf_raw_port(uint16_t pid, struct rte_mempool *mp)
