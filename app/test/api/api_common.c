@@ -288,3 +288,13 @@ api_get(unio_worker_t *a, unio_worker_t *b, unio_ep_t *ep, void *buf, size_t len
 
 	return api_op_wait(a, b, st, req);
 }
+
+struct unio_tl_iface *
+api_worker_iface(unio_worker_t *w, const char *driver, const char *dev)
+{
+	for (unsigned int i = 0; i < w->n_ifaces; i++)
+		if (strcmp(w->ifaces[i]->driver->name, driver) == 0 &&
+		    (dev == NULL || strcmp(w->ifaces[i]->dev_name, dev) == 0))
+			return w->ifaces[i];
+	return NULL;
+}

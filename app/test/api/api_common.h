@@ -75,4 +75,9 @@ unsigned int api_size_classes(unio_ep_t *ep, size_t big, size_t *sizes);
  */
 bool api_no_host_driver(void);
 
+struct unio_tl_iface;
+
+/** The first iface of @p w of driver @p driver (on device @p dev unless NULL), or NULL. */
+struct unio_tl_iface *api_worker_iface(unio_worker_t *w, const char *driver, const char *dev);
+
 #endif /* API_COMMON_H */

@@ -444,15 +444,6 @@ accessor_region(unio_worker_t *w, unio_ep_t *ep, uint64_t round, uint64_t *addr,
 	return TEST_OK;
 }
 
-static struct unio_tl_iface *
-shm_iface(unio_worker_t *w)
-{
-	for (unsigned int i = 0; i < w->n_ifaces; i++)
-		if (strcmp(w->ifaces[i]->driver->name, "shm") == 0)
-			return w->ifaces[i];
-	return NULL;
-}
-
 static int
 accessor(unio_worker_t *w, unio_ep_t *ep)
 {
@@ -469,7 +460,8 @@ accessor(unio_worker_t *w, unio_ep_t *ep)
 		if (r > 0 && r < SHM_ROUNDS && addr[r] == addr[r - 1])
 			same++;
 		if (r == SHM_ROUNDS - 1) {
-			TEST_ASSERT_STATUS(unio_tl_shm_map_stats(shm_iface(w), &s), UNIO_OK);
+			TEST_ASSERT_STATUS(unio_tl_shm_map_stats(api_worker_iface(w, "shm", NULL),
+								 &s), UNIO_OK);
 			TEST_LOG("after %u rounds (%u at the same address): hits %" PRIu64
 				 ", misses %" PRIu64 ", stale %" PRIu64 ", evictions %" PRIu64
 				 ", %u regions, %zu bytes", SHM_ROUNDS, same, s.hits, s.misses,
@@ -486,7 +478,7 @@ accessor(unio_worker_t *w, unio_ep_t *ep)
 				    "stale / regions");
 		}
 	}
-	TEST_ASSERT_STATUS(unio_tl_shm_map_stats(shm_iface(w), &s), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_tl_shm_map_stats(api_worker_iface(w, "shm", NULL), &s), UNIO_OK);
 	TEST_LOG("after %u more at once (UNIO_SHM_MAP_CACHE=3m): hits %" PRIu64 ", misses %"
 		 PRIu64 ", stale %" PRIu64 ", evictions %" PRIu64 ", %u regions, %zu bytes",
 		 SHM_EXTRA, s.hits, s.misses, s.stale, s.evictions, s.regions, s.bytes);
@@ -529,7 +521,8 @@ UNIO_TEST(rcache_shm_peer_remap, mp)
 	ctx = api_ctx(NULL);
 	TEST_ASSERT(ctx != NULL, "context");
 	w = unio_worker_create(ctx, NULL, NULL);
-	TEST_ASSERT(w != NULL && shm_iface(w) != NULL, "worker with a shm iface");
+	TEST_ASSERT(w != NULL && api_worker_iface(w, "shm", NULL) != NULL,
+		    "worker with a shm iface");
 	l = api_listen(w, port, &ep, NULL, NULL);
 	TEST_ASSERT(l != NULL, "listener");
 	snprintf(port_s, sizeof(port_s), "%d", port);
@@ -553,7 +546,7 @@ UNIO_TEST(rcache_shm_peer_remap, mp)
 	for (uint64_t t0 = rte_get_timer_cycles(); rc == TEST_OK &&
 	     rte_get_timer_cycles() - t0 < 5 * rte_get_timer_hz(); ) {
 		unio_worker_progress(w);
-		unio_tl_shm_map_stats(shm_iface(w), &s);
+		unio_tl_shm_map_stats(api_worker_iface(w, "shm", NULL), &s);
 		if (s.regions == 0)
 			break;
 	}

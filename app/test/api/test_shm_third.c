@@ -55,15 +55,6 @@ struct third_answer {
 static uint8_t t_secret[SECRET_LEN];
 static uint8_t t_target[SEND_LEN];
 
-static struct unio_tl_iface *
-shm_of(unio_worker_t *w)
-{
-	for (unsigned int i = 0; i < w->n_ifaces; i++)
-		if (strcmp(w->ifaces[i]->driver->name, "shm") == 0)
-			return w->ifaces[i];
-	return NULL;
-}
-
 static int64_t
 first_diff(const uint8_t *p, size_t n, uint64_t seed)
 {
@@ -97,7 +88,7 @@ UNIO_TEST_CHILD(shm_third_owner)
 	uint64_t go;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (argc < 1 || w == NULL || shm_of(w) == NULL)
+	if (argc < 1 || w == NULL || api_worker_iface(w, "shm", NULL) == NULL)
 		return 2;
 	ep = api_connect(w, atoi(argv[0]), NULL, NULL, &st);
 	if (ep == NULL)
@@ -105,7 +96,7 @@ UNIO_TEST_CHILD(shm_third_owner)
 	test_fill(t_secret, SECRET_LEN, 0x5ec7e7);
 	memset(t_target, 0, SEND_LEN);
 	ti.pid = (uint64_t)getpid();
-	ti.iface_id = ((struct shm_iface *)shm_of(w))->iface_id;
+	ti.iface_id = ((struct shm_iface *)api_worker_iface(w, "shm", NULL))->iface_id;
 	ti.secret_addr = (uintptr_t)t_secret;
 	ti.target_addr = (uintptr_t)t_target;
 	ti.v_ep_id = ep->remote_id;
@@ -208,7 +199,7 @@ UNIO_TEST_CHILD(shm_third_attacker)
 	uint64_t done = 1;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (argc < 1 || w == NULL || (ifc = shm_of(w)) == NULL)
+	if (argc < 1 || w == NULL || (ifc = api_worker_iface(w, "shm", NULL)) == NULL)
 		return 2;
 	ep = api_connect(w, atoi(argv[0]), NULL, NULL, &st);
 	if (ep == NULL || strcmp(ep->lane.iface->driver->name, "shm") != 0)
@@ -350,7 +341,8 @@ UNIO_TEST(shm_rkey_third_process, mp)
 	ctx = api_ctx(NULL);
 	TEST_ASSERT(ctx != NULL && send_buf != NULL, "context");
 	w = unio_worker_create(ctx, NULL, NULL);
-	TEST_ASSERT(w != NULL && shm_of(w) != NULL, "worker with a shm iface");
+	TEST_ASSERT(w != NULL && api_worker_iface(w, "shm", NULL) != NULL,
+		    "worker with a shm iface");
 	l = api_listen(w, port, (unio_ep_t **)&slot, NULL, NULL);
 	TEST_ASSERT(l != NULL, "listener");
 	snprintf(port_s, sizeof(port_s), "%d", port);

@@ -310,15 +310,6 @@ bl_client_main(void *arg)
 	return NULL;
 }
 
-static struct unio_tl_iface *
-eth_iface_of(unio_worker_t *w)
-{
-	for (unsigned int i = 0; i < w->n_ifaces; i++)
-		if (strcmp(w->ifaces[i]->driver->name, "ethdev") == 0)
-			return w->ifaces[i];
-	return NULL;
-}
-
 /*
  * BL_CLIENTS workers dial the server's listener at once while the server does not progress:
  * its first progress call receives every HELLO, the first BL_BACKLOG reach the handler
@@ -331,7 +322,7 @@ cm_backlog_run(struct cm_backlog *s)
 	struct bl_client c[BL_CLIENTS];
 	pthread_t t[BL_CLIENTS];
 	struct unio_tl_ethdev_stats st;
-	struct unio_tl_iface *ifc = eth_iface_of(s->srv);
+	struct unio_tl_iface *ifc = api_worker_iface(s->srv, "ethdev", NULL);
 	unio_listener_t *l = listen_on(s->srv, &s->addr, 13337, bl_on_conn, s);
 	unsigned int n_rej = 0, n_busy = 0;
 	double end;

@@ -570,17 +570,6 @@ UNIO_TEST(tcp_api_tag_netns, mp)
 	return TEST_OK;
 }
 
-/* The tcp iface of @p w on device @p dev (NULL: the first), or NULL. */
-static struct unio_tl_iface *
-worker_tcp_iface(unio_worker_t *w, const char *dev)
-{
-	for (unsigned int i = 0; i < w->n_ifaces; i++)
-		if (strcmp(w->ifaces[i]->driver->name, "tcp") == 0 &&
-		    (dev == NULL || strcmp(w->ifaces[i]->dev_name, dev) == 0))
-			return w->ifaces[i];
-	return NULL;
-}
-
 /*
  * Rendezvous rails (UNIO_MAX_RNDV_RAILS): two workers of one process in a namespace whose
  * interfaces are lo and a veth pair with an address on one end (rd0), UNIO_TLS=tcp.  The
@@ -644,10 +633,10 @@ rails_run(uint8_t *a, uint8_t *b)
 					    "%zu B dir %d differs", sizes[i], dir);
 			}
 		}
-		TEST_ASSERT(worker_tcp_iface(w1, "rd0") != NULL &&
-			    worker_tcp_iface(w2, "rd0") != NULL, "no tcp iface on rd0");
-		unio_tl_tcp_stats(worker_tcp_iface(w1, "rd0"), &s1);
-		unio_tl_tcp_stats(worker_tcp_iface(w2, "rd0"), &s2);
+		TEST_ASSERT(api_worker_iface(w1, "tcp", "rd0") != NULL &&
+			    api_worker_iface(w2, "tcp", "rd0") != NULL, "no tcp iface on rd0");
+		unio_tl_tcp_stats(api_worker_iface(w1, "tcp", "rd0"), &s1);
+		unio_tl_tcp_stats(api_worker_iface(w2, "tcp", "rd0"), &s2);
 		TEST_LOG("rails %d: GET_RESP read directly on rd0: %" PRIu64 " / %" PRIu64, rails,
 			 s1.direct_frames, s2.direct_frames);
 		if (rails == 2)
@@ -2120,8 +2109,8 @@ UNIO_TEST(tcp_rndv_frames, fast)
 	TEST_ASSERT(w2 != NULL, "workers: %s", unio_status_string(st));
 	ep = api_ep_to_worker(w, w2, &st);
 	TEST_ASSERT(ep != NULL, "ep: %s", unio_status_string(st));
-	ts = worker_tcp_iface(w, NULL);
-	tr = worker_tcp_iface(w2, NULL);
+	ts = api_worker_iface(w, "tcp", NULL);
+	tr = api_worker_iface(w2, "tcp", NULL);
 	TEST_ASSERT(ts != NULL && tr != NULL, "no tcp iface");
 	for (unsigned int i = 0; i <= n; i++) {
 		unio_request_t *sreq = NULL, *rreq = NULL;
