@@ -33,10 +33,10 @@ tcp_conn_tx_idle(const struct tcp_conn *c)
 	return c->tx_head == c->tx_tail && c->zq_head == c->zq_tail;
 }
 
+/* The iovs of entry @p z from byte @p skip of the frame (header, then payload) on. */
 static size_t
-zc_iov(const struct tcp_zc *z, struct iovec *v)
+zc_iov(const struct tcp_zc *z, size_t skip, struct iovec *v)
 {
-	size_t skip = z->sent;
 	unsigned int n = 0;
 
 	if (skip < z->hdr_len) {
@@ -99,7 +99,6 @@ zc_splice(struct tcp_conn *c, struct tcp_zc *z)
 {
 	struct tcp_iface *ti = c->iface;
 	struct iovec v[UNIO_TL_MAX_IOV];
-	struct tcp_zc rest;
 	bool progressed = false;
 	ssize_t r;
 
@@ -128,9 +127,9 @@ zc_splice(struct tcp_conn *c, struct tcp_zc *z)
 		}
 		if (!z->splice)
 			return 2;
-		rest = *z;
-		rest.sent = z->hdr_len + z->mapped;  /* the payload not in the pipe yet */
-		r = vmsplice(c->pipe[1], v, zc_iov(&rest, v), SPLICE_F_NONBLOCK);
+		/* the payload not in the pipe yet */
+		r = vmsplice(c->pipe[1], v, zc_iov(z, z->hdr_len + z->mapped, v),
+			     SPLICE_F_NONBLOCK);
 		if (r <= 0) {
 			if (r < 0 && errno == EINTR)
 				continue;
@@ -193,7 +192,7 @@ conn_tx(struct tcp_conn *c, bool more)
 				v[n++] = (struct iovec){ z->hdr + z->sent, z->hdr_len - z->sent };
 			f |= MSG_MORE;
 		} else if (zq) {
-			n += zc_iov(z, v + n);
+			n += zc_iov(z, z->sent, v + n);
 		}
 		if (n == 0)
 			break;
