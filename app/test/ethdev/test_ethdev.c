@@ -542,7 +542,8 @@ stats_log(const struct peer *p, const struct unio_tl_ethdev_stats *s, double sec
 		 PRIu64 " notours %" PRIu64 " csum %" PRIu64 " len %" PRIu64 " hdr %" PRIu64
 		 " conn %" PRIu64 " seq %" PRIu64 " msg %" PRIu64 " nombuf %" PRIu64
 		 "; sends refused: cwnd %" PRIu64 " window %" PRIu64 " credit %" PRIu64
-		 " txq %" PRIu64 ", idle yields %" PRIu64,
+		 " txq %" PRIu64 ", idle yields %" PRIu64 "; rtt samples %" PRIu64 " (host time %"
+		 PRIu64 "), cwnd decreases %" PRIu64 ", tx bursts %" PRIu64,
 		 'a' + p->role, secs,
 		 s->msgs_delivered, s->tx_data, s->tx_data_bytes, s->tx_retx, s->tx_retx_bytes,
 		 s->fast_retx, s->probes, s->timeouts, s->tx_acks, s->rx_dup, s->rx_ooo,
@@ -550,7 +551,8 @@ stats_log(const struct peer *p, const struct unio_tl_ethdev_stats *s, double sec
 		 s->drop_other_proto, s->drop_not_ours, s->drop_bad_csum, s->drop_bad_len,
 		 s->drop_bad_hdr, s->drop_unknown_conn, s->drop_bad_seq, s->drop_bad_msg,
 		 s->tx_no_mbuf, s->tx_refused_cwnd, s->tx_refused_window, s->tx_refused_credit,
-		 s->tx_refused_txq, s->idle_yields);
+		 s->tx_refused_txq, s->idle_yields, s->cc_samples, s->cc_host_samples,
+		 s->cc_decreases, s->tx_bursts);
 }
 
 static void stats_log(const struct peer *p, const struct unio_tl_ethdev_stats *s, double secs);
@@ -1282,6 +1284,74 @@ UNIO_TEST(ethdev_cksum, fast)
 		TEST_ASSERT(eth_ip_cksum(ip) != 0xffff, "ip bit flip");
 	}
 	TEST_ASSERT(n_zero > 1000, "zero-sum cases %u", n_zero);
+	return TEST_OK;
+}
+
+/*
+ * The congestion window fed acks as over af_xdp on a veth: most echo a frame the peer held
+ * longer than the sender's bound of the round trip (a path of 0, all host time), one in
+ * twelve measures the path.  In slow start the frames a host-time ack acknowledged grow
+ * the window at once; after a decrease they count toward the increase the next path sample
+ * decides (one frame per window) and are dropped when that sample is above the target.
+ * Host-time acks never decrease and leave the min RTT alone.  1 GHz TSC: a cycle is a ns.
+ */
+UNIO_TEST(ethdev_cc_host_samples, fast)
+{
+	static struct eth_iface ei;
+	static struct eth_ep ep;
+	uint64_t now = 1000000000;
+	double c0;
+
+	ei.tsc_hz = 1000000000;
+	ei.target_delay = 1000000;             /* 1 ms */
+	ep.ei = &ei;
+	ep.cwnd = ETH_INIT_CWND;
+	ep.srtt = 300000;
+	for (int i = 0; i < 11; i++)
+		eth_cc_ack(&ep, 0, 9, now += 1000);
+	TEST_ASSERT(ep.cwnd == ETH_INIT_CWND + 11 * 9, "slow start: cwnd %.3f", ep.cwnd);
+	TEST_ASSERT_EQ(ep.min_rtt, 0);
+	eth_cc_ack(&ep, 200000, 9, now += 1000);        /* 200 us: below the target */
+	TEST_ASSERT(ep.cwnd == ETH_INIT_CWND + 12 * 9, "slow start: cwnd %.3f", ep.cwnd);
+	TEST_ASSERT_EQ(ep.min_rtt, 200000);
+	TEST_ASSERT_EQ(ei.st.cc_samples, 1);
+	TEST_ASSERT_EQ(ei.st.cc_host_samples, 11);
+	for (int i = 0; i < 30; i++)
+		eth_cc_ack(&ep, 0, 9, now += 1000);
+	TEST_ASSERT(ep.cwnd == (double)ETH_WIN, "capped: cwnd %.3f", ep.cwnd);
+
+	/* 3 ms against 2 x 200 us + 1 ms (+ the flow scaling): one decrease */
+	eth_cc_ack(&ep, 3000000, 9, now += 1000);
+	TEST_ASSERT_EQ(ei.st.cc_decreases, 1);
+	TEST_ASSERT(ep.cwnd >= ETH_WIN / 2 && ep.cwnd < ETH_WIN, "decrease: cwnd %.3f", ep.cwnd);
+	TEST_ASSERT_EQ(ep.min_rtt, 200000);
+
+	/* after it: 12 x 8 frames acked, one path sample at 250 us: 96 / cwnd frames more */
+	c0 = ep.cwnd;
+	for (int i = 0; i < 11; i++)
+		eth_cc_ack(&ep, 0, 8, now += 1000);
+	TEST_ASSERT(ep.cwnd == c0, "cwnd %.3f moved before a path sample", ep.cwnd);
+	eth_cc_ack(&ep, 250000, 8, now += 1000);
+	TEST_ASSERT(ep.cwnd > c0 + 96 / c0 - 1e-9 && ep.cwnd < c0 + 96 / c0 + 1e-9,
+		    "additive increase: cwnd %.6f from %.6f", ep.cwnd, c0);
+	TEST_ASSERT_EQ(ep.cc_acked, 0);
+
+	/* host-time acks then a path sample above the target: their credit is dropped */
+	for (int i = 0; i < 11; i++)
+		eth_cc_ack(&ep, 0, 8, now += 1000);
+	c0 = ep.cwnd;
+	eth_cc_ack(&ep, 3000000, 8, now += 100000000);
+	TEST_ASSERT_EQ(ei.st.cc_decreases, 2);
+	TEST_ASSERT(ep.cwnd < c0, "cwnd %.3f after a second decrease from %.3f", ep.cwnd, c0);
+	TEST_ASSERT_EQ(ep.cc_acked, 0);
+	TEST_ASSERT_EQ(ei.st.cc_samples, 4);
+	TEST_ASSERT_EQ(ei.st.cc_host_samples, 11 + 30 + 11 + 11);
+
+	/* a host-time ack never decreases, however long the peer held the frame */
+	c0 = ep.cwnd;
+	eth_cc_ack(&ep, 0, 1, now += 100000000);
+	TEST_ASSERT(ep.cwnd == c0, "cwnd %.3f after a host-time ack", ep.cwnd);
+	TEST_ASSERT_EQ(ei.st.cc_decreases, 2);
 	return TEST_OK;
 }
 

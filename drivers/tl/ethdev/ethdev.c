@@ -30,8 +30,6 @@ RTE_LOG_REGISTER(ethdev_logtype, unio.drv.ethdev, WARNING);
 
 static_assert((ETH_L2L3L4 + sizeof(struct eth_wire)) % 8 == 0, "payload alignment");
 
-#define ETH_INIT_CWND      16.0
-#define ETH_MIN_CWND       2.0
 #define ETH_DUP_THRESH     3u
 #define ETH_ACK_EVERY      16u     /* frames received before an ack goes out at once */
 #define ETH_ACK_DELAY_US   20u     /* otherwise the longest an ack waits for a reply */
@@ -376,9 +374,9 @@ send_refused(struct eth_ep *ep, uint32_t nfr)
 
 	if (ep->resolving)
 		return;
-	if (inflight >= RTE_MIN((uint32_t)ep->cwnd, ETH_WIN))
+	if (inflight >= (uint32_t)ep->cwnd && (uint32_t)ep->cwnd < ETH_WIN)
 		st->tx_refused_cwnd++;
-	else if (inflight + nfr > ETH_WIN)
+	else if (inflight + nfr > ETH_WIN || inflight >= ETH_WIN)
 		st->tx_refused_window++;
 	else if (seq_diff(ep->peer_edge, ep->snd_nxt + nfr) < 0)
 		st->tx_refused_credit++;
@@ -640,6 +638,7 @@ send_short(struct eth_ep *ep, uint8_t id, uint64_t hdr, const void *payload, siz
 	frame_commit(ep, m, plen, send_clock(ei));
 	/* nothing queued before it and no port sibling to hand it to: straight to the PMD */
 	if (likely(ei->inbox == NULL && ei->txq_head - ei->txq_tail == 1)) {
+		ei->st.tx_bursts++;
 		if (rte_eth_tx_burst(ei->port_id, ei->queue, &m, 1) == 1) {
 			ei->txq_head--;
 			ei->st.tx_frames++;
@@ -783,67 +782,6 @@ path_rtt(const struct eth_ep *ep, const struct eth_wire *w)
 	return rtt > held ? rtt - held : 0;
 }
 
-/* 1 / sqrt(x) for x > 0 (no libm): the classic first guess and three Newton steps. */
-static inline double
-inv_sqrt(double x)
-{
-	float xf = (float)x;
-	uint32_t i;
-	double y;
-
-	memcpy(&i, &xf, sizeof(i));
-	i = 0x5f3759dfu - (i >> 1);
-	memcpy(&xf, &i, sizeof(xf));
-	y = xf;
-	for (int k = 0; k < 3; k++)
-		y *= 1.5 - 0.5 * x * y * y;
-	return y;
-}
-
-/*
- * Flow scaling of the target (Swift): a flow with a small window tolerates more queueing
- * than one with a large window, from + 2 x target_delay at the minimum window to + 0 at the
- * largest (1 / sqrt(cwnd) between them; twice the target delay converged faster than once:
- * 85-100 % shares in ethdev_tbf_two_flows against 23-100 %).  Two flows through one queue
- * then converge to equal windows (the larger one sees the delay above its target and
- * shrinks while the smaller one still grows), where the
- * same target for both would keep whatever ratio the start left them with: the
- * multiplicative decreases hit both alike and the additive increases are equal.
- */
-static uint64_t
-flow_scaling(const struct eth_ep *ep)
-{
-	static const double lo = 0.0625;                  /* 1 / sqrt(ETH_WIN) */
-	static const double hi = 0.70710678118654752;     /* 1 / sqrt(ETH_MIN_CWND) */
-	double f = (inv_sqrt(ep->cwnd) - lo) / (hi - lo);
-
-	f = f > 1.0 ? 1.0 : f < 0.0 ? 0.0 : f;
-	return (uint64_t)(f * 2.0 * (double)RTE_MIN(ep->ei->target_delay, ep->ei->tsc_hz));
-}
-
-/* Additive increase below the target delay, multiplicative decrease above, once per RTT. */
-static void
-cc_update(struct eth_ep *ep, uint64_t rtt, uint32_t acked, uint64_t now)
-{
-	uint64_t target;
-
-	if (ep->min_rtt == 0 || rtt < ep->min_rtt)
-		ep->min_rtt = RTE_MAX(rtt, (uint64_t)1);
-	target = 2 * ep->min_rtt + ep->ei->target_delay;
-	if (rtt > target)
-		target += flow_scaling(ep);    /* >= 0: only a sample above the base can exceed */
-	if (rtt <= target) {
-		ep->cwnd += ep->last_decrease == 0 ? acked : (double)acked / ep->cwnd;
-	} else if (now - ep->last_decrease >= ep->srtt) {
-		double f = 1.0 - 0.5 * (double)(rtt - target) / (double)rtt;
-
-		ep->cwnd *= RTE_MAX(f, 0.5);
-		ep->last_decrease = now;
-	}
-	ep->cwnd = RTE_MIN(ep->cwnd, (double)ETH_WIN);
-	ep->cwnd = RTE_MAX(ep->cwnd, ETH_MIN_CWND);
-}
-
 /* ---- receive side ---- */
 
 static void
@@ -895,12 +833,7 @@ ack_input(struct eth_ep *ep, const struct eth_wire *w, uint64_t now)
 		uint64_t path = path_rtt(ep, w);
 
 		rtt_sample(ep, now - w->tsc_echo);
-		/* 0: the peer held the frame longer than our lower bound of the whole round
-		 * trip, so the sample is all the hosts' time and says nothing of the path (fed
-		 * in, it pinned min_rtt at one tick for the ep's life and grew the window
-		 * whatever the queueing) */
-		if (path != 0)
-			cc_update(ep, path, acked, now);
+		eth_cc_ack(ep, path, acked, now);
 	}
 	if (acked != 0 && ep->to_tsc != 0) {
 		/* the first ack after a timeout echoes a frame sent before it: the originals
@@ -1299,6 +1232,7 @@ timers(struct eth_iface *ei, uint64_t now)
 		}
 		ep->cwnd = RTE_MAX(ep->cwnd / 2, ETH_MIN_CWND);
 		ep->last_decrease = now;
+		ep->cc_acked = 0;
 	}
 }
 

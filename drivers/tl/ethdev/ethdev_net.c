@@ -550,6 +550,7 @@ eth_txq_flush(struct eth_iface *ei)
 
 		n = RTE_MIN(n, (uint16_t)ETH_BURST);
 		sent = rte_eth_tx_burst(ei->port_id, ei->queue, &ei->txq[idx], n);
+		ei->st.tx_bursts++;
 		ei->txq_tail += sent;
 		total += sent;
 		if (sent < n)
@@ -930,7 +931,8 @@ static const char *const stat_names[] = {
 	"tx_no_mbuf", "rx_steered", "drop_steer_full", "tx_zcopy",
 	"flow_rules", "timeouts_undone", "idle_yields", "tx_refused_cwnd", "tx_refused_window",
 	"tx_refused_credit", "tx_refused_txq", "conn_refused_busy", "conn_refused_no_iface",
-	"conn_refused_no_ep", "conn_unanswered",
+	"conn_refused_no_ep", "conn_unanswered", "cc_samples", "cc_host_samples", "cc_decreases",
+	"tx_bursts",
 };
 
 static int

@@ -40,6 +40,8 @@ extern int ethdev_logtype;
  */
 #define ETH_VERSION      2u
 #define ETH_WIN          256u       /* frames in flight per ep, and the reorder window */
+#define ETH_INIT_CWND    16.0
+#define ETH_MIN_CWND     2.0
 #define ETH_MAX_PEERS    64u
 #define ETH_BURST        32u
 #define ETH_NB_DESC      1024u     /* rx / tx descriptors per queue */
@@ -239,7 +241,8 @@ struct eth_ep {
 	double cwnd;
 	double cwnd_undo;      /**< cwnd before the latest timeout (restored if spurious) */
 	uint64_t to_tsc;       /**< when that timeout fired; 0: none to judge */
-	uint64_t srtt, rttvar, min_rtt, rto, rto_cur, last_decrease, last_ack_tsc;
+	uint64_t srtt, rttvar, min_rtt, rto, rto_cur, last_decrease;
+	uint32_t cc_acked;     /**< frames acked since the last RTT sample of the path */
 	unsigned int n_timeouts;
 	unsigned int n_comps;
 	struct eth_comp comps[ETH_MAX_COMPS];
@@ -513,6 +516,98 @@ static inline unsigned int
 eth_txq_room(const struct eth_iface *ei)
 {
 	return ETH_TXQ_LEN - (ei->txq_head - ei->txq_tail);
+}
+
+/* 1 / sqrt(x) for x > 0 (no libm): the classic first guess and three Newton steps. */
+static inline double
+eth_inv_sqrt(double x)
+{
+	float xf = (float)x;
+	uint32_t i;
+	double y;
+
+	memcpy(&i, &xf, sizeof(i));
+	i = 0x5f3759dfu - (i >> 1);
+	memcpy(&xf, &i, sizeof(xf));
+	y = xf;
+	for (int k = 0; k < 3; k++)
+		y *= 1.5 - 0.5 * x * y * y;
+	return y;
+}
+
+/*
+ * Flow scaling of the target (Swift): a flow with a small window tolerates more queueing
+ * than one with a large window, from + 2 x target_delay at the minimum window to + 0 at the
+ * largest (1 / sqrt(cwnd) between them; twice the target delay converged faster than once:
+ * 85-100 % shares in ethdev_tbf_two_flows against 23-100 %).  Two flows through one queue
+ * then converge to equal windows (the larger one sees the delay above its target and
+ * shrinks while the smaller one still grows), where the
+ * same target for both would keep whatever ratio the start left them with: the
+ * multiplicative decreases hit both alike and the additive increases are equal.
+ */
+static inline uint64_t
+eth_cc_flow_scaling(const struct eth_ep *ep)
+{
+	static const double lo = 0.0625;                  /* 1 / sqrt(ETH_WIN) */
+	static const double hi = 0.70710678118654752;     /* 1 / sqrt(ETH_MIN_CWND) */
+	double f = (eth_inv_sqrt(ep->cwnd) - lo) / (hi - lo);
+
+	f = f > 1.0 ? 1.0 : f < 0.0 ? 0.0 : f;
+	return (uint64_t)(f * 2.0 * (double)RTE_MIN(ep->ei->target_delay, ep->ei->tsc_hz));
+}
+
+/*
+ * Additive increase below the target delay (by @p acked frames until the first decrease,
+ * then by one frame per window), multiplicative decrease above, at most once per RTT.
+ */
+static inline void
+eth_cc_update(struct eth_ep *ep, uint64_t rtt, uint32_t acked, uint64_t now)
+{
+	uint64_t target;
+
+	if (ep->min_rtt == 0 || rtt < ep->min_rtt)
+		ep->min_rtt = RTE_MAX(rtt, (uint64_t)1);
+	target = 2 * ep->min_rtt + ep->ei->target_delay;
+	if (rtt > target)   /* the scaling is >= 0: only a sample above the base can exceed */
+		target += eth_cc_flow_scaling(ep);
+	if (rtt <= target) {
+		ep->cwnd += ep->last_decrease == 0 ? acked : (double)acked / ep->cwnd;
+	} else if (now - ep->last_decrease >= ep->srtt) {
+		double f = 1.0 - 0.5 * (double)(rtt - target) / (double)rtt;
+
+		ep->cwnd *= RTE_MAX(f, 0.5);
+		ep->last_decrease = now;
+		ep->ei->st.cc_decreases++;
+	}
+	ep->cwnd = RTE_MIN(ep->cwnd, (double)ETH_WIN);
+	ep->cwnd = RTE_MAX(ep->cwnd, ETH_MIN_CWND);
+}
+
+/*
+ * An ack that acknowledged @p acked frames and echoed a frame whose round trip had @p path
+ * cycles on the path (path_rtt() in ethdev.c: 0 when the peer's hold time covered the whole
+ * sample, which then says nothing about the queueing and leaves min RTT and the decision
+ * alone).  Over af_xdp on a veth 11 acks in 12 (1 MiB tag_bw) and 3090 of 3099 (a 64 KiB
+ * stream) were such host-time samples, and when only the frames the others acknowledged
+ * counted, the window grew by a twelfth of what was acked (tag_bw) or stayed at its initial
+ * 16 frames for most of the stream.  Now the frames a host-time ack acknowledged count: at
+ * once in slow start (nothing has shown queueing yet), else toward the increase the next
+ * sample of the path decides (one frame per window below the target; dropped above it).
+ */
+static inline void
+eth_cc_ack(struct eth_ep *ep, uint64_t path, uint32_t acked, uint64_t now)
+{
+	if (path != 0) {
+		ep->ei->st.cc_samples++;
+		eth_cc_update(ep, path, ep->cc_acked + acked, now);
+		ep->cc_acked = 0;
+		return;
+	}
+	ep->ei->st.cc_host_samples++;
+	if (ep->last_decrease == 0)
+		ep->cwnd = RTE_MIN(ep->cwnd + acked, (double)ETH_WIN);
+	else
+		ep->cc_acked += acked;
 }
 
 #endif /* UNIO_ETHDEV_PRIV_H */

@@ -65,6 +65,11 @@ struct unio_tl_ethdev_stats {
 	uint64_t conn_refused_no_iface; /**< for an address no iface of the worker has */
 	uint64_t conn_refused_no_ep;    /**< no endpoint to the sender could be made */
 	uint64_t conn_unanswered;       /**< malformed, or no way to answer: dropped */
+	/* the congestion window's inputs and the PMD's share of the sends */
+	uint64_t cc_samples;         /**< RTT samples of the path that decided the window */
+	uint64_t cc_host_samples;    /**< ... that were all host time (the peer's hold) */
+	uint64_t cc_decreases;       /**< multiplicative decreases by the delay */
+	uint64_t tx_bursts;          /**< rte_eth_tx_burst() calls (each a kick on af_xdp) */
 };
 
 /**
