@@ -726,12 +726,16 @@ conn_event(struct tcp_conn *c, uint32_t events, unsigned int *n)
 			return;
 	}
 	if ((events & EPOLLOUT) && c->state == TCP_CONN_ESTABLISHED) {
+		unsigned int head = c->zq_head;
 		int r = tcp_conn_tx(c);
 
 		if (r < 0) {
 			tcp_conn_fail(c, (unio_status_t)r);
+			(*n)++;
 			return;
 		}
+		/* zero-copy sends the kernel took now completed: that is work to report */
+		*n += c->zq_head - head;
 	}
 	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP) || c->rx_stalled)
 		*n += tcp_conn_rx(c);
