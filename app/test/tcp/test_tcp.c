@@ -2306,6 +2306,79 @@ UNIO_TEST(tcp_rndv_frames, fast)
 	return TEST_OK;
 }
 
+/*
+ * The same at the API: a 1 MiB tagged rendezvous over tcp on lo between two workers, with
+ * 64 KiB socket buffers (the GET_RESP read over many calls): the worker progress call in
+ * which the receive completes, and the one in which the send completes (the ATS), each
+ * return more than 0.  A caller that tests its requests only after progress reported work
+ * (unio-perf's wait loops) would otherwise see them late; the receive's call returned 0 on
+ * every message before tcp change 11.  Every message checksummed.
+ */
+UNIO_TEST(tcp_rndv_progress_counts, fast)
+{
+	static const char *const ovr[] = { "TLS", "tcp,self", "NET_DEVICES", "lo",
+					   "TCP_RCVBUF", "64k", "TCP_SNDBUF", "64k", NULL };
+	const size_t size = 1 << 20;
+	const unsigned int n = 8;
+	uint8_t *sbuf = malloc(size), *rbuf = malloc(size);
+	unio_context_t *ctx = api_ctx(ovr);
+	unio_worker_t *w = NULL, *w2 = NULL;
+	unsigned int silent_s = 0, silent_r = 0;
+	unio_status_t st;
+	unio_ep_t *ep;
+
+	TEST_ASSERT(sbuf != NULL && rbuf != NULL && ctx != NULL, "malloc / context");
+	w = unio_worker_create(ctx, NULL, &st);
+	w2 = w != NULL ? unio_worker_create(ctx, NULL, &st) : NULL;
+	TEST_ASSERT(w2 != NULL, "workers: %s", unio_status_string(st));
+	ep = api_ep_to_worker(w, w2, &st);
+	TEST_ASSERT(ep != NULL, "ep: %s", unio_status_string(st));
+	for (unsigned int i = 0; i < n; i++) {
+		unio_request_t *sreq = NULL, *rreq = NULL;
+		bool sdone = false, rdone = false;
+
+		test_fill(sbuf, size, 700 + i);
+		memset(rbuf, 0, size);
+		TEST_ASSERT_STATUS(unio_tag_recv(w2, rbuf, size, 9, UINT64_MAX, NULL, &rreq),
+				   UNIO_INPROGRESS);
+		st = unio_tag_send(ep, sbuf, size, 9, NULL, &sreq);
+		TEST_ASSERT(st == UNIO_INPROGRESS, "send %u: %s", i, unio_status_string(st));
+		for (uint64_t end = rte_get_tsc_cycles() + 30 * rte_get_tsc_hz();
+		     !(sdone && rdone) && rte_get_tsc_cycles() < end;) {
+			unsigned int k = unio_worker_progress(w);
+
+			if (!sdone && unio_request_test(sreq, NULL) != UNIO_INPROGRESS) {
+				sdone = true;
+				silent_s += k == 0;
+			}
+			k = unio_worker_progress(w2);
+			if (!rdone && unio_request_test(rreq, NULL) != UNIO_INPROGRESS) {
+				rdone = true;
+				silent_r += k == 0;
+			}
+		}
+		TEST_ASSERT(sdone && rdone, "message %u: send done %d, receive done %d", i,
+			    sdone, rdone);
+		TEST_ASSERT_STATUS(unio_request_test(sreq, NULL), UNIO_OK);
+		TEST_ASSERT_STATUS(unio_request_test(rreq, NULL), UNIO_OK);
+		TEST_ASSERT(test_checksum(rbuf, size) == test_checksum(sbuf, size),
+			    "message %u corrupted", i);
+		unio_request_free(sreq);
+		unio_request_free(rreq);
+	}
+	TEST_LOG("%u x 1 MiB: %u sends and %u receives completed in a progress call that "
+		 "returned 0", n, silent_s, silent_r);
+	TEST_ASSERT_EQ(silent_s, 0);
+	TEST_ASSERT_EQ(silent_r, 0);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(w2);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	free(sbuf);
+	free(rbuf);
+	return TEST_OK;
+}
+
 /* ---- bursts of small frames: MSG_MORE ---- */
 
 static uint64_t
