@@ -1241,7 +1241,8 @@ UNIO_TEST(ethdev_cksum, fast)
 	memset(buf, 0, 64);
 	TEST_ASSERT_EQ(eth_cksum(buf, 64, 0), 0);
 	for (unsigned int k = 0; k < 20000; k++) {
-		uint16_t ulen, want;
+		uint16_t ulen, want, base;
+		rte_be16_t tot, id;
 
 		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
 		ulen = (uint16_t)(sizeof(*udp) + (seed >> 40) % 1500);
@@ -1282,6 +1283,20 @@ UNIO_TEST(ethdev_cksum, fast)
 		TEST_ASSERT_EQ(eth_ip_cksum(ip), 0xffff);
 		ip->time_to_live ^= 0x10;        /* the unrolled sum refuses a flipped bit too */
 		TEST_ASSERT(eth_ip_cksum(ip) != 0xffff, "ip bit flip");
+		/* the field patched from a sum without length and id (a sender's template) */
+		ip->time_to_live ^= 0x10;
+		ip->packet_id = (rte_be16_t)(seed >> 48);
+		if (k % 64 == 1)
+			ip->packet_id = (rte_be16_t)~ip->total_length;   /* the sum wraps */
+		ip->hdr_checksum = 0;
+		want = rte_ipv4_cksum(ip);
+		tot = ip->total_length;
+		id = ip->packet_id;
+		ip->total_length = 0;
+		ip->packet_id = 0;
+		base = eth_ip_cksum(ip);
+		TEST_ASSERT(eth_ip_cksum_patch(base, tot, id) == want, "patched %#x, DPDK %#x",
+			    eth_ip_cksum_patch(base, tot, id), want);
 	}
 	TEST_ASSERT(n_zero > 1000, "zero-sum cases %u", n_zero);
 	return TEST_OK;

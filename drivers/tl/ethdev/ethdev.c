@@ -79,45 +79,50 @@ frame_wire(struct rte_mbuf *m)
 }
 
 /*
- * Free @p m: inside a progress call it joins the frames that call frees together at its end
- * (one rte_pktmbuf_free_bulk(), one mempool cache look-up, for the received frames and the
- * acked ones), else at once.
+ * Free the frames progress calls let go (frame_free(): received ones, acked ones), at the
+ * end of a call or in the next one that reads nothing (eth_progress()): a frame that is no
+ * longer referenced goes to the iface's stash, where the next sends take it, and when the
+ * stash is full its newer half goes back to the pool in one rte_mempool_put_bulk() (one
+ * look-up of the lcore's mempool cache per ETH_STASH / 2 frames, not one per call).
  */
 static void
 frames_free(struct eth_iface *ei)
 {
-	struct rte_mbuf *put[ETH_FREE_MAX];
-	unsigned int n = 0;
-
 	for (unsigned int i = 0; i < ei->n_free; i++) {
 		struct rte_mbuf *m = ei->to_free[i];
 
-		if (likely(m->nb_segs == 1 && m->pool == ei->mp)) {
-			m = rte_pktmbuf_prefree_seg(m);   /* NULL: still referenced */
-			if (m != NULL && ei->n_stash < ETH_STASH)
-				ei->stash[ei->n_stash++] = m;   /* the next sends take it */
-			else if (m != NULL)
-				put[n++] = m;
-		} else {
+		if (unlikely(m->nb_segs != 1 || m->pool != ei->mp)) {
 			rte_pktmbuf_free(m);        /* chains (zero copy), another pool */
+			continue;
 		}
+		m = rte_pktmbuf_prefree_seg(m);   /* NULL: still referenced */
+		if (m == NULL)
+			continue;
+		if (unlikely(ei->n_stash == ETH_STASH)) {
+			ei->n_stash = ETH_STASH / 2;
+			rte_mempool_put_bulk(ei->mp, (void **)&ei->stash[ETH_STASH / 2],
+					     ETH_STASH / 2);
+		}
+		ei->stash[ei->n_stash++] = m;
 	}
 	ei->n_free = 0;
-	if (n != 0)
-		rte_mempool_put_bulk(ei->mp, (void **)put, n);
 }
 
 /*
  * An empty mbuf of the iface's pool: one a progress call freed (no mempool operation, no
- * look-up of the lcore's mempool cache), else the pool's.
+ * look-up of the lcore's mempool cache), else one of ETH_STASH / 2 taken from the pool
+ * together.  A stashed mbuf is a free one (one reference, one segment) until reset here.
  */
 static inline struct rte_mbuf *
 frame_alloc(struct eth_iface *ei)
 {
 	struct rte_mbuf *m;
 
-	if (ei->n_stash == 0)
-		return rte_pktmbuf_alloc(ei->mp);
+	if (unlikely(ei->n_stash == 0)) {
+		if (rte_mempool_get_bulk(ei->mp, (void **)ei->stash, ETH_STASH / 2) != 0)
+			return rte_pktmbuf_alloc(ei->mp);     /* fewer left: NULL when none */
+		ei->n_stash = ETH_STASH / 2;
+	}
 	m = ei->stash[--ei->n_stash];
 	rte_pktmbuf_reset(m);
 	return m;
@@ -137,6 +142,38 @@ frame_free(struct eth_iface *ei, struct rte_mbuf *m)
 
 /* ---- acknowledgements and the frames that carry them ---- */
 
+/*
+ * Lengths and checksums of a frame built from a template whose IPv4 header (length, id and
+ * checksum 0) sums to @p ip_sum; @p l4_payload follows UDP.
+ */
+static __rte_always_inline void
+frame_finish(struct eth_iface *ei, uint16_t ip_sum, struct rte_mbuf *m, uint16_t l4_payload)
+{
+	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *,
+							   sizeof(struct rte_ether_hdr));
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+
+	ip->total_length = rte_cpu_to_be_16((uint16_t)(sizeof(*ip) + sizeof(*udp) + l4_payload));
+	ip->packet_id = rte_cpu_to_be_16(ei->ip_id++);
+	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(sizeof(*udp) + l4_payload));
+	udp->dgram_cksum = 0;
+	if (ei->tx_csum) {
+		ip->hdr_checksum = 0;
+		m->l2_len = sizeof(struct rte_ether_hdr);
+		m->l3_len = sizeof(*ip);
+		m->ol_flags = RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_UDP_CKSUM;
+		udp->dgram_cksum = rte_ipv4_phdr_cksum(ip, m->ol_flags);
+		return;
+	}
+	ip->hdr_checksum = eth_ip_cksum_patch(ip_sum, ip->total_length, ip->packet_id);
+	/* shared memory cannot corrupt a frame: no UDP checksum (0, RFC 768) */
+	if (ei->no_udp_csum)
+		return;
+	udp->dgram_cksum = m->nb_segs == 1 ? eth_udp_cksum(ip, udp) :
+			   rte_ipv4_udptcp_cksum_mbuf(m, ip, sizeof(struct rte_ether_hdr) +
+						      sizeof(*ip));
+}
+
 static uint64_t
 build_sack(const struct eth_ep *ep)
 {
@@ -151,7 +188,7 @@ build_sack(const struct eth_ep *ep)
 }
 
 /* Fill the ack fields of an outgoing frame and compute its checksums. */
-static void
+static __rte_always_inline void
 stamp(struct eth_ep *ep, struct rte_mbuf *m, uint64_t now)
 {
 	struct eth_wire *w = frame_wire(m);
@@ -166,29 +203,46 @@ stamp(struct eth_ep *ep, struct rte_mbuf *m, uint64_t now)
 	w->echo_delay = ep->echo_tsc == 0 ? 0 : tsc_to_us(ep->ei, tsc_since(now, ep->echo_rx));
 	ep->ack_pending = false;
 	ep->n_unacked = 0;
-	eth_frame_finish(ep->ei, m, (uint16_t)(sizeof(*w) + w->len));
+	frame_finish(ep->ei, ep->ip_sum, m, (uint16_t)(sizeof(*w) + w->len));
 }
 
-/* Lay out headers for @p len payload bytes in the empty mbuf @p m; NULL when too long. */
-static struct eth_wire *
-wire_init(struct eth_ep *ep, struct rte_mbuf *m, uint8_t type, uint16_t len)
+/*
+ * The ep's header template (ep->hdr_tmpl, ep->ip_sum): built when the ep is and again when
+ * the peer's MAC becomes known.  The connection ids and the dial id that can change later
+ * are written by every stamp().
+ */
+static void
+tmpl_build(struct eth_ep *ep)
 {
-	uint8_t *p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(ETH_L2L3L4 +
-						     sizeof(struct eth_wire) + len));
-	struct eth_wire *w;
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(ep->hdr_tmpl +
+							  sizeof(struct rte_ether_hdr));
+	struct eth_wire *w = (struct eth_wire *)(ep->hdr_tmpl + ETH_L2L3L4);
 
-	if (p == NULL)
-		return NULL;
-	memcpy(p, ep->hdr_tmpl, ETH_L2L3L4);
-	w = (struct eth_wire *)(p + ETH_L2L3L4);
+	eth_hdr_template(ep->ei, &ep->peer, ep->hdr_tmpl);
+	ep->ip_sum = eth_ip_cksum(ip);
 	memset(w, 0, sizeof(*w));
 	w->magic = ETH_MAGIC;
 	w->version = ETH_VERSION;
+	w->type = ETH_FT_DATA;
+	w->src_conn = ep->ei->addr.conn;
+}
+
+/*
+ * Lay out headers for @p len payload bytes in the empty mbuf @p m: the template, then what
+ * differs from frame to frame (stamp() does the rest); NULL when too long.
+ */
+static __rte_always_inline struct eth_wire *
+wire_init(struct eth_ep *ep, struct rte_mbuf *m, uint8_t type, uint16_t len)
+{
+	uint8_t *p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(ETH_HDRS + len));
+	struct eth_wire *w;
+
+	if (unlikely(p == NULL))
+		return NULL;
+	memcpy(p, ep->hdr_tmpl, ETH_HDRS);
+	w = (struct eth_wire *)(p + ETH_L2L3L4);
 	w->type = type;
 	w->len = len;
-	w->dst_conn = ep->peer.conn;
-	w->src_conn = ep->ei->addr.conn;
-	w->dial = ep->dial;
 	w->seq = ep->snd_nxt;
 	return w;
 }
@@ -231,14 +285,15 @@ want_ack(struct eth_ep *ep, uint64_t now)
 	struct eth_iface *ei = ep->ei;
 
 	ep->n_unacked++;
-	if (ep->ack_pending)
-		return;
-	ep->ack_pending = true;
-	ep->ack_since = now;
-	for (unsigned int i = 0; i < ei->n_ack; i++)
-		if (ei->ack_list[i] == ep)
-			return;
-	ei->ack_list[ei->n_ack++] = ep;
+	if (!ep->ack_pending) {
+		ep->ack_pending = true;
+		ep->ack_since = now;
+	}
+	/* also after a send_ack() that found no room: the ack is still owed */
+	if (!ep->in_ack_list) {
+		ep->in_ack_list = true;
+		ei->ack_list[ei->n_ack++] = ep;
+	}
 }
 
 /*
@@ -253,13 +308,15 @@ send_acks(struct eth_iface *ei, uint64_t now)
 	for (i = 0; i < ei->n_ack; i++) {
 		struct eth_ep *ep = ei->ack_list[i];
 
-		if (!ep->ack_pending || ep->failed)
-			continue;
-		if (ep->n_unacked >= ETH_ACK_EVERY || ep->n_ooo != 0 ||
-		    now - ep->ack_since >= ei->ack_delay)
-			send_ack(ep, now);
-		else
+		if (ep->ack_pending && !ep->failed &&
+		    ep->n_unacked < ETH_ACK_EVERY && ep->n_ooo == 0 &&
+		    now - ep->ack_since < ei->ack_delay) {
 			ei->ack_list[j++] = ep;
+			continue;
+		}
+		ep->in_ack_list = false;
+		if (ep->ack_pending && !ep->failed)
+			send_ack(ep, now);
 	}
 	ei->n_ack = j;
 }
@@ -422,23 +479,36 @@ iov_copy(struct iov_cursor *c, uint8_t *d, size_t len)
 	}
 }
 
-/* Keep @p m in the send window (one extra reference) and queue it for the wire. */
-static void
-frame_commit(struct eth_ep *ep, struct rte_mbuf *m, uint16_t len, uint64_t now)
+/*
+ * Keep @p m (a new frame: every segment has one reference) in the send window, with one
+ * more reference for the wire.
+ */
+static __rte_always_inline void
+frame_keep(struct eth_ep *ep, struct rte_mbuf *m, uint16_t len, uint64_t now)
 {
 	struct eth_slot *s = &ep->snd[ep->snd_nxt % ETH_WIN];
 
 	stamp(ep, m, now);
-	rte_pktmbuf_refcnt_update(m, 1);       /* every segment: the window keeps the chain */
+	if (likely(m->next == NULL))
+		rte_mbuf_refcnt_set(m, 2);
+	else
+		rte_pktmbuf_refcnt_update(m, 1);   /* every segment: the window keeps the chain */
 	s->m = m;
 	s->tx_tsc = now;
 	s->len = len;
 	s->sacked = 0;
 	s->nretx = 0;
 	ep->snd_nxt++;
-	eth_txq_push(ep->ei, m);
 	ep->ei->st.tx_data++;
 	ep->ei->st.tx_data_bytes += len;
+}
+
+/* Keep @p m in the send window and queue it for the wire. */
+static void
+frame_commit(struct eth_ep *ep, struct rte_mbuf *m, uint16_t len, uint64_t now)
+{
+	frame_keep(ep, m, len, now);
+	eth_txq_push(ep->ei, m);
 }
 
 /*
@@ -635,34 +705,44 @@ send_short(struct eth_ep *ep, uint8_t id, uint64_t hdr, const void *payload, siz
 	memcpy(d, &hdr, sizeof(hdr));
 	if (len != 0)
 		memcpy(d + sizeof(hdr), payload, len);
-	frame_commit(ep, m, plen, send_clock(ei));
+	frame_keep(ep, m, plen, send_clock(ei));
 	/* nothing queued before it and no port sibling to hand it to: straight to the PMD */
-	if (likely(ei->inbox == NULL && ei->txq_head - ei->txq_tail == 1)) {
+	if (likely(ei->inbox == NULL && ei->txq_head == ei->txq_tail)) {
 		ei->st.tx_bursts++;
-		if (rte_eth_tx_burst(ei->port_id, ei->queue, &m, 1) == 1) {
-			ei->txq_head--;
+		if (likely(rte_eth_tx_burst(ei->port_id, ei->queue, &m, 1) == 1)) {
 			ei->st.tx_frames++;
+			return UNIO_OK;
 		}
+		ei->txq[ei->txq_head++ & (ETH_TXQ_LEN - 1)] = m;   /* can_send() left room */
 		return UNIO_OK;
 	}
+	eth_txq_push(ei, m);
 	eth_txq_flush(ei);
 	return UNIO_OK;
+}
+
+/* am_short of a message of more than one frame (a port with a small MTU) */
+static __rte_noinline unio_status_t
+send_short_frags(struct eth_ep *ep, uint8_t id, uint64_t hdr, const void *payload, size_t len)
+{
+	struct iovec iov[2] = {
+		{ .iov_base = &hdr, .iov_len = sizeof(hdr) },
+		{ .iov_base = (void *)(uintptr_t)payload, .iov_len = len },
+	};
+
+	return eth_send_msg(ep, id, iov, len != 0 ? 2 : 1, sizeof(hdr) + len);
 }
 
 static unio_status_t
 eth_am_short(struct unio_tl_ep *tep, uint8_t id, uint64_t hdr, const void *payload, size_t len)
 {
 	struct eth_ep *ep = eth_ep_of(tep);
-	struct iovec iov[2] = {
-		{ .iov_base = &hdr, .iov_len = sizeof(hdr) },
-		{ .iov_base = (void *)(uintptr_t)payload, .iov_len = len },
-	};
 
 	if (rma_blocks(ep))
 		return UNIO_ERR_NO_RESOURCE;
 	if (likely(sizeof(hdr) + len <= ep->ei->frag))
 		return send_short(ep, id, hdr, payload, len);
-	return eth_send_msg(ep, id, iov, len != 0 ? 2 : 1, sizeof(hdr) + len);
+	return send_short_frags(ep, id, hdr, payload, len);
 }
 
 static ssize_t
@@ -879,6 +959,13 @@ deliver(struct eth_ep *ep, struct rte_mbuf *m)
 	const struct eth_wire *w = frame_wire(m);
 	const uint8_t *pl = (const uint8_t *)(w + 1);
 
+	/* most messages: one whole frame (its length fits the frame, so ETH_MAX_MSG too) */
+	if (likely((w->flags & (ETH_FF_FIRST | ETH_FF_LAST)) == (ETH_FF_FIRST | ETH_FF_LAST) &&
+		   !ep->reasm_active && w->msg_len == w->len)) {
+		invoke(ep, w->am_id, pl, w->len);
+		frame_free(ep->ei, m);
+		return;
+	}
 	if (w->flags & ETH_FF_FIRST) {
 		if (ep->reasm_active)
 			reasm_abort(ep);
@@ -947,7 +1034,7 @@ data_input(struct eth_ep *ep, struct rte_mbuf *m, const struct eth_wire *w, uint
 	}
 	ep->rcv_nxt++;
 	deliver(ep, m);
-	while ((m = ep->rcv[ep->rcv_nxt % ETH_WIN]) != NULL) {
+	while (unlikely(ep->n_ooo != 0) && (m = ep->rcv[ep->rcv_nxt % ETH_WIN]) != NULL) {
 		ep->rcv[ep->rcv_nxt % ETH_WIN] = NULL;
 		ep->n_ooo--;
 		ep->rcv_nxt++;
@@ -1000,7 +1087,7 @@ ep_alloc(struct eth_iface *ei, const struct eth_addr *peer)
 		ep->zc[i].next_free = ep->zc_free;
 		ep->zc_free = &ep->zc[i];
 	}
-	eth_hdr_template(ei, peer, ep->hdr_tmpl);
+	tmpl_build(ep);
 	ei->peers[ei->n_peers++] = ep;
 	return ep;
 }
@@ -1038,6 +1125,8 @@ ep_free(struct eth_ep *ep)
 	snd_release(ep);
 	comps_complete(ep, true, UNIO_ERR_CANCELED);
 	eth_rma_cancel(ep, ep->fail_status);
+	if (ep->rma != NULL)
+		ei->n_rma--;
 	free(ep->rma);
 	for (i = 0; i < ETH_WIN; i++)
 		rte_pktmbuf_free(ep->rcv[i]);
@@ -1076,7 +1165,7 @@ static void
 resolved(struct eth_ep *ep, const struct rte_ether_addr *mac)
 {
 	rte_ether_addr_copy(mac, &ep->peer.mac);
-	eth_hdr_template(ep->ei, &ep->peer, ep->hdr_tmpl);
+	tmpl_build(ep);
 	ep->resolving = false;
 }
 
@@ -1274,6 +1363,8 @@ poll_empty(struct eth_iface *ei)
 	}
 	ei->rx_clear = ei->now;
 	ei->rx_backlog = 0;
+	if (ei->n_free != 0)
+		frames_free(ei);
 	if (ei->txq_head != ei->txq_tail)
 		eth_txq_flush(ei);
 	if (ei->idle_yield)
@@ -1316,8 +1407,8 @@ eth_progress(struct unio_tl_iface *iface)
 		ei->rx_backlog = 0;
 	}
 	n = (uint16_t)(n + k);
-	for (unsigned int i = 0; i < ei->n_peers; i++)
-		if (unlikely(ei->peers[i]->rma != NULL) && !ei->peers[i]->failed)
+	for (unsigned int i = 0; unlikely(ei->n_rma != 0) && i < ei->n_peers; i++)
+		if (ei->peers[i]->rma != NULL && !ei->peers[i]->failed)
 			eth_rma_drain(ei->peers[i]);
 	if (ei->n_ack != 0)
 		send_acks(ei, now);
@@ -1326,7 +1417,12 @@ eth_progress(struct unio_tl_iface *iface)
 		ei->last_timer = now;
 	}
 	ei->in_progress = false;
-	if (ei->n_free != 0)
+	/*
+	 * The frames this call let go wait for the next call that reads nothing (poll_empty())
+	 * unless half of ETH_FREE_MAX do: a reply its caller sends now (a ping-pong's echo)
+	 * goes out without waiting for them, and the frees run while it waits for the answer.
+	 */
+	if (ei->n_free != 0 && (n == 0 || ei->n_free >= ETH_FREE_MAX / 2))
 		frames_free(ei);
 	if (ei->txq_head != ei->txq_tail)
 		eth_txq_flush(ei);

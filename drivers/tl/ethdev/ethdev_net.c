@@ -2,7 +2,7 @@
 /*
  * The network side of the ethdev driver: ports (configuration, queues, mempools), the
  * iface's MAC / IPv4 / UDP address, frame parsing with every length and checksum checked,
- * ARP and ICMP echo answers, header templates and checksums of sent frames, the tx queue.
+ * ARP and ICMP echo answers, the header template of a peer, the tx queue.
  */
 
 #include <arpa/inet.h>
@@ -579,35 +579,6 @@ eth_hdr_template(const struct eth_iface *ei, const struct eth_addr *peer, uint8_
 	ip->dst_addr = peer->ip;
 	udp->src_port = ei->addr.udp_port;
 	udp->dst_port = peer->udp_port;
-}
-
-/* Lengths and checksums of a frame built from a template; @p l4_payload follows UDP. */
-void
-eth_frame_finish(struct eth_iface *ei, struct rte_mbuf *m, uint16_t l4_payload)
-{
-	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *,
-							   sizeof(struct rte_ether_hdr));
-	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
-
-	ip->total_length = rte_cpu_to_be_16((uint16_t)(sizeof(*ip) + sizeof(*udp) + l4_payload));
-	ip->packet_id = rte_cpu_to_be_16(ei->ip_id++);
-	ip->hdr_checksum = 0;
-	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(sizeof(*udp) + l4_payload));
-	udp->dgram_cksum = 0;
-	if (ei->tx_csum) {
-		m->l2_len = sizeof(struct rte_ether_hdr);
-		m->l3_len = sizeof(*ip);
-		m->ol_flags = RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_UDP_CKSUM;
-		udp->dgram_cksum = rte_ipv4_phdr_cksum(ip, m->ol_flags);
-		return;
-	}
-	ip->hdr_checksum = (uint16_t)~eth_ip_cksum(ip);
-	/* shared memory cannot corrupt a frame: no UDP checksum (0, RFC 768) */
-	if (ei->no_udp_csum)
-		return;
-	udp->dgram_cksum = m->nb_segs == 1 ? eth_udp_cksum(ip, udp) :
-			   rte_ipv4_udptcp_cksum_mbuf(m, ip, sizeof(struct rte_ether_hdr) +
-						      sizeof(*ip));
 }
 
 /* ---- rx: ARP, ICMP, classification ---- */

@@ -68,6 +68,7 @@ extern int ethdev_logtype;
 #define ETH_REGS_MAX     4096u     /* registered regions per process */
 #define ETH_L2L3L4       (sizeof(struct rte_ether_hdr) + sizeof(struct rte_ipv4_hdr) + \
 			  sizeof(struct rte_udp_hdr))
+#define ETH_HDRS         (ETH_L2L3L4 + sizeof(struct eth_wire))   /* 104: every frame's headers */
 
 enum eth_frame_type {
 	ETH_FT_DATA = 1,
@@ -233,8 +234,13 @@ struct eth_ep {
 	bool resolving;        /**< the peer's MAC is being resolved with ARP */
 	bool detached;         /**< replaced by a new connection of its peer: found no more */
 	uint32_t dial;         /**< the connection's dial id (ours or the dialler's), or 0 */
+	bool in_ack_list;      /**< in the iface's ack_list */
 	unio_status_t fail_status;
-	uint8_t hdr_tmpl[ETH_L2L3L4];
+	uint16_t ip_sum;       /**< eth_ip_cksum() of hdr_tmpl's IPv4 header (length, id 0) */
+	/** every header of a data frame to the peer: Ethernet, IPv4 (length, id and checksum
+	 *  0), UDP (length 0), the Unio header (magic, version, type DATA, src_conn); a send
+	 *  copies it whole and fills in the rest */
+	uint8_t hdr_tmpl[ETH_HDRS] __rte_aligned(8);
 	/* send side */
 	uint32_t snd_una, snd_nxt;
 	uint32_t peer_edge;    /**< peer's ack + credit: do not send at or beyond */
@@ -330,6 +336,7 @@ struct eth_iface {
 	uint32_t txq_head, txq_tail;
 	struct rte_mbuf *txq[ETH_TXQ_LEN];
 	unsigned int n_peers;
+	unsigned int n_rma;      /**< peers with put / get state (ep->rma) */
 	struct eth_ep *peers[ETH_MAX_PEERS];
 	struct eth_ep *last_peer;
 	unsigned int n_ack;
@@ -384,7 +391,6 @@ const struct eth_wire *eth_rx_classify(struct eth_iface *ei, struct rte_mbuf *m,
 				       const struct rte_ipv4_hdr **ip_p,
 				       const struct rte_udp_hdr **udp_p);
 void eth_hdr_template(const struct eth_iface *ei, const struct eth_addr *peer, uint8_t *tmpl);
-void eth_frame_finish(struct eth_iface *ei, struct rte_mbuf *m, uint16_t l4_payload);
 void eth_txq_push(struct eth_iface *ei, struct rte_mbuf *m);
 /** The MAC of neighbour @p ip when known (static or learned): 0, else -1. */
 int eth_arp_lookup(const struct eth_iface *ei, rte_be32_t ip, struct rte_ether_addr *mac);
@@ -481,6 +487,24 @@ eth_ip_cksum(const struct rte_ipv4_hdr *ip)
 	sum = (sum & UINT16_MAX) + (sum >> 16);
 	sum = (sum & UINT16_MAX) + (sum >> 16);
 	return (uint16_t)sum;
+}
+
+/*
+ * The IPv4 header checksum field of a header whose other fields, with total_length,
+ * packet_id and hdr_checksum 0, sum to @p base (eth_ip_cksum()), once @p tot_len and @p id
+ * (as they lie in the header) are filled in: the sum is precomputed once per peer and
+ * only the two fields that change from frame to frame are added (RFC 1624).  @p base is
+ * never 0 (version_ihl is not), and neither is the result's complement: the field equals
+ * the one computed over the whole header.
+ */
+static inline uint16_t
+eth_ip_cksum_patch(uint16_t base, rte_be16_t tot_len, rte_be16_t id)
+{
+	uint32_t s = (uint32_t)base + tot_len + id;
+
+	s = (s & UINT16_MAX) + (s >> 16);
+	s = (s & UINT16_MAX) + (s >> 16);
+	return (uint16_t)~s;
 }
 
 /* The UDP pseudo header of @p udp in @p ip, as a partial sum for eth_cksum(). */

@@ -164,8 +164,10 @@ rma_of(struct eth_ep *ep)
 {
 	if (ep->rma == NULL) {
 		ep->rma = calloc(1, sizeof(*ep->rma));
-		if (ep->rma != NULL)
-			TAILQ_INIT(&ep->rma->jobs);
+		if (ep->rma == NULL)
+			return NULL;
+		TAILQ_INIT(&ep->rma->jobs);
+		ep->ei->n_rma++;
 	}
 	return ep->rma;
 }
