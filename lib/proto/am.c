@@ -146,9 +146,36 @@ pack_rts(void *dest, void *arg)
 	return sizeof(h) + req_hdr_len(req) + h.rkey_len;
 }
 
+/*
+ * An RTS is about a hundred bytes: through am_short when it fits (a bcopy reserves the
+ * lane's largest message, 8 KiB on shm, so an RTS behind a ring of fragments would wait
+ * for 8 KiB of room).  The receiver gets the same bytes either way.
+ */
+static unio_status_t
+send_rts(struct unio_request *req)
+{
+	const struct proto_lane *lane = &req->ep->lane;
+	size_t most = sizeof(struct am_rts_hdr) + req_hdr_len(req) +
+		      lane->iface->attr.rkey_packed_len;
+	uint8_t tmp[AM_SHORT_MAX];
+	uint64_t word;
+	size_t len;
+	ssize_t r;
+
+	if (lane->short_ok && most <= AM_SHORT_MAX && most - sizeof(word) <= lane->max_short) {
+		len = pack_rts(tmp, req);
+		memcpy(&word, tmp, sizeof(word));
+		return unio_tl_ep_am_short(lane->tl_ep, PROTO_AM_USER_RTS, word,
+					   tmp + sizeof(word), len - sizeof(word));
+	}
+	r = unio_tl_ep_am_bcopy(lane->tl_ep, PROTO_AM_USER_RTS, pack_rts, req, 0);
+	return r < 0 ? (unio_status_t)r : UNIO_OK;
+}
+
 static unio_status_t
 send_step(struct unio_request *req)
 {
+	unio_status_t st;
 	ssize_t r;
 
 	if (req->proto == AM_PROTO_EAGER) {
@@ -156,9 +183,9 @@ send_step(struct unio_request *req)
 					0);
 		return r < 0 ? (unio_status_t)r : UNIO_OK;
 	}
-	r = unio_tl_ep_am_bcopy(req->ep->lane.tl_ep, PROTO_AM_USER_RTS, pack_rts, req, 0);
-	if (r < 0)
-		return (unio_status_t)r;
+	st = send_rts(req);
+	if (st != UNIO_OK)
+		return st;
 	req->proto = SEND_WAIT_ACK;   /* the tag protocol's ATS handler completes it */
 	TAILQ_INSERT_TAIL(&req->ep->outstanding, req, ep_link);
 	req->on_ep = true;
@@ -201,9 +228,14 @@ proto_am_progress(struct unio_worker *w)
 	unsigned int n = 0;
 
 	while ((req = TAILQ_FIRST(&w->am->pending)) != NULL) {
-		unio_status_t st = req->ep->state == EP_CONNECTED ? send_step(req) :
-				   UNIO_ERR_CONNECTION_RESET;
+		unio_status_t st = UNIO_ERR_CONNECTION_RESET;
 
+		if (req->ep->state == EP_CONNECTED) {
+			/* nothing freed since the lane refused: wait without a retry (shm) */
+			if (!unio_tl_ep_room_freed(req->ep->lane.tl_ep))
+				break;
+			st = send_step(req);
+		}
 		if (st == UNIO_ERR_NO_RESOURCE)
 			break;
 		TAILQ_REMOVE(&w->am->pending, req, link);

@@ -335,7 +335,8 @@ proto_progress_pending(struct unio_worker *w)
 		struct unio_ep *ep = w->eps[i];
 		struct unio_request *req;
 
-		if (ep == NULL || TAILQ_EMPTY(&ep->pending) || ep->state != EP_CONNECTED)
+		if (ep == NULL || TAILQ_EMPTY(&ep->pending) || ep->state != EP_CONNECTED ||
+		    !unio_tl_ep_room_freed(ep->lane.tl_ep))   /* nothing freed: no retry */
 			continue;
 		while ((req = TAILQ_FIRST(&ep->pending)) != NULL) {
 			unio_status_t st = send_step(req);

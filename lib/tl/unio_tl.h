@@ -267,6 +267,14 @@ struct unio_tl_iface_ctl_ops {
 	 */
 	unio_status_t (*sockaddr_to_addr)(struct unio_tl_iface *iface, const struct sockaddr *sa,
 					  socklen_t len, void *addr);
+	/**
+	 * After a send on @p ep was refused with UNIO_ERR_NO_RESOURCE: may a retry succeed now?
+	 * false only when the driver knows nothing was freed since that refusal (shm: the
+	 * receiver published no consumed cells since), so that a queued send waits without
+	 * retrying; true when it cannot tell, and when a retry would report an error (a dead
+	 * peer).  NULL: always retry.  Called only from the protocol layer's queues.
+	 */
+	bool (*ep_room_freed)(struct unio_tl_ep *ep);
 };
 
 /** An AM handler slot. */
@@ -498,6 +506,18 @@ static inline unsigned int
 unio_tl_iface_progress(struct unio_tl_iface *iface)
 {
 	return iface->ops.iface_progress(iface);
+}
+
+/**
+ * May a send that @p ep refused with UNIO_ERR_NO_RESOURCE be retried with a chance now?
+ * (true when the driver cannot tell; see unio_tl_iface_ctl_ops.ep_room_freed)
+ */
+static inline bool
+unio_tl_ep_room_freed(struct unio_tl_ep *ep)
+{
+	bool (*f)(struct unio_tl_ep *) = ep->iface->ctl->ep_room_freed;
+
+	return f == NULL || f(ep);
 }
 
 /** Deliver one message to its handler (for drivers' rx paths). */

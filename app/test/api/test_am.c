@@ -18,6 +18,7 @@
 
 #include "api_common.h"
 #include "unio_proto.h"
+#include "unio_tl_shm.h"
 
 #define MIB (1024 * 1024)
 #define ID_DATA    5
@@ -961,5 +962,132 @@ UNIO_TEST(am_flush_queued_tcp, fast)
 	unio_worker_destroy(b);
 	unio_worker_destroy(a);
 	unio_context_destroy(ctx);
+	return TEST_OK;
+}
+
+/* Receiver of am_rts_waits_for_room: eager messages in order, one rendezvous descriptor. */
+struct room_rx {
+	unsigned int eager, bad, rndv;
+	void *desc;
+	size_t rndv_len;
+};
+
+#define ROOM_LEN 1000   /* an eager AM through am_short: 32 cells of the ring */
+
+static unio_status_t
+room_cb(void *arg, const void *header, size_t hlen, void *data, size_t len,
+	const struct unio_am_recv_param *p)
+{
+	struct room_rx *rx = arg;
+	uint8_t want[ROOM_LEN];
+
+	RTE_SET_USED(header);
+	if (p->recv_attr & UNIO_AM_RECV_ATTR_FLAG_RNDV) {
+		rx->rndv++;
+		rx->desc = data;
+		rx->rndv_len = len;
+		return UNIO_INPROGRESS;   /* received after the callback */
+	}
+	test_fill(want, sizeof(want), 1000 + rx->eager);   /* each message's seed: its number */
+	if (hlen != 0 || len != ROOM_LEN || memcmp(data, want, len) != 0)
+		rx->bad++;
+	rx->eager++;
+	return UNIO_OK;
+}
+
+/*
+ * A rendezvous AM whose RTS meets a full shm ring waits in the worker's AM queue without
+ * retrying its send on every progress call: it goes out in the first sender progress after
+ * the receiver consumed (and published) room, then the data arrives intact.  The shm iface's
+ * counters make it exact: while the receiver sleeps, 1000 sender progress calls refuse no
+ * send (before, each retried the queued send and was refused: 1000 more) and count 1000
+ * skipped retries; once room appears both queued AMs go out in one call without a refusal.
+ */
+UNIO_TEST(am_rts_waits_for_room, fast)
+{
+	static const char *const ovr[] = { "SHM_FIFO_SIZE", "256k", NULL };
+	enum { N_WAIT = 1000, RNDV_LEN = 64 * 1024 };
+	unio_context_t *ctx = api_ctx(ovr);
+	unio_worker_t *a = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	unio_worker_t *b = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	uint8_t (*msgs)[ROOM_LEN] = malloc(512 * ROOM_LEN);
+	uint8_t *src = malloc(RNDV_LEN), *dst = malloc(RNDV_LEN);
+	unio_request_t *ereq = NULL, *sreq = NULL, *rreq = NULL;
+	struct unio_tl_shm_tx_stats s0, s1;
+	struct unio_tl_iface *ifc;
+	struct room_rx rx = { 0 };
+	unsigned int n_sent = 0;
+	unio_status_t st;
+	unio_ep_t *ep;
+
+	TEST_ASSERT(a != NULL && b != NULL && msgs != NULL && src != NULL && dst != NULL,
+		    "setup");
+	ep = api_ep_to_worker(a, b, &st);
+	TEST_ASSERT(ep != NULL, "ep: %s", unio_status_string(st));
+	TEST_ASSERT(api_ep_connected(a, b, ep), "ep never connected");
+	TEST_ASSERT(strcmp(ep->lane.iface->driver->name, "shm") == 0, "lane %s",
+		    ep->lane.iface->driver->name);
+	ifc = ep->lane.iface;
+	TEST_ASSERT_STATUS(unio_worker_set_am_handler(b, 3, room_cb, &rx, 0), UNIO_OK);
+	/* 256 KiB of ring, 32 cells a message: about 256 go out, then one is queued */
+	for (st = UNIO_OK; st == UNIO_OK && n_sent < 512; n_sent++) {
+		test_fill(msgs[n_sent], ROOM_LEN, 1000 + n_sent);
+		st = unio_am_send(ep, 3, NULL, 0, msgs[n_sent], ROOM_LEN, NULL, 0, &ereq);
+	}
+	TEST_ASSERT(st == UNIO_INPROGRESS, "eager AM %u: %s", n_sent - 1, unio_status_string(st));
+	n_sent--;   /* the last one waits in the queue */
+	TEST_ASSERT(n_sent >= 240 && n_sent <= 256, "%u AMs of %d bytes fit a 256 KiB ring",
+		    n_sent, ROOM_LEN);
+	test_fill(src, RNDV_LEN, 77);
+	memset(dst, 0xee, RNDV_LEN);
+	st = unio_am_send(ep, 3, NULL, 0, src, RNDV_LEN, NULL, UNIO_AM_SEND_FLAG_RNDV, &sreq);
+	TEST_ASSERT(st == UNIO_INPROGRESS, "rndv am_send: %s", unio_status_string(st));
+	TEST_ASSERT_EQ(a->n_am_pending, 2);
+	TEST_ASSERT_STATUS(unio_tl_shm_tx_stats(ifc, &s0), UNIO_OK);
+	TEST_ASSERT(s0.no_room > 0, "no refusal counted");
+	for (int i = 0; i < N_WAIT; i++)
+		unio_worker_progress(a);
+	TEST_ASSERT_STATUS(unio_tl_shm_tx_stats(ifc, &s1), UNIO_OK);
+	TEST_ASSERT_EQ(a->n_am_pending, 2);
+	TEST_ASSERT(s1.no_room == s0.no_room, "%" PRIu64 " sends refused while waiting",
+		    s1.no_room - s0.no_room);
+	TEST_ASSERT(s1.waits - s0.waits == N_WAIT, "%" PRIu64 " retries skipped, not %d",
+		    s1.waits - s0.waits, N_WAIT);
+	TEST_ASSERT(rx.eager == 0, "delivered without receiver progress");
+	/* the receiver drains the ring; it publishes its tail once it finds it empty */
+	for (int i = 0; i < 100000 && rx.eager < n_sent; i++)
+		unio_worker_progress(b);
+	TEST_ASSERT(rx.eager == n_sent && rx.bad == 0 && rx.rndv == 0,
+		    "%u of %u eager AMs, %u bad, %u rndv", rx.eager, n_sent, rx.bad, rx.rndv);
+	unio_worker_progress(b);   /* finds the ring empty: publishes */
+	unio_worker_progress(a);
+	TEST_ASSERT_STATUS(unio_tl_shm_tx_stats(ifc, &s0), UNIO_OK);
+	TEST_ASSERT_EQ(a->n_am_pending, 0);
+	TEST_ASSERT(s0.no_room == s1.no_room, "the retry was refused %" PRIu64 " times",
+		    s0.no_room - s1.no_room);
+	TEST_ASSERT(s0.waits == s1.waits, "%" PRIu64 " retries skipped with room",
+		    s0.waits - s1.waits);
+	TEST_ASSERT_STATUS(unio_request_test(ereq, NULL), UNIO_OK);
+	TEST_ASSERT(unio_request_test(sreq, NULL) == UNIO_INPROGRESS, "rndv send done early");
+	for (int i = 0; i < 100000 && rx.rndv == 0; i++)
+		unio_worker_progress(b);
+	TEST_ASSERT(rx.eager == n_sent + 1 && rx.bad == 0 && rx.rndv == 1 &&
+		    rx.rndv_len == RNDV_LEN, "%u eager, %u bad, %u rndv of %zu bytes", rx.eager,
+		    rx.bad, rx.rndv, rx.rndv_len);
+	st = unio_am_recv_data(b, rx.desc, dst, RNDV_LEN, NULL, &rreq);
+	TEST_ASSERT(st == UNIO_OK || st == UNIO_INPROGRESS, "recv_data: %s",
+		    unio_status_string(st));
+	TEST_ASSERT_STATUS(api_op_wait(b, a, st, rreq), UNIO_OK);
+	TEST_ASSERT_STATUS(api_op_wait(a, b, UNIO_INPROGRESS, sreq), UNIO_OK);
+	TEST_ASSERT(memcmp(dst, src, RNDV_LEN) == 0, "received bytes differ");
+	TEST_ASSERT(test_checksum(dst, RNDV_LEN) == test_checksum(src, RNDV_LEN), "checksum");
+	unio_request_free(ereq);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(b);
+	unio_worker_destroy(a);
+	unio_context_destroy(ctx);
+	free(msgs);
+	free(src);
+	free(dst);
 	return TEST_OK;
 }

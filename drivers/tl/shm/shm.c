@@ -104,16 +104,45 @@ poll_watch(struct shm_iface *si, int fd, bool on)
 
 /* ---- send ---- */
 
-/* out of credit: read the consumer's tail; a dead or closed peer fails the send */
+/*
+ * out of credit: read the consumer's tail; a dead or closed peer fails the send.  A refusal
+ * remembers the tail it saw: until the consumer publishes another, no retry can succeed
+ * (room at one tail only shrinks), and shm_ep_room_freed() tells the protocol's queues so.
+ */
 static __rte_noinline unio_status_t
 credit_slow(struct shm_ep *ep, uint64_t need)
 {
 	if (ep->dead || __atomic_load_n(&ep->peer_hdr->closed, __ATOMIC_ACQUIRE))
 		return UNIO_ERR_CONNECTION_RESET;
 	ep->cached_tail = __atomic_load_n(ep->tail, __ATOMIC_ACQUIRE);
-	if (ep->head + need - ep->cached_tail > ep->credit_cells)
+	if (ep->head + need - ep->cached_tail > ep->credit_cells) {
+		ep->refused = true;
+		ep->refused_tail = ep->cached_tail;
+		shm_iface_of(ep->super.iface)->tx_no_room++;
 		return UNIO_ERR_NO_RESOURCE;
+	}
 	return UNIO_OK;
+}
+
+/*
+ * A queued send's test before its retry: one load of the consumer's tail line, which stays
+ * in this core's cache until the consumer publishes.  Once room may have appeared the flag
+ * goes (the retry sets it again if it fails).
+ */
+bool
+shm_ep_room_freed(struct unio_tl_ep *tl_ep)
+{
+	struct shm_ep *ep = (struct shm_ep *)tl_ep;
+
+	if (!ep->refused)
+		return true;
+	if (!ep->dead && __atomic_load_n(ep->tail, __ATOMIC_RELAXED) == ep->refused_tail &&
+	    !__atomic_load_n(&ep->peer_hdr->closed, __ATOMIC_RELAXED)) {
+		shm_iface_of(ep->super.iface)->tx_waits++;
+		return false;
+	}
+	ep->refused = false;
+	return true;
 }
 
 /*
@@ -920,6 +949,7 @@ const struct unio_tl_iface_ctl_ops shm_ctl_ops = {
 	.rkey_pack = shm_rkey_pack,
 	.rkey_unpack = shm_rkey_unpack,
 	.rkey_release = shm_rkey_release,
+	.ep_room_freed = shm_ep_room_freed,
 };
 
 static uint64_t

@@ -464,6 +464,20 @@ unio_tl_shm_map_stats(struct unio_tl_iface *iface, struct unio_rcache_stats *sta
 	return UNIO_OK;
 }
 
+unio_status_t
+unio_tl_shm_tx_stats(struct unio_tl_iface *iface, struct unio_tl_shm_tx_stats *stats)
+{
+	const struct shm_iface *si;
+
+	if (iface == NULL || stats == NULL || strcmp(iface->driver->name, "shm") != 0)
+		return UNIO_ERR_INVALID_PARAM;
+	si = shm_iface_of(iface);
+	*stats = (struct unio_tl_shm_tx_stats){
+		.no_room = si->tx_no_room, .waits = si->tx_waits,
+	};
+	return UNIO_OK;
+}
+
 /*
  * The peer's registration named by @p k (one CMA read of its table entry): live, with the
  * key's secret, and covering the key's range.  Without CMA to the peer a key could not be

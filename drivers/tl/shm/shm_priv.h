@@ -205,6 +205,8 @@ struct shm_iface {
 	int hugepages;
 	/* send side */
 	struct shm_ep *eps;               /**< list of this iface's eps */
+	uint64_t tx_no_room;              /**< sends refused: no room in the peer's ring */
+	uint64_t tx_waits;                /**< queued sends' retries skipped: no room freed */
 	/* wakeup */
 	int ev_fd;                        /**< eventfd that senders write when armed */
 	int poll_fd;                      /**< the event fd: epoll of ev_fd and peers' pidfds */
@@ -255,6 +257,8 @@ struct shm_ep {
 	bool wake_fence;                  /**< fence before loading the peer's armed word */
 	bool dead;
 	bool dying;                       /**< gone or closed: failed once the rings are drained */
+	bool refused;                     /**< a send found no room at refused_tail */
+	uint64_t refused_tail;            /**< the consumer's tail when a send was refused */
 	struct shm_ep *next;
 } __rte_cache_aligned;
 
@@ -279,6 +283,7 @@ uint64_t shm_random_id(void);
 
 /* shm_md.c: memory domain and RMA */
 extern const struct unio_tl_iface_ctl_ops shm_ctl_ops;
+bool shm_ep_room_freed(struct unio_tl_ep *ep);
 unio_status_t shm_mem_reg(struct unio_tl_iface *iface, void *addr, size_t len,
 			  struct unio_tl_memh *memh);
 void shm_mem_dereg(struct unio_tl_iface *iface, struct unio_tl_memh *memh);
