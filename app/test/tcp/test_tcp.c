@@ -1241,7 +1241,8 @@ raw_session_open(const struct tcp_addr *srv, uint16_t hello_port, const void *ta
 }
 
 /*
- * argv: server address.  Six malformed connections and one well-formed frame.  The sixth
+ * argv: server address.  Six bad connections (five malformed, one cut inside a frame, as a
+ * peer that died would leave it) and one well-formed frame.  The sixth
  * announces a GET_RESP longer than the receive buffer that answers no get of the server's:
  * it could never be buffered whole, so the server closes the connection at its header
  * instead of waiting for the rest.
@@ -1262,7 +1263,7 @@ UNIO_TEST_CHILD(tcp_fuzzer)
 	bad |= raw_session(&srv, 0, fr, 5);                              /* truncated HELLO */
 	tcp_hdr_set(&h, 0x7fffffff, TCP_F_AM, 1);
 	bad |= raw_session(&srv, 2, &h, sizeof(h));                      /* length beyond limit */
-	bad |= raw_session(&srv, 3, &h, 3);                              /* truncated header */
+	bad |= raw_session(&srv, 3, &h, 3);               /* cut inside a header: truncated */
 	tcp_hdr_set(&h, 8, TCP_F_AM, 200);
 	memcpy(fr, &h, sizeof(h));
 	memcpy(fr + sizeof(h), "rawframe", 8);
@@ -1287,7 +1288,8 @@ fuzz_done(struct tpeer *p)
 	struct unio_tl_tcp_stats s;
 
 	unio_tl_tcp_stats(p->iface, &s);
-	return s.malformed >= 6 && p->raw_frames >= 1 && p->done_count != UINT64_MAX;
+	return s.malformed + s.truncated >= 6 && p->raw_frames >= 1 &&
+	       p->done_count != UINT64_MAX;
 }
 
 UNIO_TEST(tcp_malformed_frames, mp)
@@ -1314,12 +1316,88 @@ UNIO_TEST(tcp_malformed_frames, mp)
 	rc = test_wait(cli, 20000);
 	rf = test_wait(fz, 20000);
 	unio_tl_tcp_stats(p.iface, &s);
-	TEST_LOG("malformed %" PRIu64 ", raw frames %" PRIu64 ", stream %" PRIu64 " ok",
-		 s.malformed, p.raw_frames, p.rx_next);
+	TEST_LOG("malformed %" PRIu64 ", truncated %" PRIu64 ", raw frames %" PRIu64
+		 ", stream %" PRIu64 " ok", s.malformed, s.truncated, p.raw_frames, p.rx_next);
 	tpeer_close(&p);
 	TEST_ASSERT(r == 0 && rc == 0 && rf == 0, "serve %d, client %d, fuzzer %d", r, rc, rf);
-	TEST_ASSERT_EQ(s.malformed, 6);
+	TEST_ASSERT_EQ(s.malformed, 5);
+	TEST_ASSERT_EQ(s.truncated, 1);
 	TEST_ASSERT_EQ(p.raw_frames, 1);
+	return TEST_OK;
+}
+
+/* ---- a peer that dies inside a frame ---- */
+
+static bool
+cut_ep_failed(struct tpeer *p)
+{
+	return p->ep_errors != 0;
+}
+
+static uint64_t want_accepted;
+
+static bool
+accepted(struct tpeer *p)
+{
+	struct unio_tl_tcp_stats s;
+
+	unio_tl_tcp_stats(p->iface, &s);
+	return s.conns_accepted == want_accepted;
+}
+
+/*
+ * A peer killed while its socket buffer was full leaves part of a frame behind its last
+ * whole one: the connection ends inside a frame.  That is the peer's connection lost, as a
+ * reset or an EOF between frames is (UNIO_ERR_CONNECTION_RESET, counted as truncated), not
+ * bad input (tl_mp_sigkill over tcp waited for a CONNECTION_RESET that came as PROTO).  Cut
+ * inside the header and inside the payload; the whole frame before the cut is delivered.
+ */
+UNIO_TEST(tcp_peer_dies_mid_frame, fast)
+{
+	static const size_t cuts[] = { 3, sizeof(struct tcp_hdr) + 10 };
+	struct unio_tl_tcp_stats s;
+	struct tpeer p;
+
+	TEST_ASSERT_EQ(tpeer_open(&p, "lo"), 0);
+	for (unsigned int i = 0; i < RTE_DIM(cuts); i++) {
+		const struct tcp_addr *srv = (const struct tcp_addr *)p.addr;
+		uint8_t buf[256], fr[2 * sizeof(struct tcp_hdr) + 64] = { 0 };
+		size_t n = raw_hello(buf, srv, (uint16_t)(7 + i));
+		int fd = raw_connect(srv);
+		struct tcp_hdr h;
+
+		TEST_ASSERT(fd >= 0, "connect: %s", strerror(errno));
+		TEST_ASSERT_EQ(send(fd, buf, n, MSG_NOSIGNAL), n);
+		want_accepted = i + 1;
+		TEST_ASSERT(tpeer_wait(&p, accepted, 10000), "HELLO %u not attached", i);
+		/* the ep to the made-up peer shares the connection it opened */
+		TEST_ASSERT_EQ(tpeer_connect(&p, buf + sizeof(struct tcp_hdr)), 0);
+		tcp_hdr_set(&h, 8, TCP_F_AM, T_AM_RAW);
+		memcpy(fr, &h, sizeof(h));
+		memcpy(fr + sizeof(h), "rawframe", 8);
+		tcp_hdr_set(&h, 64, TCP_F_AM, T_AM_RAW);
+		memcpy(fr + sizeof(h) + 8, &h, sizeof(h));
+		n = sizeof(h) + 8 + cuts[i];
+		TEST_ASSERT_EQ(send(fd, fr, n, MSG_NOSIGNAL), n);
+		close(fd);
+		TEST_ASSERT(tpeer_wait(&p, cut_ep_failed, 10000), "cut %u: no ep error", i);
+		unio_tl_tcp_stats(p.iface, &s);
+		TEST_LOG("cut after %zu bytes of the frame: %s, malformed %" PRIu64
+			 ", truncated %" PRIu64, cuts[i], unio_status_string(p.last_err),
+			 s.malformed, s.truncated);
+		TEST_ASSERT_STATUS(p.last_err, UNIO_ERR_CONNECTION_RESET);
+		TEST_ASSERT_EQ(p.ep_errors, 1);
+		TEST_ASSERT_EQ(p.raw_frames, i + 1);
+		TEST_ASSERT_STATUS(unio_tl_ep_am_short(p.ep, T_AM_RAW, 0, NULL, 0),
+				   UNIO_ERR_CONNECTION_RESET);
+		TEST_ASSERT_EQ(s.malformed, 0);
+		TEST_ASSERT_EQ(s.truncated, i + 1);
+		TEST_ASSERT_EQ(s.conns_failed, i + 1);
+		unio_tl_ep_destroy(p.ep);
+		p.ep = NULL;
+		p.ep_errors = 0;
+	}
+	tpeer_close(&p);
 	return TEST_OK;
 }
 

@@ -1031,7 +1031,7 @@ rx_direct(struct tcp_conn *c)
 		return 1;
 	}
 	if (r == 0) {
-		tcp_conn_malformed(c, "truncated frame before EOF");
+		tcp_conn_cut(c);
 		return -1;
 	}
 	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
@@ -1181,7 +1181,7 @@ tcp_conn_rx(struct tcp_conn *c)
 	}
 	if (r == 0) {
 		if (c->rx_len > 0) {
-			tcp_conn_malformed(c, "truncated frame before EOF");
+			tcp_conn_cut(c);
 		} else {
 			c->eof = true;
 			tcp_conn_fail(c, UNIO_ERR_CONNECTION_RESET);

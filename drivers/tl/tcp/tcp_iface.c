@@ -467,6 +467,23 @@ tcp_conn_malformed(struct tcp_conn *c, const char *what)
 }
 
 /*
+ * The peer's side ended inside a frame: a peer killed while its socket buffer was full
+ * leaves part of its last frame behind.  Its connection is lost, as by a reset or an EOF
+ * between frames; nothing it sent was wrong (not malformed).
+ */
+void
+tcp_conn_cut(struct tcp_conn *c)
+{
+	char p[32];
+
+	TCP_LOG(NOTICE, "%s: connection from %s ended inside a frame", c->iface->super.dev_name,
+		peer_str(&c->peer, p, sizeof(p)));
+	c->iface->stats.truncated++;
+	c->eof = true;
+	tcp_conn_fail(c, UNIO_ERR_CONNECTION_RESET);
+}
+
+/*
  * Ours lost the simultaneous connect: once it is idle (nothing queued, no answer due), its
  * eps move to the peer's connection (MOVE_END here, MOVE_START there) and send there.
  */

@@ -283,6 +283,7 @@ void tcp_conn_send_move(struct tcp_conn *old, struct tcp_conn *next);
 /* tcp_iface.c */
 void tcp_conn_fail(struct tcp_conn *c, unio_status_t st);
 void tcp_conn_malformed(struct tcp_conn *c, const char *what);
+void tcp_conn_cut(struct tcp_conn *c);
 void tcp_conn_set_out(struct tcp_conn *c, bool want);
 void tcp_conn_check_connect(struct tcp_conn *c);
 unio_status_t tcp_status_from_errno(int err);

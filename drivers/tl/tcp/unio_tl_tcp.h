@@ -37,6 +37,8 @@ struct unio_tl_tcp_stats {
 	uint64_t splice_frames;    /**< PUT / GET_RESP payloads sent by vmsplice + splice */
 	uint64_t splice_bytes;     /**< of which bytes spliced (not copied by the kernel) */
 	uint64_t splice_fallbacks; /**< payloads whose pages vmsplice refused: sent by copy */
+	uint64_t truncated;        /**< connections that ended inside a frame (the peer died
+				    *   while sending): failed with UNIO_ERR_CONNECTION_RESET */
 };
 
 /**
