@@ -20,6 +20,7 @@
 #include <stdarg.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -231,20 +232,68 @@ test_fill(void *buf, size_t len, uint64_t seed)
 	}
 }
 
+/*
+ * Ports for tests' listeners.  Binding port 0, reading the port and closing the socket left
+ * a window in which any process could take the port before the test's listener bound it:
+ * every connect() takes its source port from the same ephemeral range, and so does every
+ * other test's bind to port 0.  Ports are handed out instead from just below the ephemeral
+ * range (the kernel never picks those by itself), and each one is reserved across processes
+ * (other tests, other build trees) by an fcntl lock on the byte at its offset in PORT_LOCK,
+ * held until this process exits: the kernel drops it even when the process is killed.  A
+ * port something else has bound (a daemon, a socket in TIME_WAIT) is skipped.
+ */
+#define PORT_LOCK  "/tmp/unio-test-ports.lock"
+#define PORT_SPAN  8192
+
+static int
+port_probe(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_ANY) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), ok;
+
+	if (fd < 0)
+		return 0;
+	ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;   /* no SO_REUSEADDR: strict */
+	close(fd);
+	return ok;
+}
+
 int
 test_free_port(void)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t l = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+	static int lock_fd = -2;
+	static unsigned int next;   /* offset of the next candidate in the span */
+	unsigned int lo = 32768, hi = 60999, first;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
 
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &l) == 0)
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
+	if (f != NULL) {
+		if (fscanf(f, "%u %u", &lo, &hi) != 2 || lo > 65535)
+			lo = 32768;
+		fclose(f);
+	}
+	RTE_SET_USED(hi);
+	first = lo > 1024 + PORT_SPAN ? lo - PORT_SPAN : 1024;
+	if (lock_fd == -2) {
+		/* never closed: closing any descriptor of the file drops this process's locks */
+		lock_fd = open(PORT_LOCK, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+		if (lock_fd >= 0)
+			fchmod(lock_fd, 0666);   /* shared with tests run as other users */
+		next = (unsigned int)getpid() * 7919u;
+	}
+	for (unsigned int tries = 0; lo > first && tries < lo - first; tries++) {
+		unsigned int port = first + next++ % (lo - first);
+		struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+				   .l_start = (off_t)port, .l_len = 1 };
+
+		if (lock_fd >= 0 && fcntl(lock_fd, F_SETLK, &l) != 0)
+			continue;   /* another process holds it */
+		if (port_probe((uint16_t)port))
+			return (int)port;
+		/* in use outside the tests: keep the lock, nobody else tries it either */
+	}
+	TEST_LOG("no free port in %u-%u", first, lo - 1);
+	return -1;
 }
 
 /*

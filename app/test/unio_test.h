@@ -128,7 +128,11 @@ uint64_t test_checksum(const void *buf, size_t len);
 /** Fill @p buf with a pattern derived from @p seed. */
 void test_fill(void *buf, size_t len, uint64_t seed);
 
-/** A free TCP port on 127.0.0.1. */
+/**
+ * A free TCP port for a listener of this test (on any address), reserved for this process
+ * until it exits: no other test, in this or another build tree, gets it meanwhile, and the
+ * kernel hands it to nobody (it lies below the ephemeral port range).  -1 when none is left.
+ */
 int test_free_port(void);
 
 #endif /* UNIO_TEST_H */
