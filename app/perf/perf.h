@@ -190,9 +190,16 @@ struct perf_xfer {
 	uint64_t bad_iter;      /* server: first payload mismatch, UINT64_MAX when none */
 	double memcpy_p50_us;   /* client, put_* / get_*: the memcpy reference (see xfer.c) */
 	double memcpy_MBps;
+	void *state;            /* client: kept by perf_xfer_client() for perf_xfer_release() */
 };
 
+/*
+ * The client's data phase.  Its buffer (whose key the server holds) stays mapped until
+ * perf_xfer_release(), which the caller runs after the server's FIN: a server slow to
+ * unpack the key must not find it stale.
+ */
 int perf_xfer_client(struct perf_side *s, struct perf_xfer *x);
+void perf_xfer_release(struct perf_xfer *x);
 int perf_xfer_server(struct perf_side *s, struct perf_xfer *x);
 
 /* interactive.c */

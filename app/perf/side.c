@@ -865,19 +865,21 @@ is_xfer(enum perf_test t)
 	return t >= PERF_AM_LAT;
 }
 
+/* The data phase; @p x keeps the buffer the server has a key of (perf_xfer_release()). */
 static int
-client_xfer(struct perf_side *s, struct perf_round *r)
+client_xfer(struct perf_side *s, struct perf_round *r, struct perf_xfer *x)
 {
-	struct perf_xfer x = { .test = r->test, .size = r->size, .iters = r->iters,
-			       .warmup = r->warmup, .window = r->window,
-			       .validate = r->validate };
-	int rc = perf_xfer_client(s, &x);
+	int rc;
 
-	r->done = x.done;
-	r->elapsed = x.elapsed;
-	r->tsc_start = x.tsc_start;
-	r->memcpy_p50_us = x.memcpy_p50_us;
-	r->memcpy_MBps = x.memcpy_MBps;
+	*x = (struct perf_xfer){ .test = r->test, .size = r->size, .iters = r->iters,
+				 .warmup = r->warmup, .window = r->window,
+				 .validate = r->validate };
+	rc = perf_xfer_client(s, x);
+	r->done = x->done;
+	r->elapsed = x->elapsed;
+	r->tsc_start = x->tsc_start;
+	r->memcpy_p50_us = x->memcpy_p50_us;
+	r->memcpy_MBps = x->memcpy_MBps;
 	return rc;
 }
 
@@ -905,14 +907,20 @@ client_round(struct perf_side *s, struct perf_round *r, struct perf_ctrl *fin)
 {
 	struct perf_ctrl end = { 0 };
 	int pingpong = perf_tests[r->test].pingpong;
+	struct perf_xfer x = { .state = NULL };
 	uint64_t sent;
+	int rc;
 
-	if (is_xfer(r->test) ? client_xfer(s, r) != 0 :
-	    (pingpong ? client_pingpong(s, r) : client_stream(s, r)) != 0)
+	if (is_xfer(r->test) ? client_xfer(s, r, &x) != 0 :
+	    (pingpong ? client_pingpong(s, r) : client_stream(s, r)) != 0) {
+		perf_xfer_release(&x);
 		return -1;
+	}
 	sent = pingpong ? r->warmup + r->done : r->done;
 	end.count = sent;
-	if (ctrl_send(s, &end, CTRL_END) != 0 || ctrl_recv(s, fin, CTRL_FIN) != 0)
+	rc = ctrl_send(s, &end, CTRL_END) != 0 || ctrl_recv(s, fin, CTRL_FIN) != 0 ? -1 : 0;
+	perf_xfer_release(&x);   /* the server is done with our key once FIN came */
+	if (rc != 0)
 		return -1;
 	if (!pingpong) {
 		/* streaming: the clock stops when the server has seen everything */
