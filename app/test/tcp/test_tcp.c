@@ -1426,26 +1426,32 @@ struct mover {
 static int
 mover_listen(struct mover *m, const struct tcp_addr *a)
 {
-	for (int i = 0; i < 100; i++) {
-		struct sockaddr_in s = { .sin_family = AF_INET, .sin_addr.s_addr = a->ipv4 };
-		socklen_t l = sizeof(s);
-		int fd = socket(AF_INET, SOCK_STREAM, 0);
+	/*
+	 * The ports above a's, in order: the address sorts after a's by its port alone.  (It
+	 * took whatever port bind() chose and gave up after 100 that sorted before a's: with
+	 * a's port near the top of the ephemeral range, no port the kernel picks is above it.)
+	 */
+	for (uint32_t port = ntohs(a->port) + 1u; port <= 65535; port++) {
+		struct sockaddr_in s = { .sin_family = AF_INET, .sin_addr.s_addr = a->ipv4,
+					 .sin_port = htons((uint16_t)port) };
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 		if (fd < 0)
 			return -1;
-		if (bind(fd, (struct sockaddr *)&s, sizeof(s)) != 0 || listen(fd, 4) != 0 ||
-		    getsockname(fd, (struct sockaddr *)&s, &l) != 0) {
+		if (bind(fd, (struct sockaddr *)&s, sizeof(s)) != 0 || listen(fd, 4) != 0) {
 			close(fd);
-			return -1;
+			continue;   /* taken */
 		}
 		m->addr = *a;
 		m->addr.port = s.sin_port;
-		if (memcmp(&m->addr, a, sizeof(*a)) > 0) {
-			m->lfd = fd;
-			return 0;
+		if (memcmp(&m->addr, a, sizeof(*a)) <= 0) {
+			close(fd);
+			return -1;
 		}
-		close(fd);
+		m->lfd = fd;
+		return 0;
 	}
+	TEST_LOG("no free port above %u for the mover", ntohs(a->port));
 	return -1;
 }
 
