@@ -352,14 +352,6 @@ rkey_exchange(struct xfer_state *xs)
 	if (hdr[1] != info.length - sizeof(hdr))
 		return xfail(xs->s, "exchanging keys", UNIO_ERR_PROTO);
 	xs->raddr = hdr[0];
-	/*
-	 * Only put_lat's server uses the client's key (to put the answer back).  In the other
-	 * tests the client needs nothing from the server after the exchange: it may finish its
-	 * puts or gets and unmap its buffer before a descheduled server got here, and the key
-	 * would be refused as stale.
-	 */
-	if (xs->s->is_server && xs->x->test != PERF_PUT_LAT)
-		return 0;
 	st = unio_ep_rkey_unpack(xs->s->ep, peer + sizeof(hdr), hdr[1], &xs->rkey);
 	return st == UNIO_OK ? 0 : xfail(xs->s, "unpacking the peer's key", st);
 }
