@@ -2123,6 +2123,66 @@ UNIO_TEST(tcp_progress_counts_tx, fast)
 	return TEST_OK;
 }
 
+/*
+ * The same for a connection closed for a malformed frame: the gets it cancels complete in
+ * the progress call that read the frame, and that call reports work.  Before, a malformed
+ * frame read by that call's recv left its count at 0 (only a failed recv or an EOF counted).
+ * A get from a to b that b never answers; a header with a wrong magic written on b's end
+ * of the connection: a's next progress call fails the get with UNIO_ERR_PROTO and returns
+ * more than 0, one malformed frame counted.
+ */
+UNIO_TEST(tcp_progress_counts_failure, fast)
+{
+	struct dcomp d = { .c = { .func = dcomp_done, .count = 1 } };
+	uint8_t key[UNIO_TL_RKEY_MAX], dst[64], junk[sizeof(struct tcp_hdr)];
+	struct unio_tl_tcp_stats sa;
+	struct unio_tl_rkey rk;
+	struct iovec g = { dst, sizeof(dst) };
+	struct tcp_conn *bc;
+	struct tpeer a, b;
+	unsigned int n = 0;
+
+	TEST_ASSERT_EQ(tpeer_open(&a, "lo"), 0);
+	TEST_ASSERT_EQ(tpeer_open(&b, "lo"), 0);
+	TEST_ASSERT_EQ(tpeer_connect(&a, b.addr), 0);
+	b.region = malloc(T_REGION_SIZE);
+	TEST_ASSERT(b.region != NULL, "malloc");
+	test_fill(b.region, T_REGION_SIZE, 5);
+	TEST_ASSERT_STATUS(b.iface->ctl->mem_reg(b.iface, b.region, T_REGION_SIZE, &b.memh),
+			   UNIO_OK);
+	TEST_ASSERT_STATUS(b.iface->ctl->rkey_pack(b.iface, &b.memh, key), UNIO_OK);
+	TEST_ASSERT_STATUS(a.iface->ctl->rkey_unpack(a.ep, key, b.iface->attr.rkey_packed_len,
+						     &rk), UNIO_OK);
+	/* one get answered: the connection is up on both sides */
+	TEST_ASSERT_EQ(dcomp_wait(&a, &b, &d, unio_tl_ep_get_zcopy(a.ep, &g, 1,
+					(uintptr_t)b.region, &rk, &d.c)), 0);
+	TEST_ASSERT(memcmp(dst, b.region, sizeof(dst)) == 0, "get differs");
+	bc = TAILQ_FIRST(&tcp_iface_of(b.iface)->conns);
+	TEST_ASSERT(bc != NULL && TAILQ_NEXT(bc, next) == NULL &&
+		    bc->state == TCP_CONN_ESTABLISHED, "b's one connection");
+
+	d = (struct dcomp){ .c = { .func = dcomp_done, .count = 1 } };
+	TEST_ASSERT_STATUS(unio_tl_ep_get_zcopy(a.ep, &g, 1, (uintptr_t)b.region, &rk, &d.c),
+			   UNIO_INPROGRESS);
+	memset(junk, 0, sizeof(junk));
+	junk[4] = 0xee;  /* no such frame type, and the magic is 0 */
+	TEST_ASSERT(send(bc->item.fd, junk, sizeof(junk), MSG_NOSIGNAL) ==
+		    (ssize_t)sizeof(junk), "send: %s", strerror(errno));
+	for (int i = 0; i < 2000000 && d.done == 0; i++)
+		n = unio_tl_iface_progress(a.iface);
+	unio_tl_tcp_stats(a.iface, &sa);
+	TEST_LOG("get done %d (%s) in a call that returned %u; malformed %" PRIu64, d.done,
+		 unio_status_string(d.status), n, sa.malformed);
+	TEST_ASSERT(d.done == 1 && d.status == UNIO_ERR_PROTO, "get done %d, %s", d.done,
+		    unio_status_string(d.status));
+	TEST_ASSERT_EQ(sa.malformed, 1);
+	TEST_ASSERT(n > 0, "the call that failed the get returned 0");
+	a.iface->ctl->rkey_release(a.ep, &rk);
+	tpeer_close(&a);
+	tpeer_close(&b);
+	return TEST_OK;
+}
+
 /* A put of @p src (1 MiB: four 256 KiB PUT frames) from a to b, then a 1 MiB get back. */
 static int
 splice_round(struct tpeer *a, struct tpeer *b, struct unio_tl_rkey *rk, uint8_t *src,

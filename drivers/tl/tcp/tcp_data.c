@@ -1155,9 +1155,12 @@ tcp_conn_rx(struct tcp_conn *c)
 	if (unlikely(c->ack_owed) && !rx_direct_ack(c))
 		return 0;  /* frames after that put wait behind its ack */
 	if (c->rx_stalled) {  /* a get waiting for tx room: retry it first */
+		int p;
+
 		c->rx_stalled = false;
-		if (rx_parse(c, &n) != 0)
-			return n;
+		p = rx_parse(c, &n);
+		if (p != 0)
+			return n + (p < 0);
 	}
 	if (c->dr_active) {
 		int d = rx_direct(c);
@@ -1173,10 +1176,14 @@ tcp_conn_rx(struct tcp_conn *c)
 	r = recv(c->item.fd, c->rxbuf + c->rx_len, rx_want(c), MSG_DONTWAIT);
 	if (r > 0) {
 		c->rx_len += (size_t)r;
-		rx_parse(c, &n);
+		if (rx_parse(c, &n) < 0)
+			return n + 1;  /* malformed, or failed in a handler: its ops completed */
 		/* a direct frame just started: its rest is likely in the socket already */
-		if (c->dr_active && c->state == TCP_CONN_ESTABLISHED)
-			n += (unsigned int)RTE_MAX(rx_direct(c), 0);
+		if (c->dr_active && c->state == TCP_CONN_ESTABLISHED) {
+			int d = rx_direct(c);
+
+			n += d != 0 ? 1 : 0;  /* completed, or the connection failed */
+		}
 		return n;
 	}
 	if (r == 0) {
