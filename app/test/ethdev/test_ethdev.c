@@ -543,7 +543,8 @@ stats_log(const struct peer *p, const struct unio_tl_ethdev_stats *s, double sec
 		 " conn %" PRIu64 " seq %" PRIu64 " msg %" PRIu64 " nombuf %" PRIu64
 		 "; sends refused: cwnd %" PRIu64 " window %" PRIu64 " credit %" PRIu64
 		 " txq %" PRIu64 ", idle yields %" PRIu64 "; rtt samples %" PRIu64 " (host time %"
-		 PRIu64 "), cwnd decreases %" PRIu64 ", tx bursts %" PRIu64,
+		 PRIu64 "), cwnd decreases %" PRIu64 ", tx bursts %" PRIu64
+		 ", gets placed %" PRIu64,
 		 'a' + p->role, secs,
 		 s->msgs_delivered, s->tx_data, s->tx_data_bytes, s->tx_retx, s->tx_retx_bytes,
 		 s->fast_retx, s->probes, s->timeouts, s->tx_acks, s->rx_dup, s->rx_ooo,
@@ -552,7 +553,7 @@ stats_log(const struct peer *p, const struct unio_tl_ethdev_stats *s, double sec
 		 s->drop_bad_hdr, s->drop_unknown_conn, s->drop_bad_seq, s->drop_bad_msg,
 		 s->tx_no_mbuf, s->tx_refused_cwnd, s->tx_refused_window, s->tx_refused_credit,
 		 s->tx_refused_txq, s->idle_yields, s->cc_samples, s->cc_host_samples,
-		 s->cc_decreases, s->tx_bursts);
+		 s->cc_decreases, s->tx_bursts, s->rx_get_direct);
 }
 
 static void stats_log(const struct peer *p, const struct unio_tl_ethdev_stats *s, double secs);

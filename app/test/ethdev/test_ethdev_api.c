@@ -28,6 +28,7 @@
 #include <rte_common.h>
 
 #include "../api/api_common.h"
+#include "ethdev_priv.h"
 #include "unio_am.h"
 #include "unio_api_priv.h"
 #include "unio_env.h"
@@ -366,13 +367,26 @@ get_then_put(unio_worker_t *w, unio_ep_t *ep, const struct rkey_msg *theirs, uni
 	unio_request_t *g = NULL, *p = NULL;
 	unio_status_t sg, sp;
 
+	struct unio_tl_iface *ifc = api_worker_iface(w, "ethdev", NULL);
+	struct unio_tl_ethdev_stats s0, s1;
+
+	TEST_ASSERT(ifc != NULL, "no ethdev iface");
 	memset(junk, 0xa5, sizeof(junk));
 	memset(local, 0, MIB);
+	TEST_ASSERT_STATUS(unio_tl_ethdev_stats(ifc, &s0), UNIO_OK);
 	sg = unio_get(ep, local, MIB, theirs->addr, rkey, NULL, &g);
 	sp = unio_put(ep, junk, sizeof(junk), theirs->addr + at, rkey, NULL, &p);
 	TEST_ASSERT_STATUS(rma_wait(w, sg, &g), UNIO_OK);
 	TEST_ASSERT_STATUS(rma_wait(w, sp, &p), UNIO_OK);
 	TEST_ASSERT(memcmp(local, want, MIB) == 0, "a later put changed what a get returned");
+	/*
+	 * The answer: 16 GET_RESP messages of a 64 KiB message's worth (less the header), each
+	 * several frames, copied straight to local as their frames arrived; the 576-byte rest
+	 * fits one frame and goes the ordinary way
+	 */
+	TEST_ASSERT_STATUS(unio_tl_ethdev_stats(ifc, &s1), UNIO_OK);
+	TEST_ASSERT_EQ(s1.rx_get_direct - s0.rx_get_direct,
+		       MIB / (ETH_MAX_MSG - sizeof(struct eth_rma_hdr)));
 	TEST_ASSERT_STATUS(rma_wait(w, unio_get(ep, local, sizeof(junk), theirs->addr + at, rkey,
 						 NULL, &g), &g), UNIO_OK);
 	TEST_ASSERT(memcmp(local, junk, sizeof(junk)) == 0, "the put did not land");

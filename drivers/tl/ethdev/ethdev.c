@@ -940,6 +940,7 @@ reasm_abort(struct eth_ep *ep)
 {
 	ep->ei->st.drop_bad_msg++;
 	ep->reasm_active = false;
+	ep->reasm_get = NULL;
 }
 
 static void
@@ -950,6 +951,46 @@ invoke(struct eth_ep *ep, uint8_t id, const void *data, size_t len)
 		eth_rma_input(ep, id, data, len);
 	else
 		unio_tl_iface_invoke_am(&ep->ei->super, id, data, len, 0);
+}
+
+/*
+ * Append @p len bytes of the message in reassembly: to the reassembly buffer, or for a
+ * GET_RESP that eth_rma_resp_target() accepted, its data straight to the get's buffer (the
+ * header, all in the first fragment, is skipped): the receiver of a 1 MiB get copies each
+ * byte once instead of twice.
+ */
+static void
+reasm_add(struct eth_ep *ep, const uint8_t *pl, uint16_t len)
+{
+	const size_t hl = sizeof(struct eth_rma_hdr);
+	size_t off = ep->reasm_off;
+
+	ep->reasm_off += len;
+	if (ep->reasm_get == NULL) {
+		memcpy(ep->reasm + off, pl, len);
+		return;
+	}
+	if (off < hl) {             /* the first fragment: eth_rma_resp_target() read it */
+		pl += hl - off;
+		len = (uint16_t)(len - (hl - off));
+		off = hl;
+	}
+	eth_rma_resp_place(ep->reasm_get, off - hl, pl, len);
+}
+
+static void
+reasm_done(struct eth_ep *ep)
+{
+	struct eth_rma_op *op = ep->reasm_get;
+
+	if (op == NULL) {
+		invoke(ep, ep->reasm_id, ep->reasm, ep->reasm_len);
+		return;
+	}
+	ep->reasm_get = NULL;
+	ep->ei->st.msgs_delivered++;
+	ep->ei->st.rx_get_direct++;
+	eth_rma_resp_done(ep, op, ep->reasm_len - sizeof(struct eth_rma_hdr));
 }
 
 /* Deliver the next in-order frame; frees it. */
@@ -979,11 +1020,14 @@ deliver(struct eth_ep *ep, struct rte_mbuf *m)
 			ep->reasm_id = w->am_id;
 			ep->reasm_len = w->msg_len;
 			ep->reasm_off = 0;
+			ep->reasm_get = w->am_id == ETH_AM_GET_RESP ?
+				eth_rma_resp_target(ep, pl, w->len, w->msg_len) : NULL;
 		}
 	} else if (!ep->reasm_active || w->am_id != ep->reasm_id ||
 		   w->msg_len != ep->reasm_len) {
 		ep->ei->st.drop_bad_msg++;
 		ep->reasm_active = false;
+		ep->reasm_get = NULL;
 		frame_free(ep->ei, m);
 		return;
 	}
@@ -991,13 +1035,12 @@ deliver(struct eth_ep *ep, struct rte_mbuf *m)
 		if (ep->reasm_off + w->len > ep->reasm_len) {
 			reasm_abort(ep);
 		} else {
-			memcpy(ep->reasm + ep->reasm_off, pl, w->len);
-			ep->reasm_off += w->len;
+			reasm_add(ep, pl, w->len);
 			if ((w->flags & ETH_FF_LAST) && ep->reasm_off != ep->reasm_len) {
 				reasm_abort(ep);
 			} else if (w->flags & ETH_FF_LAST) {
 				ep->reasm_active = false;
-				invoke(ep, ep->reasm_id, ep->reasm, ep->reasm_len);
+				reasm_done(ep);
 			}
 		}
 	}

@@ -267,6 +267,7 @@ struct eth_ep {
 	uint8_t reasm_id;
 	bool reasm_active;
 	uint8_t *reasm;        /**< ETH_MAX_MSG bytes */
+	struct eth_rma_op *reasm_get;  /**< a GET_RESP in reassembly goes straight to this get */
 	struct eth_rma *rma;   /**< put / get (NULL until used) */
 };
 
@@ -420,6 +421,17 @@ unio_status_t eth_get_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size
 			    struct unio_tl_completion *comp);
 /** A put / get message arrived in order on @p ep. */
 void eth_rma_input(struct eth_ep *ep, uint8_t id, const void *data, size_t len);
+/*
+ * A GET_RESP of @p msg_len bytes whose first fragment (@p first_len bytes at @p first) holds
+ * a header that eth_rma_input() would accept (our get, status OK, the next offset, a length
+ * that fits): its get, whose buffer the fragments may be copied to as they arrive; else NULL.
+ */
+struct eth_rma_op *eth_rma_resp_target(struct eth_ep *ep, const void *first, size_t first_len,
+				       size_t msg_len);
+/** Copy @p len data bytes at offset @p off of that GET_RESP's data to its get's buffer. */
+void eth_rma_resp_place(struct eth_rma_op *op, size_t off, const void *src, size_t len);
+/** That GET_RESP's @p len data bytes are all placed: account them, complete the get. */
+void eth_rma_resp_done(struct eth_ep *ep, struct eth_rma_op *op, size_t len);
 /** Send what the ep's put / get jobs can; true when none is left. */
 bool eth_rma_drain(struct eth_ep *ep);
 /** Flush: UNIO_OK when no put / get is outstanding, else UNIO_INPROGRESS (comp queued). */

@@ -535,6 +535,37 @@ answer(struct eth_ep *ep, uint8_t id, const struct eth_rma_hdr *req, unio_status
 	eth_rma_drain(ep);
 }
 
+struct eth_rma_op *
+eth_rma_resp_target(struct eth_ep *ep, const void *first, size_t first_len, size_t msg_len)
+{
+	struct eth_rma_hdr h;
+	struct eth_rma_op *op;
+
+	if (first_len < sizeof(h) || msg_len <= sizeof(h))
+		return NULL;
+	memcpy(&h, first, sizeof(h));
+	op = op_find(ep, h.req_id, false);
+	if (op == NULL || h.status != UNIO_OK || h.len != msg_len - sizeof(h) ||
+	    h.off != op->done || h.len > op->length - op->done)
+		return NULL;      /* eth_rma_input() judges it from the reassembled copy */
+	return op;
+}
+
+void
+eth_rma_resp_place(struct eth_rma_op *op, size_t off, const void *src, size_t len)
+{
+	op_scatter(op, op->done + off, src, len);
+}
+
+void
+eth_rma_resp_done(struct eth_ep *ep, struct eth_rma_op *op, size_t len)
+{
+	op->done += len;
+	if (op->done == op->length)
+		op_complete(ep, op, UNIO_OK);
+	rma_settle(ep);
+}
+
 void
 eth_rma_input(struct eth_ep *ep, uint8_t id, const void *data, size_t len)
 {
