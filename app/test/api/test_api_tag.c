@@ -200,6 +200,18 @@ rndv_window_tcp(const char *const *ovr, size_t len, int n)
 	int left = 2 * n;
 
 	TEST_ASSERT(ctx != NULL, "context");
+	/*
+	 * The buffers first (320 MiB filled for the 64 MiB case): filled between the ep's
+	 * creation and the first progress call, they kept the wireup unanswered for longer than
+	 * UNIO_PEER_TIMEOUT on a loaded machine ("the peer worker did not answer the wireup").
+	 */
+	for (int i = 0; i < n; i++) {
+		sbuf[i] = malloc(len);
+		rbuf[i] = malloc(len);
+		TEST_ASSERT(sbuf[i] != NULL && rbuf[i] != NULL, "malloc");
+		test_fill(sbuf[i], len, 1000 + i);
+		memset(rbuf[i], 0, len);
+	}
 	w = unio_worker_create(ctx, NULL, &st);
 	TEST_ASSERT(w != NULL, "worker: %s", unio_status_string(st));
 	w2 = unio_worker_create(ctx, NULL, &st);
@@ -210,11 +222,6 @@ rndv_window_tcp(const char *const *ovr, size_t len, int n)
 		struct unio_request_param rp = { .field_mask = UNIO_REQ_PARAM_RECV_INFO,
 						 .recv_info = &info[i] };
 
-		sbuf[i] = malloc(len);
-		rbuf[i] = malloc(len);
-		TEST_ASSERT(sbuf[i] != NULL && rbuf[i] != NULL, "malloc");
-		test_fill(sbuf[i], len, 1000 + i);
-		memset(rbuf[i], 0, len);
 		st = unio_tag_recv(w2, rbuf[i], len, 77, UINT64_MAX, &rp, &rreq[i]);
 		TEST_ASSERT_EQ(st, UNIO_INPROGRESS);
 	}
