@@ -576,6 +576,17 @@ zc_done(void *addr, void *opaque)
 	unio_tl_completion_done(z->comp, ep->failed ? ep->fail_status : UNIO_OK);
 	z->next_free = ep->zc_free;
 	ep->zc_free = z;
+	ep->ei->n_zc_done++;    /* work the next progress call reports */
+}
+
+/* What a progress call reports besides the frames it read: zero-copy sends it completed. */
+static inline unsigned int
+zc_reported(struct eth_iface *ei)
+{
+	unsigned int n = ei->n_zc_done;
+
+	ei->n_zc_done = 0;
+	return n;
 }
 
 /* Chain @p len bytes at the cursor to @p h as external segments taken from @p segs. */
@@ -811,6 +822,9 @@ eth_flush(struct unio_tl_ep *tep, struct unio_tl_completion *comp)
 	if (st != UNIO_OK)
 		return st;
 	eth_txq_flush(ep->ei);
+	/* acked zero-copy frames still waiting to be freed: their sends complete first */
+	if (ep->ei->n_free != 0 && !ep->ei->in_progress)
+		frames_free(ep->ei);
 	if (ep->snd_una == ep->snd_nxt)
 		return UNIO_OK;
 	if (comp == NULL)
@@ -1425,7 +1439,7 @@ eth_progress(struct unio_tl_iface *iface)
 	uint64_t now;
 
 	if (n == 0 && (ei->inbox == NULL || rte_ring_empty(ei->inbox)) && poll_empty(ei))
-		return 0;
+		return unlikely(ei->n_zc_done != 0) ? zc_reported(ei) : 0;
 	now = rte_rdtsc();
 	ei->now = now;
 	ei->clock_skips = 0;
@@ -1471,7 +1485,7 @@ eth_progress(struct unio_tl_iface *iface)
 		eth_txq_flush(ei);
 	if (ei->idle_yield)
 		idle_yield(ei, n);
-	return n;
+	return n + zc_reported(ei);
 }
 
 /* ---- control ---- */

@@ -321,6 +321,7 @@ struct eth_iface {
 	bool in_progress;        /**< inside eth_progress() after its clock reading */
 	uint32_t n_free;
 	struct rte_mbuf *to_free[ETH_FREE_MAX];  /**< frames freed at the end of the call */
+	uint32_t n_zc_done;      /**< zero-copy sends completed since progress last returned */
 	uint32_t n_stash;
 	struct rte_mbuf *stash[ETH_STASH];       /**< freed mbufs of mp, taken by sends */
 	uint64_t timer_period, last_timer;
