@@ -176,18 +176,36 @@ def run_unio(args, test, size, tmp):
             rec["lat_p50_us"], rec.get("memcpy_p50_us"), rec.get("memcpy_MBps"))
 
 
+def listening(args, port, proc, timeout):
+    """Whether a TCP listener on @p port shows up (in the server's namespace) while @p proc
+    runs, within @p timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        out = subprocess.run(wrap(args, 0, ["ss", "-Hltn", "sport = :%s" % port]),
+                             capture_output=True, text=True).stdout
+        if out.strip():
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def run_ucx(args, test, size):
     """One ucx_perftest pair for one size, as /work/shared/bench/ucx-run.sh runs it."""
     env = dict(os.environ, UCX_TLS=UCX_TLS[args.tls])
     n = iterations(args.tls, test, size, args.iters)
     w = str(min(1000, max(10, n // 10)))
-    port = str(free_port())
-    srv = subprocess.Popen(wrap(args, 0, ["taskset", "-c", args.cpus[0], "ucx_perftest", "-c",
-                                          args.cpus[0], "-p", port]),
-                           env=side_env(args, 0, env, "UCX_NET_DEVICES"),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # ucx_perftest prints nothing when it listens: wait until ss shows its port (a fixed
+    # 0.5 s was once too short: "connect() failed: Connection refused"), else try another
+    for attempt in range(5):
+        port = str(free_port())
+        srv = subprocess.Popen(wrap(args, 0, ["taskset", "-c", args.cpus[0], "ucx_perftest",
+                                              "-c", args.cpus[0], "-p", port]),
+                               env=side_env(args, 0, env, "UCX_NET_DEVICES"),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if listening(args, port, srv, 10):
+            break
+        stop(srv)
     try:
-        time.sleep(0.5)  # ucx_perftest prints nothing when it listens
         cli = subprocess.run(wrap(args, 1, ["taskset", "-c", args.cpus[1], "ucx_perftest",
                                             args.host, "-c", args.cpus[1], "-p", port,
                                             "-t", UCX_TEST[test], "-s", str(size),
