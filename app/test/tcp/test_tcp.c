@@ -2601,3 +2601,33 @@ UNIO_TEST(tcp_burst_more, fast)
 	tpeer_close(&b);
 	return TEST_OK;
 }
+
+/*
+ * A connection that fails while connecting (the peer's port is closed: the kernel refuses
+ * it) is reported as work by the progress call that finds out: the ep's error callback runs
+ * in a call that returns more than 0.  Before, the call returned 0, and a caller that looks
+ * at its eps only after calls that did work learned of the failure late.
+ */
+UNIO_TEST(tcp_progress_counts_connect_failure, fast)
+{
+	uint8_t dead[UNIO_TL_ADDR_MAX];
+	struct tpeer a, b;
+	int silent = 0, calls = 0;
+
+	TEST_ASSERT_EQ(tpeer_open(&a, "lo"), 0);
+	TEST_ASSERT_EQ(tpeer_open(&b, "lo"), 0);
+	memcpy(dead, b.addr, sizeof(dead));
+	tpeer_close(&b);                  /* its listener is gone: a connection is refused */
+	TEST_ASSERT_EQ(tpeer_connect(&a, dead), 0);
+	for (; calls < 2000000 && a.ep_errors == 0; calls++) {
+		unsigned int n = unio_tl_iface_progress(a.iface);
+
+		if (a.ep_errors != 0 && n == 0)
+			silent++;
+	}
+	TEST_ASSERT(a.ep_errors == 1 && a.last_err < 0, "%d error callbacks (%s) in %d calls",
+		    a.ep_errors, unio_status_string(a.last_err), calls);
+	TEST_ASSERT_EQ(silent, 0);
+	tpeer_close(&a);
+	return TEST_OK;
+}

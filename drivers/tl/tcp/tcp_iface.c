@@ -435,10 +435,14 @@ tcp_conn_fail(struct tcp_conn *c, unio_status_t st)
 		c->notify = true;  /* err_cb from the next progress, never from inside a send */
 }
 
-/* Tell the owners of failed connections' eps; they may destroy the eps in the callback. */
-static void
+/*
+ * Tell the owners of failed connections' eps; they may destroy the eps in the callback.
+ * Returns the callbacks made (work a progress call reports).
+ */
+static unsigned int
 notify(struct tcp_iface *ti)
 {
+	unsigned int k = 0;
 	struct tcp_conn *c;
 
 	TAILQ_FOREACH(c, &ti->conns, next) {
@@ -449,10 +453,13 @@ notify(struct tcp_iface *ti)
 		c->notify = false;
 		for (e = c->eps; e != NULL; e = next) {
 			next = e->next;
-			if (ti->super.err_cb != NULL)
+			if (ti->super.err_cb != NULL) {
 				ti->super.err_cb(ti->super.err_arg, &e->super, c->err);
+				k++;
+			}
 		}
 	}
+	return k;
 }
 
 void
@@ -737,8 +744,12 @@ static void
 conn_event(struct tcp_conn *c, uint32_t events, unsigned int *n)
 {
 	if (c->state == TCP_CONN_CONNECTING) {
-		if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+		if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) {
 			tcp_conn_check_connect(c);
+			/* connected (the frames queued behind the HELLO went out) or failed */
+			if (c->state != TCP_CONN_CONNECTING)
+				(*n)++;
+		}
 		if (c->state != TCP_CONN_ESTABLISHED)
 			return;
 	}
@@ -786,19 +797,26 @@ poll_events(struct tcp_iface *ti)
 	return n;
 }
 
-/* Timeouts of connections not yet established and of silent accepted sockets. */
-static void
+/*
+ * Timeouts of connections not yet established and of silent accepted sockets; returns the
+ * connections failed (their sends completed with the error).
+ */
+static unsigned int
 check_timers(struct tcp_iface *ti)
 {
 	uint64_t now = now_ns();
+	unsigned int k = 0;
 	struct tcp_conn *c;
 
 	TAILQ_FOREACH(c, &ti->conns, next)
-		if (c->state < TCP_CONN_ESTABLISHED && now > c->deadline_ns)
+		if (c->state < TCP_CONN_ESTABLISHED && now > c->deadline_ns) {
 			tcp_conn_fail(c, UNIO_ERR_TIMED_OUT);
+			k++;
+		}
 	for (unsigned int i = 0; i < TCP_PENDING_MAX; i++)
 		if (ti->pending[i] != NULL && now > ti->pending[i]->deadline_ns)
 			pending_close(ti, i);
+	return k;
 }
 
 static void
@@ -863,8 +881,8 @@ tcp_iface_progress(struct unio_tl_iface *iface)
 	}
 	n += poll_events(ti);
 	if (ti->n_slow > 0 || ++ti->tick % 1024 == 0)
-		check_timers(ti);
-	notify(ti);
+		n += check_timers(ti);
+	n += notify(ti);
 	reap(ti);
 	return n;
 }
