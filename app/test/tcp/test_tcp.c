@@ -2365,6 +2365,43 @@ UNIO_TEST(tcp_direct_receive_bulk, fast)
 
 /* ---- a tagged 1 MiB rendezvous: frames per message ---- */
 
+/* Two workers of one context with an ep from the first to the second, and two buffers. */
+struct api_pair {
+	unio_context_t *ctx;
+	unio_worker_t *w, *w2;
+	unio_ep_t *ep;
+	uint8_t *sbuf, *rbuf;
+};
+
+static int
+api_pair_open(struct api_pair *p, const char *const *ovr, size_t size)
+{
+	unio_status_t st = UNIO_OK;
+
+	memset(p, 0, sizeof(*p));
+	p->sbuf = malloc(size);
+	p->rbuf = malloc(size);
+	p->ctx = api_ctx(ovr);
+	TEST_ASSERT(p->sbuf != NULL && p->rbuf != NULL && p->ctx != NULL, "malloc / context");
+	p->w = unio_worker_create(p->ctx, NULL, &st);
+	p->w2 = p->w != NULL ? unio_worker_create(p->ctx, NULL, &st) : NULL;
+	TEST_ASSERT(p->w2 != NULL, "workers: %s", unio_status_string(st));
+	p->ep = api_ep_to_worker(p->w, p->w2, &st);
+	TEST_ASSERT(p->ep != NULL, "ep: %s", unio_status_string(st));
+	return TEST_OK;
+}
+
+static void
+api_pair_close(struct api_pair *p)
+{
+	unio_ep_close(p->ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(p->w2);
+	unio_worker_destroy(p->w);
+	unio_context_destroy(p->ctx);
+	free(p->sbuf);
+	free(p->rbuf);
+}
+
 /*
  * A 1 MiB tagged message between two workers over tcp on lo, the receive posted first:
  * the auto scheme is a plain rendezvous get in one 1 MiB chunk, so the receiver reads two
@@ -2379,20 +2416,17 @@ UNIO_TEST(tcp_rndv_frames, fast)
 	static const char *const ovr[] = { "TLS", "tcp,self", "NET_DEVICES", "lo", NULL };
 	const size_t size = 1 << 20;
 	const unsigned int n = 8;
-	uint8_t *sbuf = malloc(size), *rbuf = malloc(size);
 	struct unio_tl_tcp_stats s0, s1, r0, r1;
 	struct unio_tl_iface *ts, *tr;
-	unio_context_t *ctx = api_ctx(ovr);
-	unio_worker_t *w = NULL, *w2 = NULL;
+	struct api_pair p;
+	unio_worker_t *w, *w2;
+	uint8_t *sbuf, *rbuf;
 	unio_status_t st;
 	unio_ep_t *ep;
 
-	TEST_ASSERT(sbuf != NULL && rbuf != NULL && ctx != NULL, "malloc / context");
-	w = unio_worker_create(ctx, NULL, &st);
-	w2 = w != NULL ? unio_worker_create(ctx, NULL, &st) : NULL;
-	TEST_ASSERT(w2 != NULL, "workers: %s", unio_status_string(st));
-	ep = api_ep_to_worker(w, w2, &st);
-	TEST_ASSERT(ep != NULL, "ep: %s", unio_status_string(st));
+	if (api_pair_open(&p, ovr, size) != TEST_OK)
+		return TEST_FAIL;
+	w = p.w, w2 = p.w2, ep = p.ep, sbuf = p.sbuf, rbuf = p.rbuf;
 	ts = api_worker_iface(w, "tcp", NULL);
 	tr = api_worker_iface(w2, "tcp", NULL);
 	TEST_ASSERT(ts != NULL && tr != NULL, "no tcp iface");
@@ -2441,12 +2475,7 @@ UNIO_TEST(tcp_rndv_frames, fast)
 	TEST_ASSERT(r1.direct_bytes - r0.direct_bytes >= n * (size - 64 * 1024),
 		    "only %" PRIu64 " bytes read straight into place",
 		    r1.direct_bytes - r0.direct_bytes);
-	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
-	unio_worker_destroy(w2);
-	unio_worker_destroy(w);
-	unio_context_destroy(ctx);
-	free(sbuf);
-	free(rbuf);
+	api_pair_close(&p);
 	return TEST_OK;
 }
 
@@ -2464,19 +2493,16 @@ UNIO_TEST(tcp_rndv_progress_counts, fast)
 					   "TCP_RCVBUF", "64k", "TCP_SNDBUF", "64k", NULL };
 	const size_t size = 1 << 20;
 	const unsigned int n = 8;
-	uint8_t *sbuf = malloc(size), *rbuf = malloc(size);
-	unio_context_t *ctx = api_ctx(ovr);
-	unio_worker_t *w = NULL, *w2 = NULL;
 	unsigned int silent_s = 0, silent_r = 0;
+	struct api_pair p;
+	unio_worker_t *w, *w2;
+	uint8_t *sbuf, *rbuf;
 	unio_status_t st;
 	unio_ep_t *ep;
 
-	TEST_ASSERT(sbuf != NULL && rbuf != NULL && ctx != NULL, "malloc / context");
-	w = unio_worker_create(ctx, NULL, &st);
-	w2 = w != NULL ? unio_worker_create(ctx, NULL, &st) : NULL;
-	TEST_ASSERT(w2 != NULL, "workers: %s", unio_status_string(st));
-	ep = api_ep_to_worker(w, w2, &st);
-	TEST_ASSERT(ep != NULL, "ep: %s", unio_status_string(st));
+	if (api_pair_open(&p, ovr, size) != TEST_OK)
+		return TEST_FAIL;
+	w = p.w, w2 = p.w2, ep = p.ep, sbuf = p.sbuf, rbuf = p.rbuf;
 	for (unsigned int i = 0; i < n; i++) {
 		unio_request_t *sreq = NULL, *rreq = NULL;
 		bool sdone = false, rdone = false;
@@ -2514,12 +2540,7 @@ UNIO_TEST(tcp_rndv_progress_counts, fast)
 		 "returned 0", n, silent_s, silent_r);
 	TEST_ASSERT_EQ(silent_s, 0);
 	TEST_ASSERT_EQ(silent_r, 0);
-	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
-	unio_worker_destroy(w2);
-	unio_worker_destroy(w);
-	unio_context_destroy(ctx);
-	free(sbuf);
-	free(rbuf);
+	api_pair_close(&p);
 	return TEST_OK;
 }
 
