@@ -219,6 +219,26 @@ tpeer_region(struct tpeer *p, char *rkey_hex, size_t len)
 	return 0;
 }
 
+int
+tpeer_region_key(struct tpeer *a, struct tpeer *b, size_t size, struct unio_tl_rkey *rk)
+{
+	uint8_t key[UNIO_TL_RKEY_MAX];
+
+	b->region = calloc(1, size);
+	if (b->region == NULL)
+		return -1;
+	if (b->iface->ctl->mem_reg(b->iface, b->region, size, &b->memh) != UNIO_OK) {
+		free(b->region);
+		b->region = NULL;
+		return -1;
+	}
+	if (b->iface->ctl->rkey_pack(b->iface, &b->memh, key) != UNIO_OK ||
+	    a->iface->ctl->rkey_unpack(a->ep, key, b->iface->attr.rkey_packed_len, rk) !=
+	    UNIO_OK)
+		return -1;
+	return 0;
+}
+
 /* ---- sending with retry ---- */
 
 struct tcomp {

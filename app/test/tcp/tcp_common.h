@@ -59,6 +59,11 @@ void tpeer_close(struct tpeer *p);
 bool tpeer_wait(struct tpeer *p, bool (*cond)(struct tpeer *), int ms);
 /* Register the region (pattern T_REGION_SEED) and pack its key as hex into @p rkey_hex. */
 int tpeer_region(struct tpeer *p, char *rkey_hex, size_t len);
+/*
+ * Register @p size zeroed bytes as @p b's region (tpeer_close() deregisters and frees it)
+ * and unpack its key on @p a's ep into @p rk; 0 or -1.
+ */
+int tpeer_region_key(struct tpeer *a, struct tpeer *b, size_t size, struct unio_tl_rkey *rk);
 int tpeer_connect(struct tpeer *p, const uint8_t *addr);
 
 void t_hex(const void *buf, size_t len, char *out);

@@ -1897,7 +1897,7 @@ dcomp_wait(struct tpeer *a, struct tpeer *b, struct dcomp *d, unio_status_t st)
 UNIO_TEST(tcp_direct_receive, fast)
 {
 	const size_t size = 1 << 20, getsz = 256 * 1024;
-	uint8_t key[UNIO_TL_RKEY_MAX], *src = malloc(size), *dst = malloc(size);
+	uint8_t *src = malloc(size), *dst = malloc(size);
 	struct unio_tl_tcp_stats sa, sb;
 	struct unio_tl_rkey rk;
 	struct tpeer a, b;
@@ -1911,13 +1911,7 @@ UNIO_TEST(tcp_direct_receive, fast)
 	unsetenv("UNIO_TCP_RCVBUF");
 	unsetenv("UNIO_TCP_SNDBUF");
 	TEST_ASSERT_EQ(tpeer_connect(&a, b.addr), 0);
-	b.region = calloc(1, T_REGION_SIZE);
-	TEST_ASSERT(b.region != NULL, "calloc");
-	TEST_ASSERT_STATUS(b.iface->ctl->mem_reg(b.iface, b.region, T_REGION_SIZE, &b.memh),
-			   UNIO_OK);
-	TEST_ASSERT_STATUS(b.iface->ctl->rkey_pack(b.iface, &b.memh, key), UNIO_OK);
-	TEST_ASSERT_STATUS(a.iface->ctl->rkey_unpack(a.ep, key, b.iface->attr.rkey_packed_len,
-						     &rk), UNIO_OK);
+	TEST_ASSERT_EQ(tpeer_region_key(&a, &b, T_REGION_SIZE, &rk), 0);
 	for (int round = 0; round < 8; round++) {
 		struct iovec iov = { src, size };
 		struct iovec g[3] = { { dst, 1000 }, { dst + 1000, getsz - 5000 },
@@ -1973,9 +1967,6 @@ UNIO_TEST(tcp_direct_receive, fast)
 						  &b.memh) == UNIO_OK, "mem_reg");
 	}
 	a.iface->ctl->rkey_release(a.ep, &rk);
-	b.iface->ctl->mem_dereg(b.iface, &b.memh);
-	free(b.region);
-	b.region = NULL;
 	tpeer_close(&a);
 	tpeer_close(&b);
 	free(src);
@@ -1997,7 +1988,7 @@ UNIO_TEST(tcp_progress_counts_direct, fast)
 {
 	const size_t size = 1 << 20;
 	const int rounds = 16;
-	uint8_t key[UNIO_TL_RKEY_MAX], *dst = malloc(size);
+	uint8_t *dst = malloc(size);
 	struct unio_tl_tcp_stats sa;
 	struct unio_tl_rkey rk;
 	struct tpeer a, b;
@@ -2011,13 +2002,7 @@ UNIO_TEST(tcp_progress_counts_direct, fast)
 	unsetenv("UNIO_TCP_RCVBUF");
 	unsetenv("UNIO_TCP_SNDBUF");
 	TEST_ASSERT_EQ(tpeer_connect(&a, b.addr), 0);
-	b.region = malloc(T_REGION_SIZE);
-	TEST_ASSERT(b.region != NULL, "malloc");
-	TEST_ASSERT_STATUS(b.iface->ctl->mem_reg(b.iface, b.region, T_REGION_SIZE, &b.memh),
-			   UNIO_OK);
-	TEST_ASSERT_STATUS(b.iface->ctl->rkey_pack(b.iface, &b.memh, key), UNIO_OK);
-	TEST_ASSERT_STATUS(a.iface->ctl->rkey_unpack(a.ep, key, b.iface->attr.rkey_packed_len,
-						     &rk), UNIO_OK);
+	TEST_ASSERT_EQ(tpeer_region_key(&a, &b, T_REGION_SIZE, &rk), 0);
 	for (int round = 0; round < rounds; round++) {
 		struct iovec g = { dst, size };
 		struct dcomp d = { .c = { .func = dcomp_done, .count = 1 } };
@@ -2044,9 +2029,6 @@ UNIO_TEST(tcp_progress_counts_direct, fast)
 	TEST_ASSERT(sa.direct_frames >= (uint64_t)rounds, "GET_RESP not read directly");
 	TEST_ASSERT_EQ(silent, 0);
 	a.iface->ctl->rkey_release(a.ep, &rk);
-	b.iface->ctl->mem_dereg(b.iface, &b.memh);
-	free(b.region);
-	b.region = NULL;
 	tpeer_close(&a);
 	tpeer_close(&b);
 	free(dst);
@@ -2134,7 +2116,7 @@ UNIO_TEST(tcp_progress_counts_tx, fast)
 UNIO_TEST(tcp_progress_counts_failure, fast)
 {
 	struct dcomp d = { .c = { .func = dcomp_done, .count = 1 } };
-	uint8_t key[UNIO_TL_RKEY_MAX], dst[64], junk[sizeof(struct tcp_hdr)];
+	uint8_t dst[64], junk[sizeof(struct tcp_hdr)];
 	struct unio_tl_tcp_stats sa;
 	struct unio_tl_rkey rk;
 	struct iovec g = { dst, sizeof(dst) };
@@ -2145,14 +2127,8 @@ UNIO_TEST(tcp_progress_counts_failure, fast)
 	TEST_ASSERT_EQ(tpeer_open(&a, "lo"), 0);
 	TEST_ASSERT_EQ(tpeer_open(&b, "lo"), 0);
 	TEST_ASSERT_EQ(tpeer_connect(&a, b.addr), 0);
-	b.region = malloc(T_REGION_SIZE);
-	TEST_ASSERT(b.region != NULL, "malloc");
+	TEST_ASSERT_EQ(tpeer_region_key(&a, &b, T_REGION_SIZE, &rk), 0);
 	test_fill(b.region, T_REGION_SIZE, 5);
-	TEST_ASSERT_STATUS(b.iface->ctl->mem_reg(b.iface, b.region, T_REGION_SIZE, &b.memh),
-			   UNIO_OK);
-	TEST_ASSERT_STATUS(b.iface->ctl->rkey_pack(b.iface, &b.memh, key), UNIO_OK);
-	TEST_ASSERT_STATUS(a.iface->ctl->rkey_unpack(a.ep, key, b.iface->attr.rkey_packed_len,
-						     &rk), UNIO_OK);
 	/* one get answered: the connection is up on both sides */
 	TEST_ASSERT_EQ(dcomp_wait(&a, &b, &d, unio_tl_ep_get_zcopy(a.ep, &g, 1,
 					(uintptr_t)b.region, &rk, &d.c)), 0);
@@ -2233,7 +2209,6 @@ UNIO_TEST(tcp_splice, fast)
 	TEST_ASSERT(src != NULL && dst != NULL && ref != NULL, "malloc");
 	for (unsigned int k = 0; k < RTE_DIM(sets); k++) {
 		uint64_t want = sets[k] == off ? 0 : 1;
-		uint8_t key[UNIO_TL_RKEY_MAX];
 		struct unio_tl_tcp_stats sa, sb;
 		struct unio_tl_rkey rk;
 		struct tpeer a, b;
@@ -2241,14 +2216,7 @@ UNIO_TEST(tcp_splice, fast)
 		TEST_ASSERT_EQ(tpeer_open_set(&a, "lo", sets[k]), 0);
 		TEST_ASSERT_EQ(tpeer_open_set(&b, "lo", sets[k]), 0);
 		TEST_ASSERT_EQ(tpeer_connect(&a, b.addr), 0);
-		b.region = calloc(1, size);
-		TEST_ASSERT(b.region != NULL, "calloc");
-		TEST_ASSERT_STATUS(b.iface->ctl->mem_reg(b.iface, b.region, size, &b.memh),
-				   UNIO_OK);
-		TEST_ASSERT_STATUS(b.iface->ctl->rkey_pack(b.iface, &b.memh, key), UNIO_OK);
-		TEST_ASSERT_STATUS(a.iface->ctl->rkey_unpack(a.ep, key,
-							     b.iface->attr.rkey_packed_len, &rk),
-				   UNIO_OK);
+		TEST_ASSERT_EQ(tpeer_region_key(&a, &b, size, &rk), 0);
 		for (int round = 0; round < 8; round++)
 			TEST_ASSERT_EQ(splice_round(&a, &b, &rk, src, dst, ref, size,
 						    (uint64_t)(k * 100 + round)), 0);
@@ -2292,9 +2260,6 @@ UNIO_TEST(tcp_splice, fast)
 				close(fd);
 		}
 		a.iface->ctl->rkey_release(a.ep, &rk);
-		b.iface->ctl->mem_dereg(b.iface, &b.memh);
-		free(b.region);
-		b.region = NULL;
 		tpeer_close(&a);
 		tpeer_close(&b);
 	}
@@ -2316,21 +2281,18 @@ UNIO_TEST(tcp_direct_receive_bulk, fast)
 {
 	const char *set[] = { "TCP_RCVBUF", "4m", "TCP_SNDBUF", "4m", NULL };
 	const size_t size = 1 << 20, n = 4;
-	uint8_t key[UNIO_TL_RKEY_MAX], *src = malloc(n * size), *region = calloc(n, size);
+	uint8_t *src = malloc(n * size), *region;
 	struct dcomp d = { .c = { .func = dcomp_done, .count = (int)n } };
 	struct unio_tl_tcp_stats sb;
-	struct unio_tl_memh memh;
 	struct unio_tl_rkey rk;
 	struct tpeer a, b;
 
-	TEST_ASSERT(src != NULL && region != NULL, "malloc");
+	TEST_ASSERT(src != NULL, "malloc");
 	TEST_ASSERT_EQ(tpeer_open_set(&a, "lo", set), 0);
 	TEST_ASSERT_EQ(tpeer_open_set(&b, "lo", set), 0);
 	TEST_ASSERT_EQ(tpeer_connect(&a, b.addr), 0);
-	TEST_ASSERT_STATUS(b.iface->ctl->mem_reg(b.iface, region, n * size, &memh), UNIO_OK);
-	TEST_ASSERT_STATUS(b.iface->ctl->rkey_pack(b.iface, &memh, key), UNIO_OK);
-	TEST_ASSERT_STATUS(a.iface->ctl->rkey_unpack(a.ep, key, b.iface->attr.rkey_packed_len,
-						     &rk), UNIO_OK);
+	TEST_ASSERT_EQ(tpeer_region_key(&a, &b, n * size, &rk), 0);
+	region = b.region;
 	/* b accepts the connection, then only a progresses: its frames pile up in b's socket */
 	for (int i = 0; i < 100000 && !accepted_one(&b); i++)
 		progress2(&a, &b, 1);
@@ -2355,11 +2317,9 @@ UNIO_TEST(tcp_direct_receive_bulk, fast)
 	TEST_ASSERT(sb.direct_bytes >= n * size * 9 / 10, "only %" PRIu64 " of %zu bytes direct",
 		    sb.direct_bytes, n * size);
 	a.iface->ctl->rkey_release(a.ep, &rk);
-	b.iface->ctl->mem_dereg(b.iface, &memh);
 	tpeer_close(&a);
 	tpeer_close(&b);
 	free(src);
-	free(region);
 	return TEST_OK;
 }
 
