@@ -2379,16 +2379,12 @@ UNIO_TEST(tcp_rndv_frames, fast)
 	struct unio_tl_tcp_stats s0, s1, r0, r1;
 	struct unio_tl_iface *ts, *tr;
 	struct api_pair p;
-	unio_worker_t *w, *w2;
-	uint8_t *sbuf, *rbuf;
 	unio_status_t st;
-	unio_ep_t *ep;
 
 	if (api_pair_open(&p, ovr, size) != TEST_OK)
 		return TEST_FAIL;
-	w = p.w, w2 = p.w2, ep = p.ep, sbuf = p.sbuf, rbuf = p.rbuf;
-	ts = api_worker_iface(w, "tcp", NULL);
-	tr = api_worker_iface(w2, "tcp", NULL);
+	ts = api_worker_iface(p.w, "tcp", NULL);
+	tr = api_worker_iface(p.w2, "tcp", NULL);
 	TEST_ASSERT(ts != NULL && tr != NULL, "no tcp iface");
 	for (unsigned int i = 0; i <= n; i++) {
 		unio_request_t *sreq = NULL, *rreq = NULL;
@@ -2401,16 +2397,16 @@ UNIO_TEST(tcp_rndv_frames, fast)
 			unio_tl_tcp_stats(ts, &s0);
 			unio_tl_tcp_stats(tr, &r0);
 		}
-		test_fill(sbuf, size, 500 + i);
-		memset(rbuf, 0, size);
-		TEST_ASSERT_STATUS(unio_tag_recv(w2, rbuf, size, 9, UINT64_MAX, &rp, &rreq),
+		test_fill(p.sbuf, size, 500 + i);
+		memset(p.rbuf, 0, size);
+		TEST_ASSERT_STATUS(unio_tag_recv(p.w2, p.rbuf, size, 9, UINT64_MAX, &rp, &rreq),
 				   UNIO_INPROGRESS);
-		st = unio_tag_send(ep, sbuf, size, 9, NULL, &sreq);
+		st = unio_tag_send(p.ep, p.sbuf, size, 9, NULL, &sreq);
 		TEST_ASSERT(st == UNIO_INPROGRESS, "send %u: %s", i, unio_status_string(st));
 		for (uint64_t end = rte_get_tsc_cycles() + 30 * rte_get_tsc_hz();
 		     left > 0 && rte_get_tsc_cycles() < end;) {
-			unio_worker_progress(w);
-			unio_worker_progress(w2);
+			unio_worker_progress(p.w);
+			unio_worker_progress(p.w2);
 			left = (unio_request_test(sreq, NULL) == UNIO_INPROGRESS) +
 			       (unio_request_test(rreq, NULL) == UNIO_INPROGRESS);
 		}
@@ -2418,7 +2414,7 @@ UNIO_TEST(tcp_rndv_frames, fast)
 		TEST_ASSERT_STATUS(unio_request_test(sreq, NULL), UNIO_OK);
 		TEST_ASSERT_STATUS(unio_request_test(rreq, &info), UNIO_OK);
 		TEST_ASSERT_EQ(info.length, size);
-		TEST_ASSERT(test_checksum(rbuf, size) == test_checksum(sbuf, size),
+		TEST_ASSERT(test_checksum(p.rbuf, size) == test_checksum(p.sbuf, size),
 			    "message %u corrupted", i);
 		unio_request_free(sreq);
 		unio_request_free(rreq);
@@ -2455,33 +2451,29 @@ UNIO_TEST(tcp_rndv_progress_counts, fast)
 	const unsigned int n = 8;
 	unsigned int silent_s = 0, silent_r = 0;
 	struct api_pair p;
-	unio_worker_t *w, *w2;
-	uint8_t *sbuf, *rbuf;
 	unio_status_t st;
-	unio_ep_t *ep;
 
 	if (api_pair_open(&p, ovr, size) != TEST_OK)
 		return TEST_FAIL;
-	w = p.w, w2 = p.w2, ep = p.ep, sbuf = p.sbuf, rbuf = p.rbuf;
 	for (unsigned int i = 0; i < n; i++) {
 		unio_request_t *sreq = NULL, *rreq = NULL;
 		bool sdone = false, rdone = false;
 
-		test_fill(sbuf, size, 700 + i);
-		memset(rbuf, 0, size);
-		TEST_ASSERT_STATUS(unio_tag_recv(w2, rbuf, size, 9, UINT64_MAX, NULL, &rreq),
+		test_fill(p.sbuf, size, 700 + i);
+		memset(p.rbuf, 0, size);
+		TEST_ASSERT_STATUS(unio_tag_recv(p.w2, p.rbuf, size, 9, UINT64_MAX, NULL, &rreq),
 				   UNIO_INPROGRESS);
-		st = unio_tag_send(ep, sbuf, size, 9, NULL, &sreq);
+		st = unio_tag_send(p.ep, p.sbuf, size, 9, NULL, &sreq);
 		TEST_ASSERT(st == UNIO_INPROGRESS, "send %u: %s", i, unio_status_string(st));
 		for (uint64_t end = rte_get_tsc_cycles() + 30 * rte_get_tsc_hz();
 		     !(sdone && rdone) && rte_get_tsc_cycles() < end;) {
-			unsigned int k = unio_worker_progress(w);
+			unsigned int k = unio_worker_progress(p.w);
 
 			if (!sdone && unio_request_test(sreq, NULL) != UNIO_INPROGRESS) {
 				sdone = true;
 				silent_s += k == 0;
 			}
-			k = unio_worker_progress(w2);
+			k = unio_worker_progress(p.w2);
 			if (!rdone && unio_request_test(rreq, NULL) != UNIO_INPROGRESS) {
 				rdone = true;
 				silent_r += k == 0;
@@ -2491,7 +2483,7 @@ UNIO_TEST(tcp_rndv_progress_counts, fast)
 			    sdone, rdone);
 		TEST_ASSERT_STATUS(unio_request_test(sreq, NULL), UNIO_OK);
 		TEST_ASSERT_STATUS(unio_request_test(rreq, NULL), UNIO_OK);
-		TEST_ASSERT(test_checksum(rbuf, size) == test_checksum(sbuf, size),
+		TEST_ASSERT(test_checksum(p.rbuf, size) == test_checksum(p.sbuf, size),
 			    "message %u corrupted", i);
 		unio_request_free(sreq);
 		unio_request_free(rreq);
