@@ -1887,6 +1887,9 @@ dcomp_wait(struct tpeer *a, struct tpeer *b, struct dcomp *d, unio_status_t st)
 	return d->done == 1 && d->status == UNIO_OK ? 0 : -1;
 }
 
+/* 64 KiB socket buffers both ways: every large frame takes several reads and writes */
+static const char *const small_bufs[] = { "TCP_RCVBUF", "64k", "TCP_SNDBUF", "64k", NULL };
+
 /*
  * Puts of 1 MiB (four 256 KiB PUT frames) and gets of 256 KiB into three iovs between two
  * ifaces of this process: the payloads that were not yet buffered when their header was
@@ -1903,13 +1906,8 @@ UNIO_TEST(tcp_direct_receive, fast)
 	struct tpeer a, b;
 
 	TEST_ASSERT(src != NULL && dst != NULL, "malloc");
-	/* small socket buffers: every large frame arrives in several reads */
-	setenv("UNIO_TCP_RCVBUF", "64k", 1);
-	setenv("UNIO_TCP_SNDBUF", "64k", 1);
-	TEST_ASSERT_EQ(tpeer_open(&a, "lo"), 0);
-	TEST_ASSERT_EQ(tpeer_open(&b, "lo"), 0);
-	unsetenv("UNIO_TCP_RCVBUF");
-	unsetenv("UNIO_TCP_SNDBUF");
+	TEST_ASSERT_EQ(tpeer_open_set(&a, "lo", small_bufs), 0);
+	TEST_ASSERT_EQ(tpeer_open_set(&b, "lo", small_bufs), 0);
 	TEST_ASSERT_EQ(tpeer_connect(&a, b.addr), 0);
 	TEST_ASSERT_EQ(tpeer_region_key(&a, &b, T_REGION_SIZE, &rk), 0);
 	for (int round = 0; round < 8; round++) {
@@ -1995,12 +1993,8 @@ UNIO_TEST(tcp_progress_counts_direct, fast)
 	int silent = 0;
 
 	TEST_ASSERT(dst != NULL, "malloc");
-	setenv("UNIO_TCP_RCVBUF", "64k", 1);
-	setenv("UNIO_TCP_SNDBUF", "64k", 1);
-	TEST_ASSERT_EQ(tpeer_open(&a, "lo"), 0);
-	TEST_ASSERT_EQ(tpeer_open(&b, "lo"), 0);
-	unsetenv("UNIO_TCP_RCVBUF");
-	unsetenv("UNIO_TCP_SNDBUF");
+	TEST_ASSERT_EQ(tpeer_open_set(&a, "lo", small_bufs), 0);
+	TEST_ASSERT_EQ(tpeer_open_set(&b, "lo", small_bufs), 0);
 	TEST_ASSERT_EQ(tpeer_connect(&a, b.addr), 0);
 	TEST_ASSERT_EQ(tpeer_region_key(&a, &b, T_REGION_SIZE, &rk), 0);
 	for (int round = 0; round < rounds; round++) {
@@ -2052,12 +2046,8 @@ UNIO_TEST(tcp_progress_counts_tx, fast)
 	size_t len;
 	int silent = 0, queued = 0, done = 0;
 
-	setenv("UNIO_TCP_RCVBUF", "64k", 1);
-	setenv("UNIO_TCP_SNDBUF", "64k", 1);
-	TEST_ASSERT_EQ(tpeer_open(&a, "lo"), 0);
-	TEST_ASSERT_EQ(tpeer_open(&b, "lo"), 0);
-	unsetenv("UNIO_TCP_RCVBUF");
-	unsetenv("UNIO_TCP_SNDBUF");
+	TEST_ASSERT_EQ(tpeer_open_set(&a, "lo", small_bufs), 0);
+	TEST_ASSERT_EQ(tpeer_open_set(&b, "lo", small_bufs), 0);
 	TEST_ASSERT_EQ(tpeer_connect(&a, b.addr), 0);
 	len = a.iface->attr.max_zcopy;
 	buf = malloc(len);
