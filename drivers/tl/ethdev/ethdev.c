@@ -724,7 +724,7 @@ send_short(struct eth_ep *ep, uint8_t id, uint64_t hdr, const void *payload, siz
 			ei->st.tx_frames++;
 			return UNIO_OK;
 		}
-		ei->txq[ei->txq_head++ & (ETH_TXQ_LEN - 1)] = m;   /* can_send() left room */
+		eth_txq_push(ei, m);   /* refused: the next flush retries it */
 		return UNIO_OK;
 	}
 	eth_txq_push(ei, m);
