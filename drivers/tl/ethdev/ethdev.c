@@ -1039,9 +1039,7 @@ deliver(struct eth_ep *ep, struct rte_mbuf *m)
 		}
 	} else if (!ep->reasm_active || w->am_id != ep->reasm_id ||
 		   w->msg_len != ep->reasm_len) {
-		ep->ei->st.drop_bad_msg++;
-		ep->reasm_active = false;
-		ep->reasm_get = NULL;
+		reasm_abort(ep);
 		frame_free(ep->ei, m);
 		return;
 	}
