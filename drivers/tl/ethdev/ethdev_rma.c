@@ -621,10 +621,8 @@ eth_rma_input(struct eth_ep *ep, uint8_t id, const void *data, size_t len)
 		if (h.len != len || h.off != op->done || len > op->length - op->done)
 			goto bad;
 		op_scatter(op, h.off, pl, len);
-		op->done += len;
-		if (op->done == op->length)
-			op_complete(ep, op, UNIO_OK);
-		break;
+		eth_rma_resp_done(ep, op, len);
+		return;
 	default:
 		goto bad;
 	}
