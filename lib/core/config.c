@@ -108,7 +108,8 @@ static const struct cfg_row cfg_table[] = {
 	  "the hosts' scheduling jitter is large.  Consumer: the ethdev driver." },
 	{ "HUGEPAGES", CFG_ENUM, "try", OFF(hugepages), hugepage_modes, 0, 0,
 	  "Hugepage use of the default EAL initialisation: 'try' uses --in-memory hugepages "
-	  "when at least 16 free 2 MiB pages are reserved and falls back to --no-huge, 'yes' "
+	  "when at least 16 2 MiB pages are free (not counting those other processes' mappings "
+	  "reserved) and falls back to --no-huge, 'yes' "
 	  "requires them, 'no' always uses --no-huge.  Also selects hugetlb backing for shared-"
 	  "memory segments." },
 	{ "LOG_LEVEL", CFG_ENUM, "warn", OFF(log_level), log_levels, 0, 0,

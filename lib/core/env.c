@@ -68,17 +68,35 @@ has_opt(int argc, char **argv, const char *const *opts)
 }
 
 static long
-free_hugepages(void)
+hugepage_count(const char *name)
 {
-	FILE *f = fopen("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "r");
+	char path[128];
+	FILE *f;
 	long n = 0;
 
+	snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/hugepages-2048kB/%s", name);
+	f = fopen(path, "r");
 	if (f == NULL)
 		return 0;
 	if (fscanf(f, "%ld", &n) != 1)
 		n = 0;
 	fclose(f);
 	return n;
+}
+
+/*
+ * The 2 MiB hugepages this process can still get: free minus those reserved by other
+ * processes' mappings not yet faulted in (a hugetlb memfd or MAP_HUGETLB mapping holds its
+ * pages from mmap() on; the kernel refuses anyone else those pages although they still
+ * count as free).  EAL counts a node's free pages without that subtraction, so with every
+ * free page reserved it initialises with hugepages and fails at its first heap page.
+ */
+static long
+free_hugepages(void)
+{
+	long n = hugepage_count("free_hugepages") - hugepage_count("resv_hugepages");
+
+	return n > 0 ? n : 0;
 }
 
 static void
@@ -246,6 +264,7 @@ eal_init_locked(int n_user, char **user)
 						"--socket-mem", "--huge-dir", "--legacy-mem",
 						"--proc-type", NULL };
 	static const char *const log_opts[] = { "--log-level", NULL };
+	static const char *const in_memory[] = { "--in-memory", NULL };
 	static char strbuf[512];
 	const struct unio_config *cfg = unio_config_env();
 	char *argv[ENV_MAX_ARGS];
@@ -303,9 +322,23 @@ eal_init_locked(int n_user, char **user)
 	}
 
 	unio_env_reap_dead();
+	/*
+	 * Dynamic memory (--in-memory, no -m) takes pages as it needs them: at init, one 2 MiB
+	 * page of heap.  Still, when other processes take every free page between the count
+	 * above and EAL's own, EAL fails ("Cannot get hugepage information", EACCES), and
+	 * there is no falling back then: DPDK 22.11 lets rte_eal_init() run again after that
+	 * failure, but keeps what the first call parsed (--in-memory, -l), so a second call
+	 * with --no-huge is refused as an invalid command line.
+	 */
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0) {
-		CORE_LOG(ERR, "rte_eal_init(%s) failed: %s", env_args, rte_strerror(rte_errno));
+		int err = rte_errno;
+
+		CORE_LOG(ERR, "rte_eal_init(%s) failed: %s", env_args, rte_strerror(err));
+		if (err == EACCES && has_opt(argc, argv, in_memory))
+			CORE_LOG(ERR, "the free hugepages counted before rte_eal_init() were "
+				 "taken by other processes before EAL counted them: retry, or "
+				 "set UNIO_HUGEPAGES=no");
 		return UNIO_ERR_IO;
 	}
 	env_owner = 1;

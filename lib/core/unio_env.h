@@ -11,7 +11,8 @@
  * filled in with Unio's defaults:
  * - `-l <cpu>`: the CPU the caller runs on (or UNIO_CPU);
  * - `--no-pci` unless PCI devices are named (-a/-b);
- * - `--in-memory` when at least 16 free 2 MiB hugepages are reserved, else `--no-huge -m 256`
+ * - `--in-memory` when at least 16 2 MiB hugepages are free, not counting those reserved by
+ *   other processes' mappings (free_hugepages - resv_hugepages), else `--no-huge -m 256`
  *   (UNIO_HUGEPAGES);
  * - `--file-prefix=unio-<pid>`, so any number of Unio processes run side by side;
  * - `--log-level=lib.*:<level>`: errors only, unless UNIO_LOG_LEVEL asks for info or debug.
