@@ -57,13 +57,16 @@ tsc_since(uint64_t now, uint64_t t)
 	return now > t ? now - t : 0;
 }
 
-/* TSC cycles as microseconds for the wire, saturated to 16 bits (65 ms). */
+/*
+ * TSC cycles as microseconds for the wire, saturated to 16 bits (65 ms): a multiplication by
+ * 2^32 us per TSC cycle, in integers (below the saturation the product fits 64 bits).
+ */
 static inline uint16_t
 tsc_to_us(const struct eth_iface *ei, uint64_t cycles)
 {
-	double us = (double)cycles * ei->us_per_tsc;
-
-	return us >= (double)UINT16_MAX ? UINT16_MAX : (uint16_t)us;
+	if (unlikely(cycles >= ei->tsc_us_max))
+		return UINT16_MAX;
+	return (uint16_t)((cycles * ei->us_per_tsc_q32) >> 32);
 }
 
 static inline struct eth_iface *
@@ -109,23 +112,21 @@ frames_free(struct eth_iface *ei)
 }
 
 /*
- * An empty mbuf of the iface's pool: one a progress call freed (no mempool operation, no
- * look-up of the lcore's mempool cache), else one of ETH_STASH / 2 taken from the pool
- * together.  A stashed mbuf is a free one (one reference, one segment) until reset here.
+ * An mbuf of the iface's pool for a new frame: one a progress call freed (no mempool
+ * operation, no look-up of the lcore's mempool cache), else one of ETH_STASH / 2 taken from
+ * the pool together.  It is a free mbuf (one reference, one segment, no next: what DPDK
+ * keeps true of every mbuf in a pool and rte_pktmbuf_prefree_seg() of the ones it returns),
+ * not reset: wire_init() lays it out.
  */
 static inline struct rte_mbuf *
 frame_alloc(struct eth_iface *ei)
 {
-	struct rte_mbuf *m;
-
 	if (unlikely(ei->n_stash == 0)) {
 		if (rte_mempool_get_bulk(ei->mp, (void **)ei->stash, ETH_STASH / 2) != 0)
 			return rte_pktmbuf_alloc(ei->mp);     /* fewer left: NULL when none */
 		ei->n_stash = ETH_STASH / 2;
 	}
-	m = ei->stash[--ei->n_stash];
-	rte_pktmbuf_reset(m);
-	return m;
+	return ei->stash[--ei->n_stash];
 }
 
 static inline void
@@ -207,6 +208,67 @@ stamp(struct eth_ep *ep, struct rte_mbuf *m, uint64_t now)
 }
 
 /*
+ * What rx_fast() compares of a received frame's first 64 bytes, as 8-byte little-endian
+ * words: the fields that are the same in every frame of a connection, as the peer's
+ * template (tmpl_build()) writes them.  Left out: the source MAC (a router's on a routed
+ * path), TOS and TTL, the lengths, the IPv4 id and both checksums (checked by rx_fast()),
+ * and the fields of the Unio header that change from frame to frame.
+ */
+static const uint64_t rx_mask[ETH_RX_WORDS] __rte_aligned(16) = {
+	0x0000ffffffffffffull,  /* destination MAC | source MAC */
+	0x00ffffff00000000ull,  /* source MAC | EtherType, version and header length | TOS */
+	0xff00ffff00000000ull,  /* length, id | fragment field | TTL | protocol */
+	0xffffffffffff0000ull,  /* checksum | source address, destination address */
+	0x0000ffffffffffffull,  /* destination address, ports | UDP length */
+	0x00000000ffff0000ull,  /* UDP checksum | magic, version | type, flags, AM id, rsvd */
+	0xffff000000000000ull,  /* len, credit, echo_delay | dst_conn */
+	0x0000ffffffffffffull,  /* dst_conn, src_conn | seq */
+};
+
+static_assert(sizeof(rx_mask) == 64 && sizeof(rx_mask) <= ETH_HDRS, "rx_fast() words");
+
+/*
+ * ep->rx_tmpl: rx_mask's bytes of a frame from the peer (its IPv4 address, UDP port and
+ * connection id) to this iface; built with the send template and again whenever the peer's
+ * connection id changes.  While that id is unknown (0: a dial not answered yet) a word has
+ * a bit set outside its mask, which no frame matches: the full parser takes every frame.
+ */
+static void
+rx_tmpl_build(struct eth_ep *ep)
+{
+	const struct eth_iface *ei = ep->ei;
+	uint8_t b[sizeof(ep->rx_tmpl)] __rte_aligned(8);
+	struct rte_ether_hdr *eh = (struct rte_ether_hdr *)b;
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eh + 1);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+	struct eth_wire *w = (struct eth_wire *)(udp + 1);
+
+	RTE_BUILD_BUG_ON(offsetof(struct eth_wire, src_conn) + sizeof(w->src_conn) >
+			 sizeof(b) - ETH_L2L3L4);
+	memset(b, 0, sizeof(b));
+	rte_ether_addr_copy(&ei->addr.mac, &eh->dst_addr);
+	eh->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	ip->version_ihl = RTE_IPV4_VHL_DEF;
+	ip->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
+	ip->next_proto_id = IPPROTO_UDP;
+	ip->src_addr = ep->peer.ip;
+	ip->dst_addr = ei->addr.ip;
+	udp->src_port = ep->peer.udp_port;
+	udp->dst_port = ei->addr.udp_port;
+	b[ETH_L2L3L4 + offsetof(struct eth_wire, magic)] = ETH_MAGIC;
+	b[ETH_L2L3L4 + offsetof(struct eth_wire, version)] = ETH_VERSION;
+	memcpy(b + ETH_L2L3L4 + offsetof(struct eth_wire, dst_conn), &ei->addr.conn,
+	       sizeof(ei->addr.conn));
+	memcpy(b + ETH_L2L3L4 + offsetof(struct eth_wire, src_conn), &ep->peer.conn,
+	       sizeof(ep->peer.conn));
+	memcpy(ep->rx_tmpl, b, sizeof(b));
+	for (unsigned int i = 0; i < ETH_RX_WORDS; i++)
+		ep->rx_tmpl[i] &= rx_mask[i];
+	if (ep->peer.conn == 0)
+		ep->rx_tmpl[0] |= ~rx_mask[0];
+}
+
+/*
  * The ep's header template (ep->hdr_tmpl, ep->ip_sum): built when the ep is and again when
  * the peer's MAC becomes known.  The connection ids and the dial id that can change later
  * are written by every stamp().
@@ -225,6 +287,7 @@ tmpl_build(struct eth_ep *ep)
 	w->version = ETH_VERSION;
 	w->type = ETH_FT_DATA;
 	w->src_conn = ep->ei->addr.conn;
+	rx_tmpl_build(ep);
 }
 
 /*
@@ -234,11 +297,23 @@ tmpl_build(struct eth_ep *ep)
 static __rte_always_inline struct eth_wire *
 wire_init(struct eth_ep *ep, struct rte_mbuf *m, uint8_t type, uint16_t len)
 {
-	uint8_t *p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(ETH_HDRS + len));
+	uint16_t flen = (uint16_t)(ETH_HDRS + len);
 	struct eth_wire *w;
+	uint8_t *p;
 
-	if (unlikely(p == NULL))
+	/*
+	 * What rte_pktmbuf_reset() and rte_pktmbuf_append() would leave in a free mbuf of one
+	 * segment (frame_alloc()), less the fields a frame never uses (port, VLAN tags)
+	 */
+	if (unlikely(flen > m->buf_len - RTE_PKTMBUF_HEADROOM))
 		return NULL;
+	m->data_off = RTE_PKTMBUF_HEADROOM;
+	m->data_len = flen;
+	m->pkt_len = flen;
+	m->ol_flags = 0;
+	m->tx_offload = 0;
+	m->packet_type = 0;
+	p = rte_pktmbuf_mtod(m, uint8_t *);
 	memcpy(p, ep->hdr_tmpl, ETH_HDRS);
 	w = (struct eth_wire *)(p + ETH_L2L3L4);
 	w->type = type;
@@ -1007,20 +1082,13 @@ reasm_done(struct eth_ep *ep)
 	eth_rma_resp_done(ep, op, ep->reasm_len - sizeof(struct eth_rma_hdr));
 }
 
-/* Deliver the next in-order frame; frees it. */
-static void
-deliver(struct eth_ep *ep, struct rte_mbuf *m)
+/* deliver() of a frame that is not a whole message, or arrives during a reassembly */
+static __rte_noinline void
+deliver_frag(struct eth_ep *ep, struct rte_mbuf *m)
 {
 	const struct eth_wire *w = frame_wire(m);
 	const uint8_t *pl = (const uint8_t *)(w + 1);
 
-	/* most messages: one whole frame (its length fits the frame, so ETH_MAX_MSG too) */
-	if (likely((w->flags & (ETH_FF_FIRST | ETH_FF_LAST)) == (ETH_FF_FIRST | ETH_FF_LAST) &&
-		   !ep->reasm_active && w->msg_len == w->len)) {
-		invoke(ep, w->am_id, pl, w->len);
-		frame_free(ep->ei, m);
-		return;
-	}
 	if (w->flags & ETH_FF_FIRST) {
 		if (ep->reasm_active)
 			reasm_abort(ep);
@@ -1057,6 +1125,22 @@ deliver(struct eth_ep *ep, struct rte_mbuf *m)
 		}
 	}
 	frame_free(ep->ei, m);
+}
+
+/* Deliver the next in-order frame; frees it. */
+static __rte_always_inline void
+deliver(struct eth_ep *ep, struct rte_mbuf *m)
+{
+	const struct eth_wire *w = frame_wire(m);
+
+	/* most messages: one whole frame (its length fits the frame, so ETH_MAX_MSG too) */
+	if (likely((w->flags & (ETH_FF_FIRST | ETH_FF_LAST)) == (ETH_FF_FIRST | ETH_FF_LAST) &&
+		   !ep->reasm_active && w->msg_len == w->len)) {
+		invoke(ep, w->am_id, w + 1, w->len);
+		frame_free(ep->ei, m);
+		return;
+	}
+	deliver_frag(ep, m);
 }
 
 static void
@@ -1224,8 +1308,81 @@ resolved(struct eth_ep *ep, const struct rte_ether_addr *mac)
 	ep->resolving = false;
 }
 
-static void
-rx_one(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now)
+/* A frame of @p ep's connection whose header passed every check: its ack, then its data. */
+static __rte_always_inline void
+rx_accept(struct eth_iface *ei, struct eth_ep *ep, struct rte_mbuf *m, const struct eth_wire *w,
+	  uint64_t now)
+{
+	if (!ack_input(ep, w, now)) {
+		ei->st.drop_bad_seq++;
+		rte_pktmbuf_free(m);
+	} else if (w->type == ETH_FT_ACK) {
+		frame_free(ei, m);
+	} else {
+		data_input(ep, m, w, now);
+	}
+}
+
+/*
+ * The receive path of a frame of the latest peer's connection, as the full parser
+ * (eth_rx_classify(), then rx_slow()) would take it, in one comparison of the first 64
+ * bytes with the ep's rx_tmpl (connection ids included) and the checks of what varies: the
+ * lengths (the IPv4 one within the frame, UDP's and the Unio header's each the rest of the
+ * one before), both checksums (a UDP checksum of 0 is none, RFC 768), the frame type, AM id
+ * and dial id.  Returns the Unio header, or NULL for anything else (another peer, a frame
+ * that would be dropped, a connection that changed): the full parser takes it then, and
+ * drops and counts what it must.
+ */
+static __rte_always_inline const struct eth_wire *
+rx_fast(const struct eth_ep *ep, const struct rte_mbuf *m)
+{
+	typedef uint64_t v2u64 __attribute__((vector_size(16)));
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+	const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)
+					(p + sizeof(struct rte_ether_hdr));
+	const struct rte_udp_hdr *udp = (const struct rte_udp_hdr *)(ip + 1);
+	const struct eth_wire *w = (const struct eth_wire *)(udp + 1);
+	const v2u64 *mask = (const v2u64 *)rx_mask, *tmpl = (const v2u64 *)ep->rx_tmpl;
+	v2u64 v[ETH_RX_WORDS / 2], diff;
+	int tot, ulen;
+	uint64_t f;
+
+	if (unlikely(m->nb_segs != 1 || rte_pktmbuf_data_len(m) < ETH_HDRS))
+		return NULL;
+	memcpy(v, p, sizeof(v));
+	diff = ((v[0] & mask[0]) ^ tmpl[0]) | ((v[1] & mask[1]) ^ tmpl[1]) |
+	       ((v[2] & mask[2]) ^ tmpl[2]) | ((v[3] & mask[3]) ^ tmpl[3]);
+	tot = rte_be_to_cpu_16(ip->total_length);
+	ulen = rte_be_to_cpu_16(udp->dgram_len);
+	if (unlikely((diff[0] | diff[1]) != 0 ||
+		     tot > rte_pktmbuf_data_len(m) - (int)sizeof(struct rte_ether_hdr) ||
+		     ulen != tot - (int)sizeof(*ip) ||
+		     (int)w->len != ulen - (int)(sizeof(*udp) + sizeof(*w))))
+		return NULL;
+	if (unlikely(w->type != ETH_FT_DATA && (w->type != ETH_FT_ACK || w->len != 0)))
+		return NULL;
+	if (unlikely(w->am_id >= UNIO_TL_AM_ID_MAX &&
+		     (w->am_id < ETH_AM_PUT || w->am_id > ETH_AM_GET_RESP)))
+		return NULL;
+	if (unlikely(w->dial != ep->dial || ep->failed || ep->resolving))
+		return NULL;
+	f = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
+	if (f != RTE_MBUF_F_RX_IP_CKSUM_GOOD &&
+	    (f == RTE_MBUF_F_RX_IP_CKSUM_BAD || eth_ip_cksum(ip) != 0xffff))
+		return NULL;
+	if (udp->dgram_cksum == 0)
+		return w;
+	f = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+	if (f != RTE_MBUF_F_RX_L4_CKSUM_GOOD &&
+	    (f == RTE_MBUF_F_RX_L4_CKSUM_BAD ||
+	     eth_cksum(udp, (size_t)ulen, eth_udp_phdr(ip, udp)) != 0xffff))
+		return NULL;
+	return w;
+}
+
+/* Any frame: the full parser, peers and connections found or made. */
+static __rte_noinline void
+rx_slow(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now)
 {
 	const struct rte_ipv4_hdr *ip = NULL;
 	const struct rte_udp_hdr *udp = NULL;
@@ -1261,12 +1418,15 @@ rx_one(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now)
 			}
 			ep->dial = w->dial;
 			ep->peer.conn = w->src_conn;
+			rx_tmpl_build(ep);
 		} else {
 			ep = peer_detach(ep);
 		}
 	}
-	if (ep != NULL && ep->peer.conn == 0 && w->dst_conn == ei->addr.conn)
+	if (ep != NULL && ep->peer.conn == 0 && w->dst_conn == ei->addr.conn) {
 		ep->peer.conn = w->src_conn;    /* we dialled this peer: now we know its id */
+		rx_tmpl_build(ep);
+	}
 	if (ep != NULL && !ep->user_owned && ep->peer.conn != w->src_conn &&
 	    w->type == ETH_FT_DATA && w->seq == 0) {
 		ep_free(ep);        /* the peer restarted: forget its old passive connection */
@@ -1293,14 +1453,21 @@ rx_one(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now)
 	if (ep == NULL || ep->peer.conn != w->src_conn || ep->failed) {
 		ei->st.drop_unknown_conn++;
 		rte_pktmbuf_free(m);
-	} else if (!ack_input(ep, w, now)) {
-		ei->st.drop_bad_seq++;
-		rte_pktmbuf_free(m);
-	} else if (w->type == ETH_FT_ACK) {
-		frame_free(ei, m);
 	} else {
-		data_input(ep, m, w, now);
+		rx_accept(ei, ep, m, w, now);
 	}
+}
+
+static inline void
+rx_one(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now)
+{
+	struct eth_ep *ep = ei->last_peer;
+	const struct eth_wire *w;
+
+	if (likely(ep != NULL) && (w = rx_fast(ep, m)) != NULL)
+		rx_accept(ei, ep, m, w, now);
+	else
+		rx_slow(ei, m, now);
 }
 
 /* An ep whose peer MAC is unknown: ARP until answered or ETH_ARP_TRIES went unanswered. */
@@ -1456,8 +1623,10 @@ eth_progress(struct unio_tl_iface *iface)
 	 * at most a queue's worth behind; a backlog longer than that is this side not keeping
 	 * up, which counts as delay from here on.
 	 */
-	ei->rx_backlog += n + k;
-	if ((n < ETH_BURST && k < ETH_BURST) || ei->rx_backlog > ETH_NB_DESC) {
+	if (likely(n < ETH_BURST && k < ETH_BURST)) {
+		ei->rx_clear = now;
+		ei->rx_backlog = 0;
+	} else if ((ei->rx_backlog += n + k) > ETH_NB_DESC) {
 		ei->rx_clear = now;
 		ei->rx_backlog = 0;
 	}
@@ -1723,7 +1892,8 @@ eth_iface_open(const struct unio_tl_iface_params *params, struct unio_tl_iface *
 	ei->addr.version = ETH_VERSION;
 	ei->tsc_hz = rte_get_tsc_hz();
 	ei->tsc_per_us = RTE_MAX(ei->tsc_hz / 1000000, (uint64_t)1);
-	ei->us_per_tsc = 1e6 / (double)ei->tsc_hz;
+	ei->us_per_tsc_q32 = (uint64_t)((1e6 * 4294967296.0) / (double)ei->tsc_hz);
+	ei->tsc_us_max = (uint64_t)((double)UINT16_MAX * 1e-6 * (double)ei->tsc_hz);
 	ei->now = rte_rdtsc();
 	ei->timer_period = ei->tsc_hz / 10000;      /* 100 us */
 	ei->ack_delay = ei->tsc_hz / 1000000 * ETH_ACK_DELAY_US;

@@ -69,6 +69,7 @@ extern int ethdev_logtype;
 #define ETH_L2L3L4       (sizeof(struct rte_ether_hdr) + sizeof(struct rte_ipv4_hdr) + \
 			  sizeof(struct rte_udp_hdr))
 #define ETH_HDRS         (ETH_L2L3L4 + sizeof(struct eth_wire))   /* 104: every frame's headers */
+#define ETH_RX_WORDS     8u        /* 8-byte words of a frame's first 64 bytes (rx_fast()) */
 
 enum eth_frame_type {
 	ETH_FT_DATA = 1,
@@ -241,6 +242,11 @@ struct eth_ep {
 	 *  0), UDP (length 0), the Unio header (magic, version, type DATA, src_conn); a send
 	 *  copies it whole and fills in the rest */
 	uint8_t hdr_tmpl[ETH_HDRS] __rte_aligned(8);
+	/** the first 64 bytes of every frame from the peer, where they do not change from frame
+	 *  to frame (ETH_RX_WORDS words, masked as rx_fast() masks them): Ethernet destination
+	 *  and type, IPv4 version, header length, fragment field, protocol, addresses, UDP
+	 *  ports, the Unio magic, version and both connection ids; rx_tmpl_build() */
+	uint64_t rx_tmpl[ETH_RX_WORDS] __rte_aligned(16);
 	/* send side */
 	uint32_t snd_una, snd_nxt;
 	uint32_t peer_edge;    /**< peer's ack + credit: do not send at or beyond */
@@ -315,7 +321,8 @@ struct eth_iface {
 	struct rte_mempool *mp;
 	uint64_t tsc_hz;
 	uint64_t tsc_per_us;     /**< TSC cycles per microsecond (echo_delay to cycles) */
-	double us_per_tsc;       /**< microseconds per TSC cycle (cycles to echo_delay) */
+	uint64_t us_per_tsc_q32; /**< microseconds per TSC cycle x 2^32 (cycles to echo_delay) */
+	uint64_t tsc_us_max;     /**< TSC cycles of UINT16_MAX us, where echo_delay saturates */
 	uint64_t now;            /**< the clock as the latest progress call that read it */
 	uint32_t clock_skips;    /**< empty progress calls since the clock was last read */
 	bool in_progress;        /**< inside eth_progress() after its clock reading */
