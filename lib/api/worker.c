@@ -14,6 +14,7 @@
 #include <rte_cycles.h>
 
 #include "proto_am_rma.h"
+#include "unio_memcpy.h"
 #include "unio_api_priv.h"
 
 RTE_LOG_REGISTER(unio_logtype_api, unio.api, WARNING);
@@ -79,6 +80,7 @@ unio_context_create(const struct unio_context_params *params, unio_status_t *sta
 	st = unio_env_init_config(&ctx->config);   /* its UNIO_EAL_ARGS, not the environment's */
 	if (st != UNIO_OK)
 		goto free_ctx;
+	unio_memcpy_configure(&ctx->config);       /* process-wide: the last context's */
 	TAILQ_INIT(&ctx->workers);
 	context_open_drivers(ctx);
 	if (ctx->n_drivers == 0) {

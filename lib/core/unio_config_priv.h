@@ -88,6 +88,8 @@ struct unio_config {
 	uint64_t ethdev_target_delay_ns;  /**< ethdev congestion control target delay */
 	char eal_args[UNIO_CFG_STR_MAX];  /**< EAL arguments of Unio's own EAL init, "none" */
 	int ethdev_idle_yield;            /**< enum unio_ethdev_idle_yield */
+	size_t copy_alias_min;            /**< unio_memcpy_part(): backward loop from here */
+	size_t copy_nt_thresh;            /**< unio_memcpy_part(): non-temporal from here */
 };
 
 /** The environment snapshot, parsed once; NULL and unio_config_error() set when malformed. */

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * unio_memcpy_part(): every routine it picks (memcpy, the backward AVX2 loop for aliased
+ * pairs, non-temporal stores) copies exactly the bytes asked, at every alignment of source
+ * and destination and at the lengths around each routine's edges, and writes nothing
+ * around the destination.
+ */
+
+#include <stdbool.h>
+#include <sys/mman.h>
+
+#include "unio_config_priv.h"
+#include "unio_memcpy.h"
+#include "unio_test.h"
+
+#define GUARD   128
+#define MAX_LEN ((1u << 20) + 4096 + 33)
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint8_t
+rnd8(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint8_t)rng;
+}
+
+/* thresholds through the configuration, as unio_context_create() applies them */
+static int
+configure(const char *alias_min, const char *nt_thresh)
+{
+	struct unio_config cfg;
+
+	if (unio_config_snapshot(&cfg) != UNIO_OK ||
+	    unio_config_set(&cfg, "COPY_ALIAS_MIN", alias_min) != UNIO_OK ||
+	    unio_config_set(&cfg, "COPY_NT_THRESH", nt_thresh) != UNIO_OK)
+		return -1;
+	unio_memcpy_configure(&cfg);
+	return 0;
+}
+
+/*
+ * Copy @p len bytes from src_base + @p soff to a destination placed so that
+ * (dst - src) mod 4096 == @p delta, through @p fn (0: unio_memcpy_part(), 1: the
+ * out-of-line routine itself, which also takes lengths under UNIO_MEMCPY_LARGE_MIN); check
+ * the copy and the guard bytes on both sides.
+ */
+static int
+one(uint8_t *src_base, uint8_t *dst_base, size_t len, size_t soff, size_t delta, int fn,
+    size_t total)
+{
+	const uint8_t *src = src_base + soff;
+	size_t doff = 4096 + ((soff + delta) & 4095);   /* >= GUARD bytes in */
+	uint8_t *dst = dst_base + doff;
+
+	TEST_ASSERT((((uintptr_t)dst - (uintptr_t)src) & 4095) == delta, "placement");
+	memset(dst - GUARD, 0xa5, len + 2 * GUARD);
+	if (fn == 0)
+		unio_memcpy_part(dst, src, len, total);
+	else
+		unio_memcpy_part_(dst, src, len, total);
+	if (memcmp(dst, src, len) != 0) {
+		size_t i = 0;
+
+		while (dst[i] == src[i])
+			i++;
+		TEST_LOG("len %zu src offset %zu delta %zu total %zu: byte %zu differs", len,
+			 soff, delta, total, i);
+		return TEST_FAIL;
+	}
+	for (size_t i = 1; i <= GUARD; i++)
+		TEST_ASSERT(dst[-(ssize_t)i] == 0xa5 && dst[len + i - 1] == 0xa5,
+			    "len %zu src offset %zu delta %zu: guard byte %zu written", len, soff,
+			    delta, i);
+	return TEST_OK;
+}
+
+static int
+sweep(uint8_t *src, uint8_t *dst, size_t total_mode)
+{
+	static const size_t lens[] = {
+		256, 257, 300, 383, 384, 385, 1000, 2047, 2048, 2049, 4095, 4096, 4097,
+		8192 + 13, 65536 + 7, 262144 + 64, (1u << 20) + 33,
+	};
+	static const size_t soffs[] = { 0, 1, 7, 16, 31, 32, 63, 4095 };
+	static const size_t deltas[] = { 0, 1, 8, 16, 31, 32, 48, 63, 64, 65, 4080, 4095 };
+
+	for (unsigned int l = 0; l < RTE_DIM(lens); l++)
+		for (unsigned int s = 0; s < RTE_DIM(soffs); s++)
+			for (unsigned int d = 0; d < RTE_DIM(deltas); d++)
+				for (int fn = 0; fn < 2; fn++) {
+					size_t total = total_mode == 0 ? 0 : lens[l];
+
+					if (one(src, dst, lens[l], soffs[s], deltas[d], fn,
+						total) != TEST_OK)
+						return TEST_FAIL;
+				}
+	return TEST_OK;
+}
+
+UNIO_TEST(memcpy_large_routines, fast)
+{
+	size_t blen = MAX_LEN + 2 * 4096 + 2 * GUARD;
+	uint8_t *src = mmap(NULL, blen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			    -1, 0);
+	uint8_t *dst = mmap(NULL, blen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			    -1, 0);
+	int rc = TEST_FAIL;
+
+	TEST_ASSERT(src != MAP_FAILED && dst != MAP_FAILED, "mmap");
+	for (size_t i = 0; i < blen; i++)
+		src[i] = rnd8();
+	/* the defaults: memcpy, the backward loop for aliased pairs from 2 KiB, NT from 8 MiB */
+	if (configure("2k", "8m") != 0 || sweep(src, dst, 1) != TEST_OK)
+		goto out;
+	TEST_LOG("%s", unio_memcpy_describe());
+	/* the backward loop from 256 bytes on (the out-of-line routine takes them) */
+	if (configure("0", "inf") != 0 || sweep(src, dst, 1) != TEST_OK)
+		goto out;
+	/* non-temporal stores for every copy of a transfer (total), none for staging (0) */
+	if (configure("inf", "0") != 0 || sweep(src, dst, 1) != TEST_OK ||
+	    sweep(src, dst, 0) != TEST_OK)
+		goto out;
+	/* memcpy only */
+	if (configure("inf", "inf") != 0 || sweep(src, dst, 1) != TEST_OK)
+		goto out;
+	if (strstr(unio_memcpy_describe(), "inf") == NULL &&
+	    strstr(unio_memcpy_describe(), "no AVX2") == NULL) {
+		TEST_LOG("describe: %s", unio_memcpy_describe());
+		goto out;
+	}
+	rc = TEST_OK;
+out:
+	configure("2k", "8m");
+	munmap(src, blen);
+	munmap(dst, blen);
+	return rc;
+}
+
+UNIO_TEST(memcpy_config_rows, fast)
+{
+	struct unio_config cfg;
+
+	TEST_ASSERT_STATUS(unio_config_snapshot(&cfg), UNIO_OK);
+	TEST_ASSERT_EQ(cfg.copy_alias_min, 2048);
+	TEST_ASSERT_EQ(cfg.copy_nt_thresh, 8u << 20);
+	TEST_ASSERT_STATUS(unio_config_set(&cfg, "COPY_NT_THRESH", "inf"), UNIO_OK);
+	TEST_ASSERT(cfg.copy_nt_thresh == UNIO_SIZE_INF, "inf");
+	TEST_ASSERT_STATUS(unio_config_set(&cfg, "COPY_ALIAS_MIN", "auto"), UNIO_ERR_CONFIG);
+	TEST_ASSERT_STATUS(unio_config_set(&cfg, "COPY_ALIAS_MIN", "64k"), UNIO_OK);
+	TEST_ASSERT_EQ(cfg.copy_alias_min, 65536);
+	unio_memcpy_configure(&cfg);
+	TEST_ASSERT(strstr(unio_memcpy_describe(), "64k") != NULL ||
+		    strstr(unio_memcpy_describe(), "no AVX2") != NULL, "%s",
+		    unio_memcpy_describe());
+	TEST_ASSERT_STATUS(unio_config_snapshot(&cfg), UNIO_OK);
+	unio_memcpy_configure(&cfg);
+	unio_memcpy_configure(NULL);   /* ignored */
+	return TEST_OK;
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef UNIO_MEMCPY_H
+#define UNIO_MEMCPY_H
+
+/**
+ * @file
+ * Copies on the data path (driver SDK, not installed): puts and gets through a peer's
+ * mapping, rendezvous copies, pipelined fragments.  Two cases where the C library's memcpy
+ * is slow on the machines measured (doc/guides/protocols.md, performance log 19):
+ * - the destination 1 to 63 bytes past the source modulo 4 KiB: glibc 2.36 copies 2 KiB to
+ *   512 KiB with "rep movsb", which on AMD Zen 3 then runs 15 to 30 times slower (every load
+ *   waits on a store to the same page offset); from UNIO_COPY_ALIAS_MIN such copies go
+ *   through a vector loop that runs backwards, whose loads never meet a pending store;
+ * - transfers from UNIO_COPY_NT_THRESH on (source and destination no longer fit the cache):
+ *   non-temporal stores write the destination without reading it first.
+ * Everything else, and every copy where AVX2 is missing (other CPUs, aarch64), is memcpy.
+ */
+
+#include <stddef.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct unio_config;
+
+/** Copies shorter than this are memcpy, inline, whatever the configuration says. */
+#define UNIO_MEMCPY_LARGE_MIN 2048
+
+/**
+ * Copy @p len bytes that are part (or all) of a transfer of @p total bytes into its final
+ * destination.  @p total decides the non-temporal stores: pass 0 for copies into a staging
+ * buffer that another core reads at once (a FIFO or ring), so that they stay in the cache.
+ * The buffers must not overlap.
+ */
+void unio_memcpy_part_(void *dst, const void *src, size_t len, size_t total);
+
+static inline void
+unio_memcpy_part(void *dst, const void *src, size_t len, size_t total)
+{
+	if (len < UNIO_MEMCPY_LARGE_MIN)
+		memcpy(dst, src, len);
+	else
+		unio_memcpy_part_(dst, src, len, total);
+}
+
+/** A whole transfer of @p len bytes into its final destination (a put, a get). */
+static inline void
+unio_memcpy_large(void *dst, const void *src, size_t len)
+{
+	unio_memcpy_part(dst, src, len, len);
+}
+
+/**
+ * Set the thresholds from @p cfg (UNIO_COPY_ALIAS_MIN, UNIO_COPY_NT_THRESH).  They are
+ * process-wide: unio_context_create() applies its context's, the last one created wins;
+ * before any, the defaults of the configuration table hold.
+ */
+void unio_memcpy_configure(const struct unio_config *cfg);
+
+/** The routine and thresholds in force, as text (a static buffer), for tools and logs. */
+const char *unio_memcpy_describe(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UNIO_MEMCPY_H */
