@@ -16,6 +16,7 @@
 
 #include "proto_am_rma.h"
 #include "unio_log.h"
+#include "unio_memcpy.h"
 
 #define AM_PROTO_EAGER 0xb0     /* req->proto of a queued eager AM */
 #define AM_PROTO_RTS   0xb1     /* req->proto of a queued RTS */
@@ -113,7 +114,7 @@ pack_eager(void *dest, void *arg)
 	memcpy(dest, &h, sizeof(h));
 	if (req_hdr_len(req) != 0)  /* no header: req_hdr() may be NULL */
 		memcpy(p, req_hdr(req), req_hdr_len(req));
-	memcpy(p + req_hdr_len(req), req->sbuf, req->slen);
+	unio_memcpy_part(p + req_hdr_len(req), req->sbuf, req->slen, 0);   /* staging */
 	return sizeof(h) + req_hdr_len(req) + req->slen;
 }
 

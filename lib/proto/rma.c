@@ -23,6 +23,7 @@
 
 #include "proto_am_rma.h"
 #include "unio_log.h"
+#include "unio_memcpy.h"
 
 #define RKEY_MAGIC   0x59454b52u     /* "RKEY" */
 #define RKEY_VERSION 1
@@ -956,9 +957,9 @@ fence_issue(struct unio_request *req)
 	if (st == UNIO_OK) {
 		p = (uint8_t *)rk->data.local_ptr + (req->tag - rk->base);
 		if (req->sync)
-			memcpy(p, req->sbuf, req->slen);
+			unio_memcpy_large(p, req->sbuf, req->slen);
 		else
-			memcpy((void *)(uintptr_t)req->sbuf, p, req->slen);
+			unio_memcpy_large((void *)(uintptr_t)req->sbuf, p, req->slen);
 	}
 	unio_tl_completion_done(&req->comp, st);   /* op_done(): not counted in flight */
 }
@@ -1055,9 +1056,9 @@ rma_op(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_rk
 		uint8_t *p = (uint8_t *)rk->data.local_ptr + (raddr - rk->base);
 
 		if (put)
-			memcpy(p, buf, len);
+			unio_memcpy_large(p, buf, len);
 		else
-			memcpy(buf, p, len);
+			unio_memcpy_large(buf, p, len);
 		goto out;
 	}
 	st = op_start(ep, buf, len, raddr, rk, put, false, param, req_p);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "unio_log.h"
+#include "unio_memcpy.h"
 #include "proto_am_rma.h"
 #include "unio_proto.h"
 
@@ -170,7 +171,7 @@ frag_bind(struct unio_ep *ep, struct unio_request *req, const void *got, size_t 
 		proto_req_complete(req, UNIO_ERR_MESSAGE_TRUNCATED);
 		return;
 	}
-	memcpy(req->rbuf, got, n);
+	unio_memcpy_part(req->rbuf, got, n, rx->total);
 	rx->req = req;
 }
 
@@ -247,9 +248,11 @@ am_eager_mid(void *arg, const void *data, size_t length, unsigned int flags)
 	if (unlikely(h.offset != rx->offset || n > rx->total - rx->offset || n == 0))
 		goto bad;
 	if (rx->req != NULL)
-		memcpy(rx->req->rbuf + rx->offset, (const uint8_t *)data + sizeof(h), n);
+		unio_memcpy_part(rx->req->rbuf + rx->offset, (const uint8_t *)data + sizeof(h), n,
+				 rx->total);
 	else if (rx->ux != NULL)
-		memcpy(rx->ux->data + rx->offset, (const uint8_t *)data + sizeof(h), n);
+		unio_memcpy_part(rx->ux->data + rx->offset, (const uint8_t *)data + sizeof(h), n,
+				 rx->total);
 	rx->offset += n;
 	if (rx->ux != NULL)
 		rx->ux->received = rx->offset;
@@ -354,7 +357,8 @@ proto_rndv_pull(struct unio_request *req, uint64_t addr, size_t size, bool split
 	if (!unio_tl_rkey_covers(&req->rkey, addr, size))
 		return UNIO_ERR_OUT_OF_RANGE;
 	if (req->rkey.local_ptr != NULL) {
-		memcpy(req->rbuf, (uint8_t *)req->rkey.local_ptr + (addr - base), size);
+		unio_memcpy_part(req->rbuf, (uint8_t *)req->rkey.local_ptr + (addr - base), size,
+				 RTE_MAX(size, (size_t)req->info.length));
 		proto_rndv_finish(req, UNIO_OK);
 		return UNIO_OK;
 	}
@@ -601,7 +605,8 @@ am_pipe(void *arg, const void *data, size_t length, unsigned int flags)
 		     req->rkey_valid || req->comp.count != 0 ||
 		     h.offset != req->received || n > req->info.length - req->received))
 		goto bad;
-	memcpy(req->rbuf + h.offset, (const uint8_t *)data + sizeof(h), n);
+	unio_memcpy_part(req->rbuf + h.offset, (const uint8_t *)data + sizeof(h), n,
+			 req->info.length);
 	req->received += n;
 	if (req->received == req->info.length) {
 		if (req->on_ep) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "unio_log.h"
+#include "unio_memcpy.h"
 #include "unio_proto.h"
 
 #define CTL_SEND 100  /* a control message (ATS, RTR, SYNC_ACK) waiting in the pending queue */
@@ -25,7 +26,7 @@ pack_eager(void *dest, void *arg)
 	};
 
 	memcpy(dest, &h, sizeof(h));
-	memcpy((uint8_t *)dest + sizeof(h), req->sbuf, req->slen);
+	unio_memcpy_part((uint8_t *)dest + sizeof(h), req->sbuf, req->slen, 0);   /* staging */
 	return sizeof(h) + req->slen;
 }
 
@@ -54,7 +55,7 @@ pack_frag(void *dest, void *arg)
 		memcpy(p, &h, sizeof(h));
 		p += sizeof(h);
 	}
-	memcpy(p, req->sbuf + req->offset, chunk);
+	unio_memcpy_part(p, req->sbuf + req->offset, chunk, 0);   /* into the transport's buffer */
 	return (size_t)(p - (uint8_t *)dest) + chunk;
 }
 

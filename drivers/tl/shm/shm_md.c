@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "shm_priv.h"
+#include "unio_memcpy.h"
 #include "unio_tl_shm.h"
 
 #define SHM_CMA_IOV 64
@@ -626,12 +627,15 @@ map_copy(const struct unio_tl_rkey *rkey, int write, const struct iovec *iov, si
 	 uint64_t raddr)
 {
 	uint8_t *p = (uint8_t *)rkey->local_ptr + (raddr - rkey->remote_base);
+	size_t total = 0;
 
+	for (size_t i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
 	for (size_t i = 0; i < iovcnt; p += iov[i].iov_len, i++) {
 		if (write)
-			memcpy(p, iov[i].iov_base, iov[i].iov_len);
+			unio_memcpy_part(p, iov[i].iov_base, iov[i].iov_len, total);
 		else
-			memcpy(iov[i].iov_base, p, iov[i].iov_len);
+			unio_memcpy_part(iov[i].iov_base, p, iov[i].iov_len, total);
 	}
 }
 
