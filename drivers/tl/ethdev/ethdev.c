@@ -129,13 +129,14 @@ frame_alloc(struct eth_iface *ei)
 	return ei->stash[--ei->n_stash];
 }
 
+/*
+ * Let go of @p m at the end of the progress call (frames_free()); only the receive path
+ * calls this, inside eth_progress() (ack_input(), delivery).
+ */
 static inline void
 frame_free(struct eth_iface *ei, struct rte_mbuf *m)
 {
-	if (!ei->in_progress) {
-		rte_pktmbuf_free(m);
-		return;
-	}
+	RTE_ASSERT(ei->in_progress);
 	if (unlikely(ei->n_free == ETH_FREE_MAX))
 		frames_free(ei);
 	ei->to_free[ei->n_free++] = m;
@@ -974,7 +975,7 @@ fast_retransmit(struct eth_ep *ep, uint64_t sack, uint64_t now)
 }
 
 /* Process the ack fields of any frame; false when they are impossible (forged). */
-static bool
+static __rte_always_inline bool
 ack_input(struct eth_ep *ep, const struct eth_wire *w, uint64_t now)
 {
 	int32_t adv = seq_diff(w->ack, ep->snd_una);
