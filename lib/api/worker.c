@@ -296,27 +296,23 @@ worker_ctl_soon(struct unio_worker *w)
 }
 
 /*
- * One progress call of an unlocked worker.  Drivers that have nothing to do until one of
- * their own calls wakes them (self without an ep) set their iface's idle flag: not called.
+ * The part of a progress call that does something.  @p full: every iface from @p i on that
+ * is not idle is called, whatever its poll word says.  Otherwise iface @p i has work (the
+ * ones before it have none) and the ones after it are called when their poll word says so.
  */
-static __rte_always_inline unsigned int
-progress_body(struct unio_worker *w)
+static __rte_noinline unsigned int
+progress_from(struct unio_worker *w, unsigned int i, bool full)
 {
 	unsigned int n = 0;
 
-	/*
-	 * A callback that calls progress would have the transports deliver again the message
-	 * whose handler is still running (shm consumes a cell after its handler returns): every
-	 * message twice.  Nested progress does nothing; the outer call carries on.
-	 */
-	if (unlikely(w->in_progress))
-		return 0;
 	w->in_progress = true;
-	for (unsigned int i = 0; i < w->n_ifaces; i++) {
+	if (!full)
+		n = unio_tl_iface_deliver(w->ifaces[i++]);
+	for (; i < w->n_ifaces; i++) {
 		struct unio_tl_iface *ifc = w->ifaces[i];
 
-		if (likely(!ifc->idle))
-			n += unio_tl_iface_progress(ifc);
+		if (likely(!ifc->idle) && (full || unio_tl_iface_may_have_work(ifc)))
+			n += full ? unio_tl_iface_progress(ifc) : unio_tl_iface_deliver(ifc);
 	}
 	if (unlikely((w->n_pending | w->n_am_pending | w->n_rma_pending) != 0 ||
 		     !TAILQ_EMPTY(&w->flushes)))
@@ -325,6 +321,40 @@ progress_body(struct unio_worker *w)
 		n += progress_ctl(w);
 	w->in_progress = false;
 	return n;
+}
+
+/*
+ * One progress call of a worker.  Drivers that have nothing to do until one of their own
+ * calls wakes them (self without an ep) set their iface's idle flag: not called.  Drivers
+ * with a poll word (shm: the next header word of its one ring) are called when it is set,
+ * and in the call that runs the control plane (one in WORKER_CTL_CALLS, and the one after
+ * unio_worker_arm()) for their housekeeping.  A call that finds every poll word clear and
+ * nothing queued returns after a few loads, without a call or a register saved: a waiting
+ * side looks at its ring again sooner, so it sees a message sooner.
+ */
+static __rte_always_inline unsigned int
+progress_body(struct unio_worker *w)
+{
+	/*
+	 * A callback that calls progress would have the transports deliver again the message
+	 * whose handler is still running (shm consumes a cell after its handler returns): every
+	 * message twice.  Nested progress does nothing; the outer call carries on.
+	 */
+	if (unlikely(w->in_progress))
+		return 0;
+	if (unlikely(w->ctl_countdown == 1))
+		return progress_from(w, 0, true);
+	for (unsigned int i = 0; i < w->n_ifaces; i++) {
+		const struct unio_tl_iface *ifc = w->ifaces[i];
+
+		if (likely(!ifc->idle) && unio_tl_iface_may_have_work(ifc))
+			return progress_from(w, i, false);
+	}
+	if (unlikely((w->n_pending | w->n_am_pending | w->n_rma_pending) != 0 ||
+		     !TAILQ_EMPTY(&w->flushes)))
+		return progress_from(w, w->n_ifaces, true);
+	w->ctl_countdown--;
+	return 0;
 }
 
 /* MULTI: the same under the worker's lock, out of line */

@@ -151,6 +151,8 @@ fill_stubs(struct unio_tl_ops *ops)
 		ops->ep_flush = stub_flush;
 	if (ops->iface_progress == NULL)
 		ops->iface_progress = stub_progress;
+	if (ops->iface_deliver == NULL)
+		ops->iface_deliver = ops->iface_progress;
 }
 
 unio_status_t

@@ -227,6 +227,13 @@ struct unio_tl_ops {
 				      struct unio_tl_completion *comp);
 	unio_status_t (*ep_flush)(struct unio_tl_ep *ep, struct unio_tl_completion *comp);
 	unsigned int (*iface_progress)(struct unio_tl_iface *iface);
+	/**
+	 * Optional, for drivers with a poll word (unio_tl_iface.poll_word): iface_progress
+	 * without the part that can wait a few calls (new senders, liveness); the worker calls
+	 * it when the poll word is set, and iface_progress in one call in every few and in the
+	 * first after unio_worker_arm().  NULL: the generic layer sets it to iface_progress.
+	 */
+	unsigned int (*iface_deliver)(struct unio_tl_iface *iface);
 } __rte_cache_aligned;
 
 /** Control operations of an iface; NULL = unsupported. */
@@ -314,6 +321,16 @@ struct unio_tl_iface {
 	 * Zero when the driver never sets it.
 	 */
 	bool idle;
+	/**
+	 * Optional "anything there?" word, through two pointers so that the driver can move it
+	 * without telling anyone: when @c poll_word is not NULL and @c **poll_word is 0, a
+	 * progress call would deliver nothing now, and the worker calls iface_progress only
+	 * once every few calls (for the driver's housekeeping: new senders, liveness) and on
+	 * the call after unio_worker_arm(); when it is set, iface_deliver.  NULL (the
+	 * default): iface_progress every time.  The driver changes both levels only inside its
+	 * own calls.
+	 */
+	uint64_t *const *poll_word;
 };
 
 /** The generic part of an ep; drivers embed it first in their own ep struct. */
@@ -506,6 +523,22 @@ static inline unsigned int
 unio_tl_iface_progress(struct unio_tl_iface *iface)
 {
 	return iface->ops.iface_progress(iface);
+}
+
+/** Poll the iface without its housekeeping (see unio_tl_ops.iface_deliver). */
+static inline unsigned int
+unio_tl_iface_deliver(struct unio_tl_iface *iface)
+{
+	return iface->ops.iface_deliver(iface);
+}
+
+/** False only when the iface's poll word says a progress call would find nothing now. */
+static inline bool
+unio_tl_iface_may_have_work(const struct unio_tl_iface *iface)
+{
+	uint64_t *const *pw = iface->poll_word;
+
+	return pw == NULL || __atomic_load_n(*pw, __ATOMIC_RELAXED) != 0;
 }
 
 /**

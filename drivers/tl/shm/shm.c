@@ -339,6 +339,20 @@ shm_flush(struct unio_tl_ep *tl_ep, struct unio_tl_completion *comp)
 
 /* where a dropped ring's "next" points: always empty, so polling skips it */
 static uint64_t idle_word;
+static uint64_t *const idle_next = &idle_word;
+
+/*
+ * The worker's "anything there?" word (unio_tl_iface.poll_word): with one sender, its ring's
+ * next header word, through the ring's own pointer (which moves with every message); with
+ * none, a word that stays 0; with several, none (progress is called every time).  Set again
+ * whenever the set of rings changes.
+ */
+static void
+rx_poll_word_set(struct shm_iface *si)
+{
+	si->super.poll_word = si->n_active == 0 ? &idle_next :
+			      si->n_active == 1 ? (uint64_t *const *)&si->active[0].next : NULL;
+}
 
 static void
 ring_broken(struct shm_iface *si, struct shm_rx_ring *r, uint64_t w)
@@ -437,6 +451,28 @@ poll_rings(struct shm_iface *si, struct shm_rx_ring *r, unsigned int n)
 	return n;
 }
 
+/*
+ * Delivery only (iface_deliver): the worker calls it when the poll word (one sender: its
+ * ring's next header word) is set, and every time with several senders.  An idle ring costs
+ * one load of a line that stays in this core's cache.  The receive path proper is a function
+ * of its own, entered by a tail call: an idle call saves and restores no registers, a busy
+ * one pays one jump.
+ */
+static unsigned int
+shm_deliver(struct unio_tl_iface *iface)
+{
+	struct shm_iface *si = shm_iface_of(iface);
+
+	for (struct shm_rx_ring *r = si->active, *end = r + si->n_active; r < end; r++)
+		if (__atomic_load_n(r->next, __ATOMIC_RELAXED) != 0)
+			return poll_rings(si, r, 0);
+	return 0;
+}
+
+/*
+ * Housekeeping, then delivery.  A worker calls it in one progress call of every
+ * WORKER_CTL_CALLS and in the first after an arm (shm_deliver in the others).
+ */
 static unsigned int
 shm_progress(struct unio_tl_iface *iface)
 {
@@ -451,15 +487,7 @@ shm_progress(struct unio_tl_iface *iface)
 		rescan_slots(si);
 	if (unlikely(--si->check_countdown == 0))   /* the clock costs ~20 ns: not each call */
 		n = shm_check_peers(si);
-	/*
-	 * An idle ring costs one load of a line that stays in this core's cache.  The receive
-	 * path proper is a function of its own, entered by a tail call: an idle call saves and
-	 * restores no registers, a busy one pays one jump.
-	 */
-	for (struct shm_rx_ring *r = si->active, *end = r + si->n_active; r < end; r++)
-		if (__atomic_load_n(r->next, __ATOMIC_RELAXED) != 0)
-			return poll_rings(si, r, n);
-	return n;
+	return n + shm_deliver(iface);
 }
 
 /* ---- ring slots on the receive side ---- */
@@ -492,6 +520,7 @@ slot_reclaim(struct shm_iface *si, unsigned int idx)
 	SHM_LOG(DEBUG, "%s: ring %u of pid %d reclaimed", si->super.dev_name, r->slot,
 		(int)r->pid);
 	si->active[idx] = si->active[--si->n_active];
+	rx_poll_word_set(si);
 }
 
 static bool
@@ -513,6 +542,7 @@ slot_activate(struct shm_iface *si, uint32_t slot, uint64_t state)
 		.slot = slot, .pid = (pid_t)(state >> 8),
 	};
 	r->next = cell_word(r->ring, 0);
+	rx_poll_word_set(si);
 	r->pidfd = shm_pidfd_open(r->pid);
 	poll_watch(si, r->pidfd, true);   /* closing it (slot_reclaim) takes it out */
 }
@@ -1009,6 +1039,7 @@ iface_init(struct shm_iface *si, const struct unio_config *cfg)
 	si->active = calloc(si->max_peers, sizeof(*si->active));
 	if (si->active == NULL)
 		return UNIO_ERR_NO_MEMORY;
+	rx_poll_word_set(si);
 	pthread_mutex_init(&si->lock, NULL);
 	return UNIO_OK;
 }
@@ -1049,6 +1080,7 @@ shm_iface_open(const struct unio_tl_iface_params *params, struct unio_tl_iface *
 		.ep_get_zcopy = shm_get_zcopy,
 		.ep_flush = shm_flush,
 		.iface_progress = shm_progress,
+		.iface_deliver = shm_deliver,
 	};
 	si->super.ctl = &shm_ctl_ops;
 	*iface_p = &si->super;
