@@ -375,6 +375,20 @@ ring_consumed(struct shm_rx_ring *r, uint64_t pos, uint64_t cells, uint64_t half
 	}
 }
 
+/* a delivered message's @p cells cells from r->next on, the tail already past them */
+static __rte_always_inline void
+ring_release(struct shm_rx_ring *r, uint64_t cells, uint64_t half)
+{
+	uint64_t *c = r->next;
+
+	for (uint64_t i = 0; i < cells; i++, c += SHM_CELL / sizeof(*c))
+		*c = 0;
+	if (r->tail - r->published >= half) {
+		__atomic_store_n(&r->ctl->tail, r->tail, __ATOMIC_RELEASE);
+		r->published = r->tail;
+	}
+}
+
 /* not a plain message: a PAD to skip (true), or a malformed header (false, ring dropped) */
 static __rte_noinline bool
 ring_skip(struct shm_iface *si, struct shm_rx_ring *r, uint64_t w)
@@ -427,8 +441,14 @@ ring_poll(struct shm_iface *si, struct shm_rx_ring *r)
 			ring_broken(si, r, w);
 			return n;
 		}
-		unio_tl_iface_invoke_am(&si->super, id, cell_word(r->ring, pos) + 1, len, 0);
-		ring_consumed(r, pos, cells, si->n_cells / 2);
+		/*
+		 * r->next is the message's first cell.  The tail moves before the handler (only
+		 * this core reads it until it is published, below): across the call the loop
+		 * keeps the cell and its count, nothing it would have to recompute.
+		 */
+		r->tail += cells;
+		unio_tl_iface_invoke_am(&si->super, id, r->next + 1, len, 0);
+		ring_release(r, cells, si->n_cells / 2);
 		r->next = cell_word(r->ring, r->tail & si->mask);
 		n++;
 	}
