@@ -1068,7 +1068,9 @@ perf_side_open(struct perf_side *s)
 {
 	struct unio_context_params cp = {
 		.field_mask = UNIO_CONTEXT_PARAM_FEATURES | UNIO_CONTEXT_PARAM_NAME,
-		.features = UNIO_FEATURE_TAG | UNIO_FEATURE_AM | UNIO_FEATURE_RMA,
+		/* WAKEUP: the server of a put_bw / get_* test sleeps (xfer.c serve()) */
+		.features = UNIO_FEATURE_TAG | UNIO_FEATURE_AM | UNIO_FEATURE_RMA |
+			    UNIO_FEATURE_WAKEUP,
 		.name = s->is_server ? "unio-perf-server" : "unio-perf",
 	};
 	unio_status_t st = UNIO_OK;

@@ -14,6 +14,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 
 #include <rte_cycles.h>
 #include <rte_pause.h>
@@ -21,6 +22,8 @@
 #include "perf.h"
 
 #define PERF_AM_ID    17
+/* idle progress calls after which a passive server sleeps on the worker's event fd */
+#define PERF_SLEEP_AFTER 4096
 #define PERF_TAG_RKEY 0x706572666b6579ull   /* "perfkey" */
 
 struct xfer_state;
@@ -593,8 +596,19 @@ serve(struct xfer_state *xs, unio_request_t *creq, unio_status_t cst,
 	uint64_t seq = 1, start = rte_rdtsc();
 	volatile uint64_t *flag = NULL;
 	uint8_t *sbuf = NULL;
-	unsigned int idle = 0;
-	int rc = 0;
+	unsigned int idle = 0, quiet = 0;
+	int rc = 0, efd = -1;
+
+	/*
+	 * put_bw, get_*: the operations need nothing from this side over shm and self (tcp's
+	 * target driver does, and keeps its progress calls busy): once idle for a while, sleep
+	 * on the worker's event fd until END, as ucx_perftest's server sleeps in its barrier.
+	 * A polling server held CPU 0, so that the machine's other work all ran on the client's
+	 * CPU (doc/guides/protocols.md, performance log 23).
+	 */
+	if ((x->test == PERF_PUT_BW || x->test == PERF_GET_BW || x->test == PERF_GET_LAT) &&
+	    unio_worker_get_efd(xs->s->worker, &efd) != UNIO_OK)
+		efd = -1;
 
 	/*
 	 * put_lat: the answer goes from a buffer of our own, as ucx_perftest's, not from the
@@ -610,8 +624,18 @@ serve(struct xfer_state *xs, unio_request_t *creq, unio_status_t cst,
 	}
 	while (cst == UNIO_INPROGRESS && rc == 0) {
 		/* the END message comes through progress: test for it then, or now and again */
-		if (unio_worker_progress(xs->s->worker) != 0 || ++idle % 64 == 0)
+		unsigned int got = unio_worker_progress(xs->s->worker);
+
+		if (got != 0 || ++idle % 64 == 0)
 			cst = unio_request_test(creq, info);
+		quiet = got != 0 ? 0 : quiet + 1;
+		if (efd >= 0 && cst == UNIO_INPROGRESS && quiet >= PERF_SLEEP_AFTER &&
+		    unio_worker_arm(xs->s->worker) == UNIO_OK) {
+			struct epoll_event ev;
+
+			epoll_wait(efd, &ev, 1, 100);   /* 100 ms at most: ep_failed is checked */
+			quiet = 0;
+		}
 		/* put_lat: spin on the flag a while between progress calls, like the client */
 		for (unsigned int n = 0; flag != NULL && n < 1024 && rc == 0; n++) {
 			if (*flag != seq) {
