@@ -94,13 +94,19 @@ frames_free(struct eth_iface *ei)
 	for (unsigned int i = 0; i < ei->n_free; i++) {
 		struct rte_mbuf *m = ei->to_free[i];
 
-		if (unlikely(m->nb_segs != 1 || m->pool != ei->mp)) {
-			rte_pktmbuf_free(m);        /* chains (zero copy), another pool */
+		if (unlikely(m->nb_segs != 1 || m->pool != ei->mp || !RTE_MBUF_DIRECT(m))) {
+			rte_pktmbuf_free(m);   /* chains (zero copy), another pool, attached */
 			continue;
 		}
-		m = rte_pktmbuf_prefree_seg(m);   /* NULL: still referenced */
-		if (m == NULL)
-			continue;
+		/*
+		 * rte_pktmbuf_prefree_seg() of a direct mbuf of one segment (whose next is NULL):
+		 * the last reference makes it free, one reference as a pool's mbufs keep
+		 */
+		if (rte_mbuf_refcnt_read(m) != 1) {
+			if (rte_mbuf_refcnt_update(m, -1) != 0)
+				continue;     /* still referenced (the PMD's, the window's) */
+			rte_mbuf_refcnt_set(m, 1);
+		}
 		if (unlikely(ei->n_stash == ETH_STASH)) {
 			ei->n_stash = ETH_STASH / 2;
 			rte_mempool_put_bulk(ei->mp, (void **)&ei->stash[ETH_STASH / 2],
