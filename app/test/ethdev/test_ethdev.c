@@ -1380,6 +1380,125 @@ UNIO_TEST(ethdev_cc_host_samples, fast)
 	eth_cc_ack(&ep, 0, 1, now += 100000000);
 	TEST_ASSERT(ep.cwnd == c0, "cwnd %.3f after a host-time ack", ep.cwnd);
 	TEST_ASSERT_EQ(ei.st.cc_decreases, 2);
+
+	/*
+	 * A long run of host-time acks (a peer that always holds frames past our bound) counts
+	 * at most a window's worth: the path sample after a million of them adds about one
+	 * frame (the credit grew without bound, wrapped its 32 bits after 477 million acks of 9
+	 * frames, and one sample then opened the window to 256 at once)
+	 */
+	c0 = ep.cwnd;
+	for (int i = 0; i < 1000000; i++)
+		eth_cc_ack(&ep, 0, 9, now += 1000);
+	TEST_ASSERT(ep.cc_acked <= (uint32_t)c0 + 1, "credit %u with cwnd %.3f", ep.cc_acked,
+		    c0);
+	TEST_ASSERT(ep.cwnd == c0, "cwnd %.3f moved before a path sample", ep.cwnd);
+	eth_cc_ack(&ep, 250000, 9, now += 1000);
+	/* the window's worth (cwnd + 1) and the sample's own 9 frames, over cwnd */
+	TEST_ASSERT(ep.cwnd > c0 && ep.cwnd <= c0 + ((uint32_t)c0 + 1 + 9) / c0 + 1e-9,
+		    "cwnd %.3f from %.3f after one path sample", ep.cwnd, c0);
+	TEST_ASSERT_EQ(ep.cc_acked, 0);
+	return TEST_OK;
+}
+
+/*
+ * An ep destroyed while the iface's tx queue still holds frames of its zero-copy message
+ * (a memif server port without a client refuses every frame: they wait in the queue, as
+ * frames a real NIC has not completed yet wait in its ring).  The message's record outlives
+ * the ep; when the frames are freed at last (the iface closes) the message completes once,
+ * with UNIO_ERR_CANCELED, and another ep made meanwhile (likely in the freed ep's memory)
+ * keeps its own zero-copy records.  Before, the record lived inside the ep: the late free
+ * completed it from freed memory.
+ */
+struct zc_seen {
+	struct unio_tl_completion comp;
+	int calls;
+	unio_status_t st;
+};
+
+static void
+zc_seen_cb(struct unio_tl_completion *c)
+{
+	struct zc_seen *z = container_of(c, struct zc_seen, comp);
+
+	z->calls++;
+	z->st = c->status;
+}
+
+UNIO_TEST_CHILD(ethdev_zc_gone)
+{
+	const struct unio_tl_driver *drv = unio_tl_driver_find("ethdev");
+	struct unio_tl_iface_params ip = { .config = unio_config_env(), .dev_name = "net_memif0",
+					   .cpu = -1 };
+	static uint8_t buf[2][16384];
+	struct zc_seen seen[2];
+	struct unio_tl_ethdev_stats s;
+	struct unio_tl_iface *ifc;
+	struct unio_tl_ep *ep[2];
+	struct eth_addr a[2];
+	uint64_t hdr = 7;
+
+	RTE_SET_USED(argc), RTE_SET_USED(argv);
+	if (drv == NULL || unio_env_init_default() != UNIO_OK ||
+	    unio_tl_iface_open(drv, &ip, &ifc) != UNIO_OK)
+		return 10;
+	for (int i = 0; i < 2; i++) {
+		struct unio_tl_ep_params epp = { .iface_addr = &a[i],
+						 .iface_addr_len = sizeof(a[i]) };
+
+		/* a peer that is not there: another MAC, address and port */
+		if (unio_tl_iface_get_address(ifc, &a[i]) != UNIO_OK)
+			return 11;
+		a[i].mac.addr_bytes[5] ^= (uint8_t)(0x10 + i);
+		a[i].ip = rte_cpu_to_be_32(rte_be_to_cpu_32(a[i].ip) + 1 + (uint32_t)i);
+		if (unio_tl_ep_create(ifc, &epp, &ep[i]) != UNIO_OK)
+			return 12;
+		test_fill(buf[i], sizeof(buf[i]), (uint64_t)i);
+		seen[i] = (struct zc_seen){ .comp = { .func = zc_seen_cb, .count = 1 } };
+		if (unio_tl_ep_am_zcopy(ep[i], 3, &hdr, sizeof(hdr),
+					&(struct iovec){ buf[i], sizeof(buf[i]) }, 1, 0,
+					&seen[i].comp) != UNIO_INPROGRESS)
+			return 13;
+		for (int k = 0; k < 1000; k++)
+			unio_tl_iface_progress(ifc);
+		if (seen[i].calls != 0)
+			return 14;
+		if (i == 0) {
+			unio_tl_ep_destroy(ep[0]);
+			if (seen[0].calls != 0)   /* the queued frames still hold the message */
+				return 15;
+		}
+	}
+	unio_tl_ethdev_stats(ifc, &s);
+	fprintf(stderr, "tx_zcopy %" PRIu64 ", zc_orphaned %" PRIu64 ", tx_refused_txq %" PRIu64
+		"\n", s.tx_zcopy, s.zc_orphaned, s.tx_refused_txq);
+	if (s.tx_zcopy != 2 || s.zc_orphaned != 1)
+		return 16;
+	unio_tl_iface_close(ifc);       /* frees the queued frames: both complete now */
+	fprintf(stderr, "completions: %d (%s), %d (%s)\n", seen[0].calls,
+		unio_status_string(seen[0].st), seen[1].calls, unio_status_string(seen[1].st));
+	if (seen[0].calls != 1 || seen[0].st != UNIO_ERR_CANCELED ||
+	    seen[1].calls != 1 || seen[1].st != UNIO_ERR_CANCELED)
+		return 17;
+	return 0;
+}
+
+UNIO_TEST(ethdev_zcopy_ep_gone, mp)
+{
+	char vdev[160];
+	pid_t pid;
+	int r;
+
+	snprintf(vdev, sizeof(vdev), "--vdev=net_memif0,role=server,socket=/tmp/unio-zcg-%d.sock,"
+		 "mac=02:00:00:00:05:0a", getpid());
+	setenv("UNIO_EAL_ARGS", vdev, 1);
+	setenv("UNIO_ETHDEV_IP", "10.77.5.1", 1);
+	pid = test_spawn("ethdev_zc_gone", NULL);
+	unsetenv("UNIO_EAL_ARGS");
+	unsetenv("UNIO_ETHDEV_IP");
+	r = test_wait(pid, 60000);
+	test_system("rm -f /tmp/unio-zcg-%d.sock", getpid());
+	TEST_ASSERT_EQ(r, 0);
 	return TEST_OK;
 }
 

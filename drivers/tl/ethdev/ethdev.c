@@ -652,13 +652,23 @@ static void
 zc_done(void *addr, void *opaque)
 {
 	struct eth_zc *z = opaque;
-	struct eth_ep *ep = z->ep;
+	struct eth_zc_set *set = z->set;
+	struct eth_ep *ep = set->ep;
+	struct unio_tl_completion *comp = z->comp;
 
 	RTE_SET_USED(addr);
-	unio_tl_completion_done(z->comp, ep->failed ? ep->fail_status : UNIO_OK);
-	z->next_free = ep->zc_free;
-	ep->zc_free = z;
+	z->comp = NULL;
+	z->next_free = set->free;
+	set->free = z;
+	set->busy--;
+	if (ep == NULL) {       /* the ep went while a PMD or the tx queue held the frames */
+		if (set->busy == 0)
+			free(set);
+		unio_tl_completion_done(comp, UNIO_ERR_CANCELED);
+		return;
+	}
 	ep->ei->n_zc_done++;    /* work the next progress call reports */
+	unio_tl_completion_done(comp, ep->failed ? ep->fail_status : UNIO_OK);
 }
 
 /* What a progress call reports besides the frames it read: zero-copy sends it completed. */
@@ -727,7 +737,7 @@ send_zc(struct eth_ep *ep, uint8_t id, const void *hdr, size_t hdr_len,
 	unsigned int nseg = nfr + (unsigned int)iovcnt, used = 0;
 	struct rte_mbuf *hs[ETH_MAX_FRAGS], *segs[ETH_MAX_FRAGS + UNIO_TL_MAX_IOV];
 	struct iov_cursor cur = { .iov = iov, .cnt = iovcnt };
-	struct eth_zc *z = ep->zc_free;
+	struct eth_zc *z = ep->zc->free;
 	uint64_t now = rte_rdtsc();
 
 	if (z == NULL || !can_send(ep, nfr) || rte_pktmbuf_alloc_bulk(ei->mp, hs, nfr) != 0)
@@ -737,9 +747,9 @@ send_zc(struct eth_ep *ep, uint8_t id, const void *hdr, size_t hdr_len,
 		rte_pktmbuf_free_bulk(hs, nfr);
 		return UNIO_ERR_NO_RESOURCE;
 	}
-	ep->zc_free = z->next_free;
+	ep->zc->free = z->next_free;
+	ep->zc->busy++;
 	z->comp = comp;
-	z->ep = ep;
 	z->shinfo.free_cb = zc_done;
 	z->shinfo.fcb_opaque = z;
 	rte_mbuf_ext_refcnt_set(&z->shinfo, 1);          /* ours while building */
@@ -1218,7 +1228,10 @@ ep_alloc(struct eth_iface *ei, const struct eth_addr *peer)
 	if (ep == NULL)
 		return NULL;
 	ep->reasm = malloc(ETH_MAX_MSG);
-	if (ep->reasm == NULL) {
+	ep->zc = calloc(1, sizeof(*ep->zc));
+	if (ep->reasm == NULL || ep->zc == NULL) {
+		free(ep->reasm);
+		free(ep->zc);
 		rte_free(ep);
 		return NULL;
 	}
@@ -1229,9 +1242,11 @@ ep_alloc(struct eth_iface *ei, const struct eth_addr *peer)
 	ep->peer_edge = ETH_WIN;
 	ep->rto = ei->rto_min;
 	ep->rto_cur = ei->rto_min;
+	ep->zc->ep = ep;
 	for (unsigned int i = 0; i < ETH_MAX_COMPS; i++) {
-		ep->zc[i].next_free = ep->zc_free;
-		ep->zc_free = &ep->zc[i];
+		ep->zc->zc[i].set = ep->zc;
+		ep->zc->zc[i].next_free = ep->zc->free;
+		ep->zc->free = &ep->zc->zc[i];
 	}
 	tmpl_build(ep);
 	ei->peers[ei->n_peers++] = ep;
@@ -1277,6 +1292,12 @@ ep_free(struct eth_ep *ep)
 	for (i = 0; i < ETH_WIN; i++)
 		rte_pktmbuf_free(ep->rcv[i]);
 	free(ep->reasm);
+	/* frames the tx queue or a PMD still holds complete their messages later */
+	ep->zc->ep = NULL;
+	if (ep->zc->busy == 0)
+		free(ep->zc);
+	else
+		ei->st.zc_orphaned += ep->zc->busy;
 	while (ep->aliases != NULL) {       /* the iface closes under them */
 		struct eth_ep_alias *a = ep->aliases;
 

@@ -206,12 +206,27 @@ struct eth_arp {
 
 struct eth_ep;
 
+struct eth_zc_set;
+
 /** One zero-copy message: its frames reference the user's memory until all are freed. */
 struct eth_zc {
 	struct rte_mbuf_ext_shared_info shinfo;
 	struct unio_tl_completion *comp;
-	struct eth_ep *ep;
+	struct eth_zc_set *set;
 	struct eth_zc *next_free;
+};
+
+/*
+ * An ep's zero-copy records, allocated apart from the ep: a PMD (a real NIC completes its
+ * transmissions later) or the iface's tx queue may still hold frames of a message when the
+ * ep goes.  The ep leaves such a set behind (ep == NULL); each record's last frame freed
+ * completes its message with UNIO_ERR_CANCELED, and the last one frees the set.
+ */
+struct eth_zc_set {
+	struct eth_ep *ep;      /**< NULL: the ep is gone */
+	unsigned int busy;      /**< records whose frames are still referenced */
+	struct eth_zc *free;
+	struct eth_zc zc[ETH_MAX_COMPS];
 };
 
 struct eth_iface;
@@ -254,12 +269,12 @@ struct eth_ep {
 	double cwnd_undo;      /**< cwnd before the latest timeout (restored if spurious) */
 	uint64_t to_tsc;       /**< when that timeout fired; 0: none to judge */
 	uint64_t srtt, rttvar, min_rtt, rto, rto_cur, last_decrease;
-	uint32_t cc_acked;     /**< frames acked since the last RTT sample of the path */
+	uint32_t cc_acked;     /**< frames acked since the last RTT sample of the path (at
+				 *   most cwnd + 1) */
 	unsigned int n_timeouts;
 	unsigned int n_comps;
 	struct eth_comp comps[ETH_MAX_COMPS];
-	struct eth_zc *zc_free;
-	struct eth_zc zc[ETH_MAX_COMPS];
+	struct eth_zc_set *zc;
 	struct eth_slot snd[ETH_WIN];
 	/* receive side */
 	uint32_t rcv_nxt;
@@ -650,8 +665,8 @@ eth_cc_ack(struct eth_ep *ep, uint64_t path, uint32_t acked, uint64_t now)
 	ep->ei->st.cc_host_samples++;
 	if (ep->last_decrease == 0)
 		ep->cwnd = RTE_MIN(ep->cwnd + acked, (double)ETH_WIN);
-	else
-		ep->cc_acked += acked;
+	else   /* at most a window's worth: the next path sample adds at most one frame */
+		ep->cc_acked = RTE_MIN(ep->cc_acked + acked, (uint32_t)ep->cwnd + 1);
 }
 
 #endif /* UNIO_ETHDEV_PRIV_H */

@@ -71,6 +71,8 @@ struct unio_tl_ethdev_stats {
 	uint64_t cc_decreases;       /**< multiplicative decreases by the delay */
 	uint64_t tx_bursts;          /**< rte_eth_tx_burst() calls (each a kick on af_xdp) */
 	uint64_t rx_get_direct;      /**< GET_RESP messages copied straight to the get's buffer */
+	uint64_t zc_orphaned;        /**< zero-copy messages whose ep went while a PMD or the tx
+				       *   queue held their frames (completed CANCELED later) */
 };
 
 /**
