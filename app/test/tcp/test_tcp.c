@@ -1629,6 +1629,75 @@ UNIO_TEST(tcp_move_stopped_peer, fast)
 	return TEST_OK;
 }
 
+/*
+ * The side whose connection survives a simultaneous connect reads the mover's MOVE_START
+ * before it has looked at its listen socket, where the mover's connection, HELLO and
+ * MOVE_END already wait (busy mode looks at its next epoll, 16 progress calls later), and
+ * then makes no progress call for longer than UNIO_PEER_TIMEOUT (1 s), as an application
+ * does that spends the time between calls elsewhere: am_mp_sizes_tcp fills and checksums
+ * 64 MiB of send buffers between calls, 10 s and more on a CPU shared by six processes.
+ * The wait used to run out with the HELLO unread: the connection failed as malformed and
+ * every request on it with UNIO_ERR_PROTO.  Now the move completes: the frame behind
+ * MOVE_START arrives, no ep error, nothing malformed, no move timeout.
+ */
+static int
+late_hello_move(const char *mode)
+{
+	const char *set[] = { "PEER_TIMEOUT", "1s", "TCP_POLL_MODE", mode, NULL };
+	struct mover m = { .lfd = -1, .in = -1, .out = -1 };
+	size_t n, hello_len = sizeof(struct tcp_hdr) + sizeof(struct tcp_addr);
+	struct unio_tl_tcp_stats s;
+	const struct tcp_addr *aa;
+	uint8_t buf[256];
+	struct tpeer a;
+	int r = TEST_FAIL;
+
+	TEST_ASSERT_EQ(tpeer_open_set(&a, "lo", set), 0);
+	aa = (const struct tcp_addr *)a.addr;
+	if (mover_listen(&m, aa) != 0 || tpeer_connect(&a, (const uint8_t *)&m.addr) != 0)
+		goto out;
+	if (progress_until_readable(&a, m.lfd, 5000) != 0 ||
+	    (m.in = accept(m.lfd, NULL, NULL)) < 0 || read_n(&a, m.in, buf, hello_len) != 0) {
+		TEST_LOG("a never connected to the mover");
+		goto out;
+	}
+	/* the mover's own connection: HELLO and MOVE_END, while a makes no progress call */
+	n = raw_hello(buf, aa, ntohs(m.addr.port));
+	tcp_hdr_set((struct tcp_hdr *)(buf + n), 0, TCP_F_MOVE_END, 0);
+	m.out = raw_connect(aa);
+	if (m.out < 0 || send_all(m.out, buf, n + sizeof(struct tcp_hdr)) != 0)
+		goto out;
+	/* MOVE_START on a's connection, a frame behind it */
+	tcp_hdr_set((struct tcp_hdr *)buf, 0, TCP_F_MOVE_START, 0);
+	n = sizeof(struct tcp_hdr) + raw_am(buf + sizeof(struct tcp_hdr));
+	if (send_all(m.in, buf, n) != 0)
+		goto out;
+	usleep(20000);                       /* on loopback: in a's sockets by now */
+	unio_tl_iface_progress(a.iface);     /* reads MOVE_START */
+	usleep(1300000);                     /* the application is elsewhere */
+	for (uint64_t end = move_ms() + 3000; move_ms() < end && a.raw_frames == 0 &&
+	     a.ep_errors == 0;)
+		unio_tl_iface_progress(a.iface);
+	unio_tl_tcp_stats(a.iface, &s);
+	TEST_LOG("%s: raw frames %" PRIu64 ", ep errors %d (%s), malformed %" PRIu64
+		 ", move timeouts %" PRIu64 ", dual %" PRIu64, mode, a.raw_frames, a.ep_errors,
+		 unio_status_string(a.last_err), s.malformed, s.move_timeouts, s.conns_dual);
+	if (a.raw_frames == 1 && a.ep_errors == 0 && s.malformed == 0 && s.move_timeouts == 0 &&
+	    s.conns_dual == 1)
+		r = TEST_OK;
+out:
+	mover_close(&m);
+	tpeer_close(&a);
+	return r;
+}
+
+UNIO_TEST(tcp_move_late_hello, fast)
+{
+	TEST_ASSERT_EQ(late_hello_move("busy"), TEST_OK);
+	TEST_ASSERT_EQ(late_hello_move("epoll"), TEST_OK);
+	return TEST_OK;
+}
+
 /* ---- driver-level benchmark (slow suite: prints numbers, asserts only on data) ---- */
 
 #define B_AM_PING  6

@@ -821,12 +821,20 @@ rx_move_end(struct tcp_conn *c)
  * Both waits end at UNIO_PEER_TIMEOUT after the MOVE_START was parsed: a peer that stopped
  * inside its move (MOVE_END still in its own buffers, or cut short) fails the connection
  * with UNIO_ERR_TIMED_OUT instead of holding its eps forever.
+ * Each look first takes what may wait on this side already: the peer's connection and HELLO
+ * in our accept queue, its MOVE_END in the twin's socket.  Busy mode reads those at its next
+ * epoll, and an application that spent the time between progress calls elsewhere (a loaded
+ * 2-core host, am_mp_sizes_tcp filling 64 MiB buffers) let the wait run out with the HELLO
+ * unread: the connection failed as malformed ("MOVE_START where no simultaneous connect
+ * happened"), its requests with UNIO_ERR_PROTO.
  */
 static int
 rx_move_start(struct tcp_conn *c)
 {
-	struct tcp_conn *t = c->twin;
+	struct tcp_conn *t;
 
+	if (!c->await_end && !c->anon)
+		tcp_iface_take_hellos(c->iface);   /* may set await_end (hello_attach) */
 	if (!c->await_end) {
 		/*
 		 * The peer's own connection may not be accepted or its HELLO not read yet: wait
@@ -839,6 +847,9 @@ rx_move_start(struct tcp_conn *c)
 		c->iface->rx_retry = true;
 		return 1;
 	}
+	t = c->twin;
+	if (t != NULL && !t->end_seen && t->state == TCP_CONN_ESTABLISHED)
+		tcp_conn_rx(t);
 	if (t != NULL && t->end_seen) {
 		c->await_end = false;
 		c->deadline_ns = 0;

@@ -738,6 +738,21 @@ pending_rx(struct tcp_iface *ti, unsigned int i)
 	ti->pending[i] = NULL;
 }
 
+/*
+ * Accept what waits in the listen queue and read the HELLOs that arrived, now: a MOVE_START
+ * waits for the peer's connection (tcp_data.c), which busy mode would otherwise find at its
+ * next epoll, 16 progress calls later, however long the application takes between them.
+ */
+void
+tcp_iface_take_hellos(struct tcp_iface *ti)
+{
+	ti->hellos_taken = true;
+	do_accept(ti);
+	for (unsigned int i = 0; i < TCP_PENDING_MAX; i++)
+		if (ti->pending[i] != NULL)
+			pending_rx(ti, i);
+}
+
 /* ---- progress ---- */
 
 static void
@@ -776,7 +791,13 @@ poll_events(struct tcp_iface *ti)
 	unsigned int n = 0;
 	int k = epoll_wait(ti->epfd, ev, 32, 0);
 
-	for (int i = 0; i < k; i++) {
+	ti->hellos_taken = false;
+	/*
+	 * A frame handled here may take the HELLOs (tcp_iface_take_hellos()) and free pending
+	 * items that later events of this batch point to: the rest waits for the next epoll
+	 * (level-triggered, nothing is lost).
+	 */
+	for (int i = 0; i < k && !ti->hellos_taken; i++) {
 		struct tcp_item *it = ev[i].data.ptr;
 
 		if (it->kind == TCP_ITEM_LISTEN) {

@@ -239,6 +239,7 @@ struct tcp_iface {
 	bool loopback;
 	bool splice;                    /* UNIO_TCP_SPLICE, off once a pipe cannot be made */
 	unsigned int tick;
+	bool hellos_taken;              /* tcp_iface_take_hellos() ran: pending items may be gone */
 	unsigned int n_slow;            /* connections not yet established */
 	unsigned int n_move;            /* connections with move_pending */
 	unsigned int n_more_held;       /* connections with more_held */
@@ -288,6 +289,7 @@ void tcp_conn_set_out(struct tcp_conn *c, bool want);
 void tcp_conn_check_connect(struct tcp_conn *c);
 unio_status_t tcp_status_from_errno(int err);
 bool tcp_conn_wait_expired(struct tcp_conn *c);
+void tcp_iface_take_hellos(struct tcp_iface *ti);
 
 static inline struct tcp_iface *
 tcp_iface_of(struct unio_tl_iface *iface)
