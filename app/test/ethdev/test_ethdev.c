@@ -1545,6 +1545,65 @@ UNIO_TEST(ethdev_zcopy_ep_gone, mp)
 	return TEST_OK;
 }
 
+/*
+ * When an owed ack goes out as a frame of its own (eth_ack_due()), fed as frames arrive in
+ * a stream, one by one and sparsely.  1 GHz TSC: a cycle is a ns.  A stream of frames 2 us
+ * apart is acked every ETH_ACK_EVERY frames, not when the oldest waited ETH_ACK_DELAY_US
+ * (which acked it every 10 frames); a lone frame after ETH_ACK_DELAY_US without another;
+ * frames 15 us apart once the oldest waited ETH_ACK_MAX_US; frames out of order at once.
+ */
+UNIO_TEST(ethdev_ack_due, fast)
+{
+	static struct eth_iface ei;
+	static struct eth_ep ep;
+	uint64_t now = 1000000000;
+	unsigned int acks = 0, frames;
+
+	ei.tsc_hz = 1000000000;
+	ei.ack_delay = ETH_ACK_DELAY_US * 1000ull;
+	ei.ack_max = ETH_ACK_MAX_US * 1000ull;
+	ep.ei = &ei;
+
+	/* 160 frames 2 us apart, the ack checked after each: 10 acks, each of 16 frames */
+	for (frames = 0; frames < 160; frames++) {
+		now += 2000;
+		if (ep.n_unacked++ == 0)
+			ep.ack_since = now;
+		ep.ack_last = now;
+		if (eth_ack_due(&ep, now)) {
+			TEST_ASSERT_EQ(ep.n_unacked, ETH_ACK_EVERY);
+			ep.n_unacked = 0;
+			acks++;
+		}
+	}
+	TEST_ASSERT_EQ(acks, 160 / ETH_ACK_EVERY);
+
+	/* a lone frame: not due while a reply may still carry it, due 20 us after it */
+	ep.n_unacked = 1;
+	ep.ack_since = ep.ack_last = now;
+	TEST_ASSERT(!eth_ack_due(&ep, now + ei.ack_delay - 1), "lone frame acked early");
+	TEST_ASSERT(eth_ack_due(&ep, now + ei.ack_delay), "lone frame not acked");
+
+	/* frames 15 us apart: the latest is never 20 us old, the oldest reaches 100 us */
+	ep.n_unacked = 1;
+	ep.ack_since = ep.ack_last = now;
+	for (frames = 1; !eth_ack_due(&ep, now); frames++) {
+		TEST_ASSERT(frames < ETH_ACK_EVERY, "sparse frames never acked");
+		now += 15000;
+		ep.n_unacked++;
+		ep.ack_last = now;
+	}
+	TEST_ASSERT(now - ep.ack_since >= ei.ack_max && now - ep.ack_since < ei.ack_max + 15000,
+		    "sparse frames acked after %" PRIu64 " ns", now - ep.ack_since);
+
+	/* a frame out of order: at once (the sender needs the SACK) */
+	ep.n_unacked = 1;
+	ep.ack_since = ep.ack_last = now;
+	ep.n_ooo = 1;
+	TEST_ASSERT(eth_ack_due(&ep, now), "out of order frame not acked at once");
+	return TEST_OK;
+}
+
 /* Two workers on one port: queue pairs, steering between them, delivery inside the port. */
 UNIO_TEST(ethdev_two_queues, mp)
 {

@@ -31,8 +31,6 @@ RTE_LOG_REGISTER(ethdev_logtype, unio.drv.ethdev, WARNING);
 static_assert((ETH_L2L3L4 + sizeof(struct eth_wire)) % 8 == 0, "payload alignment");
 
 #define ETH_DUP_THRESH     3u
-#define ETH_ACK_EVERY      16u     /* frames received before an ack goes out at once */
-#define ETH_ACK_DELAY_US   20u     /* otherwise the longest an ack waits for a reply */
 #define ETH_TO_RETX        8u      /* frames sent again on a timeout */
 #define ETH_PROBE_RETX     4u      /* frames sent again by a probe */
 #define ETH_IDLE_POLLS     16u     /* idle progress calls before the CPU is given away */
@@ -367,6 +365,7 @@ want_ack(struct eth_ep *ep, uint64_t now)
 	struct eth_iface *ei = ep->ei;
 
 	ep->n_unacked++;
+	ep->ack_last = now;
 	if (!ep->ack_pending) {
 		ep->ack_pending = true;
 		ep->ack_since = now;
@@ -378,10 +377,7 @@ want_ack(struct eth_ep *ep, uint64_t now)
 	}
 }
 
-/*
- * Stand-alone acks: at once after ETH_ACK_EVERY frames or when frames arrived out of order
- * (the sender needs the SACK), else after ETH_ACK_DELAY_US so that a reply can carry it.
- */
+/* Stand-alone acks of the eps that owe one and whose ack is due (eth_ack_due()). */
 static void
 send_acks(struct eth_iface *ei, uint64_t now)
 {
@@ -390,9 +386,7 @@ send_acks(struct eth_iface *ei, uint64_t now)
 	for (i = 0; i < ei->n_ack; i++) {
 		struct eth_ep *ep = ei->ack_list[i];
 
-		if (ep->ack_pending && !ep->failed &&
-		    ep->n_unacked < ETH_ACK_EVERY && ep->n_ooo == 0 &&
-		    now - ep->ack_since < ei->ack_delay) {
+		if (ep->ack_pending && !ep->failed && !eth_ack_due(ep, now)) {
 			ei->ack_list[j++] = ep;
 			continue;
 		}
@@ -641,7 +635,10 @@ eth_send_msg(struct eth_ep *ep, uint8_t id, const struct iovec *iov, size_t iovc
 		left -= len;
 		frame_commit(ep, ms[f], len, now);
 	}
-	eth_txq_flush(ei);
+	if (!ei->tx_batch)
+		eth_txq_flush(ei);
+	else if (ei->txq_head - ei->txq_tail >= ETH_BURST)
+		eth_txq_flush_bursts(ei);
 	return UNIO_OK;
 }
 
@@ -1551,7 +1548,7 @@ timers(struct eth_iface *ei, uint64_t now)
 			uint64_t pto = RTE_MAX(2 * ep->srtt, ep->srtt + 4 * ep->rttvar);
 
 			if (!ep->probed && ep->srtt != 0 &&
-			    age >= pto + ei->ack_delay + ei->timer_period) {
+			    age >= pto + ei->ack_max + ei->timer_period) {
 				ep->probed = true;
 				ei->st.probes++;
 				resend_head(ep, ETH_PROBE_RETX, now);
@@ -1789,6 +1786,7 @@ eth_iface_close(struct unio_tl_iface *iface)
 	struct eth_iface *ei = to_ei(iface);
 
 	eth_txq_flush(ei);
+	eth_stats_log(ei);
 	while (ei->n_peers != 0)
 		ep_free(ei->peers[0]);
 	for (; ei->txq_tail != ei->txq_head; ei->txq_tail++)
@@ -1925,6 +1923,7 @@ eth_iface_open(const struct unio_tl_iface_params *params, struct unio_tl_iface *
 	ei->now = rte_rdtsc();
 	ei->timer_period = ei->tsc_hz / 10000;      /* 100 us */
 	ei->ack_delay = ei->tsc_hz / 1000000 * ETH_ACK_DELAY_US;
+	ei->ack_max = ei->tsc_hz / 1000000 * ETH_ACK_MAX_US;
 	ei->rto_min = ei->tsc_hz / 100;             /* 10 ms */
 	ei->rto_max = ei->tsc_hz / 4;               /* 250 ms */
 	ei->retries = (unsigned int)params->config->ethdev_retries;

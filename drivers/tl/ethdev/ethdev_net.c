@@ -538,12 +538,13 @@ eth_txq_push(struct eth_iface *ei, struct rte_mbuf *m)
 	ei->txq[ei->txq_head++ & (ETH_TXQ_LEN - 1)] = m;
 }
 
-unsigned int
-eth_txq_flush(struct eth_iface *ei)
+/* Hand the queued frames to the PMD while at least @p min wait (then bursts of ETH_BURST). */
+static unsigned int
+txq_send(struct eth_iface *ei, uint32_t min)
 {
 	unsigned int total = 0;
 
-	while (ei->txq_head != ei->txq_tail) {
+	while (ei->txq_head != ei->txq_tail && ei->txq_head - ei->txq_tail >= min) {
 		uint32_t idx = ei->txq_tail & (ETH_TXQ_LEN - 1);
 		uint16_t n = (uint16_t)RTE_MIN(ei->txq_head - ei->txq_tail, ETH_TXQ_LEN - idx);
 		uint16_t sent;
@@ -558,6 +559,18 @@ eth_txq_flush(struct eth_iface *ei)
 	}
 	ei->st.tx_frames += total;
 	return total;
+}
+
+unsigned int
+eth_txq_flush(struct eth_iface *ei)
+{
+	return txq_send(ei, 1);
+}
+
+unsigned int
+eth_txq_flush_bursts(struct eth_iface *ei)
+{
+	return txq_send(ei, ETH_BURST);
 }
 
 void
@@ -905,6 +918,26 @@ static const char *const stat_names[] = {
 	"conn_refused_no_ep", "conn_unanswered", "cc_samples", "cc_host_samples", "cc_decreases",
 	"tx_bursts", "rx_get_direct", "zc_orphaned",
 };
+
+/* The iface's non-zero counters, one debug line (at iface close: what a run did). */
+void
+eth_stats_log(const struct eth_iface *ei)
+{
+	struct unio_tl_ethdev_stats st;
+	const uint64_t *v = (const uint64_t *)&st;
+	char buf[2048];
+	size_t off = 0;
+
+	if (!rte_log_can_log(ethdev_logtype, RTE_LOG_DEBUG))
+		return;
+	eth_stats_read(ei, &st);
+	for (unsigned int i = 0; i < RTE_DIM(stat_names) && off < sizeof(buf); i++)
+		if (v[i] != 0)
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off, " %s=%" PRIu64,
+						stat_names[i], v[i]);
+	buf[RTE_MIN(off, sizeof(buf) - 1)] = '\0';
+	ETH_LOG(DEBUG, "port %u queue %u counters:%s", ei->port_id, ei->queue, buf);
+}
 
 static int
 tel_list(const char *cmd, const char *params, struct rte_tel_data *d)
