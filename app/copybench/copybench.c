@@ -18,6 +18,9 @@
  * ucx_perftest's buffers are), huge (a 2 MiB-page memfd mapping).  Destinations: malloc
  * (what a get copies into), page, huge (MAP_SHARED memfd mappings: what a peer's mapped
  * buffer or a shm segment is).  -A sweeps (dst - src) mod 4096 instead (run_sweep()).
+ * With -R only the shared destinations (page, huge): the reader, forked after the buffers
+ * exist, would see a malloc destination as a copy of its own; every sum it reads is checked
+ * against the source's, so a reader that read anything else fails the run.
  * Every buffer is allocated and written once, then reused for every copy of every round.
  *
  * A round times every combination once, in an order rotated from round to round: a few
@@ -362,6 +365,17 @@ dst_alloc(int kind, size_t len)
 
 /* ---- the reader process ---- */
 
+/* the sum of the first word of every 64-byte line of @p p (the reader's loads) */
+static uint64_t
+line_sum(const uint8_t *p, size_t len)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < len; i += 64)   /* a load from every line */
+		sum += *(const volatile uint64_t *)(p + i);
+	return sum;
+}
+
 static void
 reader_loop(struct mbox *mb)
 {
@@ -379,8 +393,7 @@ reader_loop(struct mbox *mb)
 		}
 		p = mb->dst;
 		len = mb->len;
-		for (size_t i = 0; i < len; i += 64)   /* a load from every line */
-			sum += *(const volatile uint64_t *)(p + i);
+		sum = line_sum(p, len);
 		mb->sum = sum;
 		seen = s;
 		mb->ack = s;
@@ -388,9 +401,13 @@ reader_loop(struct mbox *mb)
 	_exit(0);
 }
 
-/* after a copy: let the reader read the destination and wait until it did */
-static void
-reader_turn(struct mbox *mb, uint8_t *dst, size_t len)
+/*
+ * After a copy: let the reader read the destination and wait until it did.  False when what
+ * it read is not the copy (@p expect: the same sum over the source), e.g. a destination that
+ * fork() gave the reader a copy of instead of sharing it.
+ */
+static bool
+reader_turn(struct mbox *mb, uint8_t *dst, size_t len, uint64_t expect)
 {
 	uint64_t s = mb->seq + 1;
 
@@ -399,6 +416,7 @@ reader_turn(struct mbox *mb, uint8_t *dst, size_t len)
 	__atomic_store_n(&mb->seq, s, __ATOMIC_RELEASE);
 	while (__atomic_load_n(&mb->ack, __ATOMIC_ACQUIRE) != s)
 		cpu_relax();
+	return mb->sum == expect;
 }
 
 /* ---- measurement ---- */
@@ -437,7 +455,7 @@ calibrate(void)
 		  ((double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9);
 }
 
-/* MB/s of the median batch */
+/* MB/s of the median batch; -1 when the reader did not read the copy */
 static double
 measure(copy_fn fn, uint8_t *dst, const uint8_t *src, size_t len, struct mbox *mb)
 {
@@ -445,11 +463,12 @@ measure(copy_fn fn, uint8_t *dst, const uint8_t *src, size_t len, struct mbox *m
 	uint64_t t[BATCHES];
 	size_t per = mb != NULL ? 1 : (len >= (256u << 10) ? 1 : (256u << 10) / len);
 	unsigned int warm = len >= (16u << 20) ? 2 : 8;
+	uint64_t expect = mb != NULL ? line_sum(src, len) : 0;
 
 	for (unsigned int i = 0; i < warm; i++) {
 		fn(dst, src, len);
-		if (mb != NULL)
-			reader_turn(mb, dst, len);
+		if (mb != NULL && !reader_turn(mb, dst, len, expect))
+			return -1;
 	}
 	for (unsigned int b = 0; b < BATCHES; b++) {
 		uint64_t t0 = ticks();
@@ -459,8 +478,8 @@ measure(copy_fn fn, uint8_t *dst, const uint8_t *src, size_t len, struct mbox *m
 			__asm__ volatile("" : : "r"(dst) : "memory");
 		}
 		t[b] = ticks() - t0;
-		if (mb != NULL)
-			reader_turn(mb, dst, len);
+		if (mb != NULL && !reader_turn(mb, dst, len, expect))
+			return -1;
 	}
 	qsort(t, BATCHES, sizeof(t[0]), cmp_u64);
 	return (double)len * (double)per / ((double)t[BATCHES / 2] / tick_hz) / 1048576.0;
@@ -531,7 +550,10 @@ run_size(size_t len, struct mbox *mb)
 		if (s_on[s] && (src[s] = src_alloc(s, len)) == NULL)
 			fprintf(stderr, "source %s of %zu bytes: unavailable\n", s_names[s], len);
 	for (int d = 0; d < D_N; d++)
-		if (d_on[d] && (dst[d] = dst_alloc(d, len)) == NULL)
+		if (d_on[d] && d == D_MALLOC && mb != NULL)   /* fork() copies, never shares it */
+			fprintf(stderr, "destination malloc: private to this process, the reader "
+				"would read a copy of its own (-R): skipped\n");
+		else if (d_on[d] && (dst[d] = dst_alloc(d, len)) == NULL)
 			fprintf(stderr, "destination %s of %zu bytes: unavailable\n", d_names[d],
 				len);
 	if (mb != NULL) {   /* the reader sees the buffers: it forks after they exist */
@@ -542,7 +564,8 @@ run_size(size_t len, struct mbox *mb)
 			reader_loop(mb);
 		if (child < 0) {
 			perror("fork");
-			return -1;
+			rc = -1;
+			goto out;
 		}
 	}
 	for (int m = 0; m < M_N; m++)
@@ -555,6 +578,12 @@ run_size(size_t len, struct mbox *mb)
 			struct combo *x = &c[(k + r * 7) % n];
 
 			x->mbps[r] = measure(m_fns[x->m], dst[x->d], src[x->s], len, mb);
+			if (x->mbps[r] < 0) {
+				fprintf(stderr, "the reader process did not read %s's copy into "
+					"%s\n", m_names[x->m], d_names[x->d]);
+				rc = -1;
+				goto out;
+			}
 			if (memcmp(dst[x->d], src[x->s], len) != 0) {
 				fprintf(stderr, "%s copied wrong data\n", m_names[x->m]);
 				rc = -1;
