@@ -432,6 +432,15 @@ unio_worker_get_efd(unio_worker_t *w, int *fd)
 	worker_lock(w);
 	if (w->efd < 0)
 		st = efd_create(w);
+	if (st != UNIO_OK && w->efd >= 0) {
+		/* half built (an iface without an event fd): no fd, and the next call fails too */
+		close(w->efd);
+		w->efd = -1;
+	}
+	if (st != UNIO_OK && w->sig_fd >= 0) {
+		close(w->sig_fd);
+		w->sig_fd = -1;
+	}
 	if (st == UNIO_OK)
 		*fd = w->efd;
 	worker_unlock(w);

@@ -1371,3 +1371,50 @@ UNIO_TEST(ethdev_api_alias_err_close, mp)
 {
 	return netns_child("unioapiae", "ethdev_api_alias_err_close_child");
 }
+
+/* ---- a worker with an iface that has no event fd cannot sleep, however often it asks ---- */
+
+UNIO_TEST_CHILD(ethdev_efd_child)
+{
+	static const char *const ovr[] = { "TLS", "ethdev,self", "EAL_ARGS", "--vdev=net_null0",
+					   "ETHDEV_IP", "10.99.0.1", "HUGEPAGES", "no", NULL };
+	unio_context_t *ctx = api_ctx(ovr);
+	unio_worker_t *w;
+	unio_status_t st;
+	int efd = -1, rc = 0;
+
+	RTE_SET_USED(argc), RTE_SET_USED(argv);
+	if (ctx == NULL)
+		return 20;
+	w = unio_worker_create(ctx, NULL, &st);
+	if (w == NULL || api_worker_iface(w, "ethdev", NULL) == NULL) {
+		rc = 21;
+	} else if ((st = unio_worker_get_efd(w, &efd)) != UNIO_ERR_UNSUPPORTED) {
+		fprintf(stderr, "first unio_worker_get_efd: %s\n", unio_status_string(st));
+		rc = 22;
+	} else if ((st = unio_worker_get_efd(w, &efd)) != UNIO_ERR_UNSUPPORTED) {
+		/* an epoll fd without the ethdev iface in it: a sleep there misses its frames */
+		fprintf(stderr, "second unio_worker_get_efd: %s\n", unio_status_string(st));
+		rc = 23;
+	} else if ((st = unio_worker_arm(w)) != UNIO_ERR_INVALID_PARAM) {
+		fprintf(stderr, "unio_worker_arm: %s\n", unio_status_string(st));
+		rc = 24;
+	}
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return rc;
+}
+
+/*
+ * unio_worker_get_efd() on a worker with an ethdev iface (no event fd) fails, and keeps
+ * failing: a failed first call left a half-built epoll fd behind, which a second call
+ * returned as the worker's (and unio_worker_arm() then armed), so that a sleep on it missed
+ * every frame of the ethdev iface.  net_null gives the port: no namespace needed.
+ */
+UNIO_TEST(ethdev_api_efd_unsupported, mp)
+{
+	pid_t pid = test_spawn("ethdev_efd_child", NULL);
+
+	TEST_ASSERT_EQ(test_wait(pid, 60000), 0);
+	return TEST_OK;
+}
