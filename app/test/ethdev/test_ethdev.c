@@ -1271,14 +1271,16 @@ UNIO_TEST(ethdev_flow_rule, fast)
 }
 
 /*
- * The driver's checksum (8 bytes a step) against DPDK's (2 bytes a step) on random bytes of
- * every length 0 .. 1600 at every alignment 0 .. 7, and the UDP / IPv4 checksums built and
- * verified with it against rte_ipv4_udptcp_cksum() / rte_ipv4_cksum() on random headers,
- * including data whose sum is 0 (the UDP field is then 0xffff, never "no checksum").
+ * The driver's checksum (8 or 64 bytes a step) against DPDK's (2 bytes a step) on random bytes
+ * of every length 0 .. 1600 and every seventh to 9216 at every alignment 0 .. 7, on all-ones
+ * bytes (a carry out of every 64-bit add) with and without a partial sum, and the UDP / IPv4
+ * checksums built and verified with it against rte_ipv4_udptcp_cksum() / rte_ipv4_cksum() on
+ * random headers, including data whose sum is 0 (the UDP field is then 0xffff, never "no
+ * checksum").
  */
 UNIO_TEST(ethdev_cksum, fast)
 {
-	static uint8_t buf[1600 + 8 + 64];
+	static uint8_t buf[9216 + 8 + 64];
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)buf;
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
 	uint64_t seed = 0x9e3779b97f4a7c15ull;
@@ -1289,9 +1291,21 @@ UNIO_TEST(ethdev_cksum, fast)
 		buf[i] = (uint8_t)(seed >> 56);
 	}
 	for (size_t off = 0; off < 8; off++)
-		for (size_t len = 0; len <= 1600; len++)
+		for (size_t len = 0; len <= 9216; len += len < 1600 ? 1 : 7)
 			TEST_ASSERT(eth_cksum(buf + off, len, 0) == rte_raw_cksum(buf + off, len),
 				    "len %zu off %zu", len, off);
+	/* every word all ones: a carry out of every add of the 64-bit steps */
+	memset(buf, 0xff, sizeof(buf));
+	for (size_t len = 0; len <= 9216; len += 5) {
+		uint64_t with = rte_raw_cksum(buf + 3, len) + UINT64_C(0xfffffffff);
+
+		while (with > UINT16_MAX)
+			with = (with & UINT16_MAX) + (with >> 16);
+		TEST_ASSERT(eth_cksum(buf + 3, len, 0) == rte_raw_cksum(buf + 3, len),
+			    "all ones, len %zu", len);
+		TEST_ASSERT(eth_cksum(buf + 3, len, UINT64_C(0xfffffffff)) == with,
+			    "all ones and a partial sum, len %zu", len);
+	}
 	memset(buf, 0xff, 64);
 	TEST_ASSERT_EQ(eth_cksum(buf, 64, 0), 0xffff);
 	memset(buf, 0, 64);
@@ -1299,6 +1313,7 @@ UNIO_TEST(ethdev_cksum, fast)
 	for (unsigned int k = 0; k < 20000; k++) {
 		uint16_t ulen, want, base;
 		rte_be16_t tot, id;
+		bool zero;
 
 		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
 		ulen = (uint16_t)(sizeof(*udp) + (seed >> 40) % 1500);
@@ -1313,7 +1328,8 @@ UNIO_TEST(ethdev_cksum, fast)
 		udp->dst_port = (rte_be16_t)(seed >> 16);
 		udp->dgram_len = rte_cpu_to_be_16(ulen);
 		udp->dgram_cksum = 0;
-		if (k % 16 == 0 && ulen >= sizeof(*udp) + 2) {
+		zero = k % 16 == 0 && ulen >= sizeof(*udp) + 2;
+		if (zero) {
 			/* payload bytes that make the sum 0: the field must read 0xffff */
 			uint16_t fix;
 
@@ -1325,7 +1341,7 @@ UNIO_TEST(ethdev_cksum, fast)
 		want = rte_ipv4_udptcp_cksum(ip, udp);
 		TEST_ASSERT(eth_udp_cksum(ip, udp) == want, "udp len %u: %#x, DPDK %#x", ulen,
 			    eth_udp_cksum(ip, udp), want);
-		TEST_ASSERT(k % 16 != 0 || want == 0xffff, "sum 0 gives 0xffff");
+		TEST_ASSERT(!zero || want == 0xffff, "sum 0 gives 0xffff");
 		udp->dgram_cksum = want;
 		TEST_ASSERT_EQ(eth_cksum(udp, ulen, eth_udp_phdr(ip, udp)), 0xffff);
 		TEST_ASSERT_EQ(rte_ipv4_udptcp_cksum_verify(ip, udp), 0);

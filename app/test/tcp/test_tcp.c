@@ -1698,6 +1698,53 @@ UNIO_TEST(tcp_move_late_hello, fast)
 	return TEST_OK;
 }
 
+/*
+ * An accepted connection that never sends its HELLO is closed once UNIO_PEER_TIMEOUT has
+ * passed, in both poll modes.  Busy mode counted each call twice on its epoll calls, so its
+ * timer check (one call in 1024) never came: such a socket stayed open for ever.
+ */
+static int
+silent_accept(const char *mode)
+{
+	const char *set[] = { "PEER_TIMEOUT", "200ms", "TCP_POLL_MODE", mode, NULL };
+	uint64_t start, closed = 0;
+	struct tpeer a;
+	int fd;
+
+	TEST_ASSERT_EQ(tpeer_open_set(&a, "lo", set), 0);
+	fd = raw_connect((const struct tcp_addr *)a.addr);
+	if (fd < 0) {
+		tpeer_close(&a);
+		return TEST_FAIL;
+	}
+	start = move_ms();
+	while (closed == 0 && move_ms() < start + 5000) {
+		char c;
+		ssize_t k;
+
+		unio_tl_iface_progress(a.iface);
+		k = recv(fd, &c, 1, MSG_DONTWAIT);
+		if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+			closed = move_ms();
+		else if (k > 0)
+			break;  /* the iface sends nothing on a connection it accepted */
+	}
+	close(fd);
+	tpeer_close(&a);
+	TEST_LOG("%s: closed after %" PRIu64 " ms (0: not in 5 s)", mode,
+		 closed != 0 ? closed - start : 0);
+	TEST_ASSERT(closed != 0, "%s: a silent accepted socket was never closed", mode);
+	TEST_ASSERT(closed - start >= 150, "%s: closed before the timeout", mode);
+	return TEST_OK;
+}
+
+UNIO_TEST(tcp_silent_accept_closed, fast)
+{
+	TEST_ASSERT_EQ(silent_accept("busy"), TEST_OK);
+	TEST_ASSERT_EQ(silent_accept("epoll"), TEST_OK);
+	return TEST_OK;
+}
+
 /* ---- driver-level benchmark (slow suite: prints numbers, asserts only on data) ---- */
 
 #define B_AM_PING  6

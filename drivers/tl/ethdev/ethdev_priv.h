@@ -478,7 +478,11 @@ void eth_rma_cancel(struct eth_ep *ep, unio_status_t st);
  * 8 bytes a step where DPDK 22.11's adds 2 bytes a step (its loop was a fifth of the
  * instructions an 8-byte message cost this driver, send and receive, under callgrind).
  * Native 32-bit words sum to the same as 16-bit ones modulo 0xffff (2^16 is 1 modulo
- * 0xffff); at most 2^31 bytes.
+ * 0xffff); at most 2^31 bytes.  On x86-64, 64 bytes a step: eight native 64-bit words
+ * added with carry and the last carry added back (a ones' complement sum modulo 2^64 - 1,
+ * a multiple of 0xffff, so the same sum once folded): 14 instructions where the 8-byte
+ * loop takes about 40 (a 3.4 KB af_xdp frame's UDP checksum was ~1900 of the ~2650
+ * instructions each side spent on it).
  */
 static inline uint16_t
 eth_cksum(const void *buf, size_t len, uint64_t sum)
@@ -488,6 +492,25 @@ eth_cksum(const void *buf, size_t len, uint64_t sum)
 	uint32_t v32;
 	uint16_t v16;
 
+#if defined(RTE_ARCH_X86_64)
+	if (len >= 64) {
+		for (; len >= 64; len -= 64, p += 64)
+			__asm__("addq (%[p]), %[s]\n\t"
+				"adcq 8(%[p]), %[s]\n\t"
+				"adcq 16(%[p]), %[s]\n\t"
+				"adcq 24(%[p]), %[s]\n\t"
+				"adcq 32(%[p]), %[s]\n\t"
+				"adcq 40(%[p]), %[s]\n\t"
+				"adcq 48(%[p]), %[s]\n\t"
+				"adcq 56(%[p]), %[s]\n\t"
+				"adcq $0, %[s]\n\t"
+				"adcq $0, %[s]"  /* all ones plus a carry wrapped to 0 */
+				: [s] "+r"(sum)
+				: [p] "r"(p), "m"(*(const struct { uint8_t b[64]; } *)p)
+				: "cc");
+		sum = (sum & UINT32_MAX) + (sum >> 32);   /* room for the adds below */
+	}
+#endif
 	for (; len >= 8; len -= 8, p += 8) {
 		memcpy(&v, p, sizeof(v));
 		sum += (v & UINT32_MAX) + (v >> 32);

@@ -876,6 +876,7 @@ tcp_iface_progress(struct unio_tl_iface *iface)
 				n += tcp_conn_rx(c);
 		}
 	}
+	ti->tick++;
 	if (ti->poll_mode == UNIO_TCP_POLL_BUSY) {
 		bool blocked = false;
 
@@ -897,11 +898,12 @@ tcp_iface_progress(struct unio_tl_iface *iface)
 				continue;
 			n += tcp_conn_rx(c);
 		}
-		if (!blocked && ti->n_slow == 0 && ++ti->tick % TCP_BUSY_EPOLL_EVERY != 0)
+		if (!blocked && ti->n_slow == 0 && ti->tick % TCP_BUSY_EPOLL_EVERY != 0)
 			return n;
 	}
 	n += poll_events(ti);
-	if (ti->n_slow > 0 || ++ti->tick % 1024 == 0)
+	/* one call in 1024 (a multiple of TCP_BUSY_EPOLL_EVERY: busy mode gets here then) */
+	if (ti->n_slow > 0 || ti->tick % 1024 == 0)
 		n += check_timers(ti);
 	n += notify(ti);
 	reap(ti);
