@@ -104,6 +104,16 @@ copy_nt(uint8_t *d, const uint8_t *s, size_t n)
 void
 unio_memcpy_part_(void *dst, const void *src, size_t len, size_t total)
 {
+	/*
+	 * Overlapping ranges (a put or get within one buffer of the same process): undefined
+	 * for memcpy, and the backward loop would read bytes it already overwrote.  memmove
+	 * gives the result of a copy through a temporary buffer, as the glibc memcpy this
+	 * replaced happened to.
+	 */
+	if ((uintptr_t)dst - (uintptr_t)src < len || (uintptr_t)src - (uintptr_t)dst < len) {
+		memmove(dst, src, len);
+		return;
+	}
 #if defined(__x86_64__)
 	if (have_avx2 && len >= 256) {
 		size_t delta = ((uintptr_t)dst - (uintptr_t)src) & PAGE_MASK;
