@@ -1424,14 +1424,25 @@ struct mover {
 };
 
 static int
+mover_listen_at(struct mover *m, const struct tcp_addr *a, bool below);
+
+static int
 mover_listen(struct mover *m, const struct tcp_addr *a)
+{
+	return mover_listen_at(m, a, false);
+}
+
+/* The same on a port below a's (@p below): then a is the side that moves. */
+static int
+mover_listen_at(struct mover *m, const struct tcp_addr *a, bool below)
 {
 	/*
 	 * The ports above a's, in order: the address sorts after a's by its port alone.  (It
 	 * took whatever port bind() chose and gave up after 100 that sorted before a's: with
 	 * a's port near the top of the ephemeral range, no port the kernel picks is above it.)
 	 */
-	for (uint32_t port = ntohs(a->port) + 1u; port <= 65535; port++) {
+	for (uint32_t port = ntohs(a->port) + (below ? -1u : 1u); port <= 65535 && port >= 1024;
+	     port += below ? -1u : 1u) {
 		struct sockaddr_in s = { .sin_family = AF_INET, .sin_addr.s_addr = a->ipv4,
 					 .sin_port = htons((uint16_t)port) };
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -1444,14 +1455,15 @@ mover_listen(struct mover *m, const struct tcp_addr *a)
 		}
 		m->addr = *a;
 		m->addr.port = s.sin_port;
-		if (memcmp(&m->addr, a, sizeof(*a)) <= 0) {
+		if ((memcmp(&m->addr, a, sizeof(*a)) <= 0) != below) {
 			close(fd);
 			return -1;
 		}
 		m->lfd = fd;
 		return 0;
 	}
-	TEST_LOG("no free port above %u for the mover", ntohs(a->port));
+	TEST_LOG("no free port %s %u for the mover", below ? "below" : "above",
+		 ntohs(a->port));
 	return -1;
 }
 
@@ -1695,6 +1707,241 @@ UNIO_TEST(tcp_move_late_hello, fast)
 {
 	TEST_ASSERT_EQ(late_hello_move("busy"), TEST_OK);
 	TEST_ASSERT_EQ(late_hello_move("epoll"), TEST_OK);
+	return TEST_OK;
+}
+
+/*
+ * ---- a hostile mover: MOVE frames in orders no well-behaved peer sends ----
+ *
+ * Each scenario sets up the simultaneous connect of stopped_move() (the mover sorts after
+ * a: a's connection survives) and then sends what its case names.  Data frames carry a
+ * sequence number and checksum (T_AM_DATA): what arrives arrives once and in order.
+ */
+enum hostile {
+	H_BOTH_START,   /* MOVE_START and a frame on both connections */
+	H_EARLY_START,  /* MOVE_START before the mover's connection exists at all */
+	H_START_TWICE,  /* MOVE_END, then MOVE_START twice on a's connection */
+	H_END_ONLY,     /* MOVE_END on a's connection, where only MOVE_START may come */
+	H_REHELLO,      /* a second connection with the same HELLO, MOVE_END on it */
+	H_WINNER_START, /* the mover sorts first (a moves) and still sends MOVE_START */
+};
+
+static const char *const hostile_name[] = { "both MOVE_START", "early MOVE_START",
+					    "MOVE_START twice", "MOVE_END only", "second HELLO",
+					    "MOVE_START from the winner" };
+
+static size_t
+raw_data(uint8_t *buf, uint64_t seq)
+{
+	uint64_t h[2] = { seq, test_checksum("", 0) };
+
+	tcp_hdr_set((struct tcp_hdr *)buf, sizeof(h), TCP_F_AM, T_AM_DATA);
+	memcpy(buf + sizeof(struct tcp_hdr), h, sizeof(h));
+	return sizeof(struct tcp_hdr) + sizeof(h);
+}
+
+static size_t
+raw_move(uint8_t *buf, uint8_t type)
+{
+	tcp_hdr_set((struct tcp_hdr *)buf, 0, type, 0);
+	return sizeof(struct tcp_hdr);
+}
+
+static bool
+data_or_error(struct tpeer *p)
+{
+	return p->ep_errors > 0 || p->rx_next >= 2;
+}
+
+/* The iface still takes a new, well-behaved peer's 100 messages, whole and in order. */
+static bool
+serves_good_peer(struct tpeer *a, uint64_t base)
+{
+	uint64_t cks = test_checksum("", 0);
+	unio_status_t st = UNIO_OK;
+	struct tpeer good;
+	bool ok;
+
+	if (tpeer_open(&good, "lo") != 0)
+		return false;
+	if (tpeer_connect(&good, a->addr) != 0) {
+		tpeer_close(&good);
+		return false;
+	}
+	a->rx_next = base;
+	for (uint64_t q = base; q < base + 100 && st == UNIO_OK; q++)
+		while ((st = unio_tl_ep_am_short(good.ep, T_AM_DATA, q, &cks, 8)) ==
+		       UNIO_ERR_NO_RESOURCE)
+			progress2(a, &good, 1);
+	for (int i = 0; i < 1000000 && !got_all(a, base + 100) && st == UNIO_OK; i++)
+		progress2(a, &good, 1);
+	ok = st == UNIO_OK && a->rx_next == base + 100 && a->rx_bad == 0 && good.ep_errors == 0;
+	TEST_LOG("then %" PRIu64 " of 100 from a good peer, %" PRIu64 " bad (%s)",
+		 a->rx_next - base, a->rx_bad, ok ? "ok" : "FAILED");
+	tpeer_close(&good);
+	return ok;
+}
+
+static int
+hostile_move(enum hostile h, const char *mode)
+{
+	const char *set[] = { "PEER_TIMEOUT", "1s", "TCP_POLL_MODE", mode, NULL };
+	struct mover m = { .lfd = -1, .in = -1, .out = -1 };
+	size_t n = 0, hello_len = sizeof(struct tcp_hdr) + sizeof(struct tcp_addr);
+	struct unio_tl_tcp_stats s;
+	const struct tcp_addr *aa;
+	uint8_t buf[512], buf2[512];
+	int out2 = -1, r = TEST_FAIL;
+	struct tpeer a;
+	bool ok;
+
+	TEST_ASSERT_EQ(tpeer_open_set(&a, "lo", set), 0);
+	aa = (const struct tcp_addr *)a.addr;
+	if (mover_listen_at(&m, aa, h == H_WINNER_START) != 0 ||
+	    tpeer_connect(&a, (const uint8_t *)&m.addr) != 0)
+		goto out;
+	if (progress_until_readable(&a, m.lfd, 5000) != 0 ||
+	    (m.in = accept(m.lfd, NULL, NULL)) < 0 || read_n(&a, m.in, buf, hello_len) != 0) {
+		TEST_LOG("a never connected to the mover");
+		goto out;
+	}
+	m.out = raw_connect(aa);
+	if (m.out < 0)
+		goto out;
+	n = raw_hello(buf, aa, ntohs(m.addr.port));
+	switch (h) {
+	case H_BOTH_START:
+		/* the mover's connection: HELLO, MOVE_START, a frame; a's: MOVE_START, a frame */
+		n += raw_move(buf + n, TCP_F_MOVE_START);
+		n += raw_data(buf + n, 1);
+		if (send_all(m.out, buf, n) != 0)
+			goto out;
+		n = raw_move(buf, TCP_F_MOVE_START);
+		n += raw_data(buf + n, 0);
+		if (send_all(m.in, buf, n) != 0)
+			goto out;
+		break;
+	case H_EARLY_START:
+		/* MOVE_START and a frame on a's connection, read before the mover's HELLO */
+		n = raw_move(buf2, TCP_F_MOVE_START);
+		n += raw_data(buf2 + n, 1);
+		if (send_all(m.in, buf2, n) != 0)
+			goto out;
+		usleep(20000);
+		for (int i = 0; i < 64; i++)
+			unio_tl_iface_progress(a.iface);
+		n = raw_hello(buf, aa, ntohs(m.addr.port));
+		n += raw_data(buf + n, 0);
+		n += raw_move(buf + n, TCP_F_MOVE_END);
+		if (send_all(m.out, buf, n) != 0)
+			goto out;
+		break;
+	case H_START_TWICE:
+		n += raw_data(buf + n, 0);
+		n += raw_move(buf + n, TCP_F_MOVE_END);
+		if (send_all(m.out, buf, n) != 0)
+			goto out;
+		n = raw_move(buf, TCP_F_MOVE_START);
+		n += raw_data(buf + n, 1);
+		n += raw_move(buf + n, TCP_F_MOVE_START);
+		n += raw_data(buf + n, 2);
+		if (send_all(m.in, buf, n) != 0)
+			goto out;
+		break;
+	case H_END_ONLY:
+		if (send_all(m.out, buf, n) != 0 || !tpeer_wait(&a, dual_seen, 5000))
+			goto out;
+		n = raw_data(buf, 0);
+		n += raw_move(buf + n, TCP_F_MOVE_END);
+		n += raw_data(buf + n, 1);
+		if (send_all(m.in, buf, n) != 0)
+			goto out;
+		break;
+	case H_REHELLO:
+		/* two connections with the mover's HELLO; MOVE_END on the second */
+		if (send_all(m.out, buf, n) != 0 || !tpeer_wait(&a, dual_seen, 5000))
+			goto out;
+		out2 = raw_connect(aa);
+		n += raw_data(buf + n, 0);
+		n += raw_move(buf + n, TCP_F_MOVE_END);
+		if (out2 < 0 || send_all(out2, buf, n) != 0)
+			goto out;
+		n = raw_move(buf, TCP_F_MOVE_START);
+		n += raw_data(buf + n, 1);
+		if (send_all(m.in, buf, n) != 0)
+			goto out;
+		break;
+	case H_WINNER_START:
+		/*
+		 * a's connection loses: a MOVE_START on it is malformed, whether a reads it
+		 * before the HELLO (taking the HELLO then moves the connection that parses)
+		 * or after a moved
+		 */
+		n += raw_data(buf + n, 0);
+		if (send_all(m.out, buf, n) != 0)
+			goto out;
+		n = raw_move(buf, TCP_F_MOVE_START);
+		n += raw_data(buf + n, 1);
+		if (send_all(m.in, buf, n) != 0)
+			goto out;
+		break;
+	}
+	tpeer_wait(&a, data_or_error, 4000);
+	if (h == H_START_TWICE)  /* the second waits for a HELLO, UNIO_PEER_TIMEOUT at most */
+		tpeer_wait(&a, ep_failed, 4000);
+	for (int i = 0; i < 200; i++)
+		unio_tl_iface_progress(a.iface);
+	unio_tl_tcp_stats(a.iface, &s);
+	TEST_LOG("%s, %s: frames %" PRIu64 " (bad %" PRIu64 "), ep errors %d (%s), malformed %"
+		 PRIu64 ", move timeouts %" PRIu64 ", dual %" PRIu64, hostile_name[h], mode,
+		 a.rx_next, a.rx_bad, a.ep_errors, unio_status_string(a.last_err), s.malformed,
+		 s.move_timeouts, s.conns_dual);
+	/* frames in order, each once; the ep failed at most once, and for a reason counted */
+	ok = a.rx_bad == 0 && a.ep_errors <= 1 &&
+	     (a.ep_errors == 0 || s.malformed + s.move_timeouts >= 1 ||
+	      a.last_err == UNIO_ERR_CONNECTION_RESET);
+	switch (h) {
+	case H_BOTH_START:   /* the anonymous connection's MOVE_START is malformed */
+		ok = ok && s.malformed >= 1 && a.ep_errors == 1;
+		break;
+	case H_END_ONLY:     /* so is a MOVE_END on a's connection: nothing after it */
+		ok = ok && a.rx_next == 1 && s.malformed == 1 && a.ep_errors == 1 &&
+		     a.last_err == UNIO_ERR_PROTO;
+		break;
+	case H_EARLY_START:  /* a peer that is merely early: the move completes */
+		ok = ok && a.rx_next == 2 && a.ep_errors == 0 && s.malformed == 0;
+		break;
+	case H_START_TWICE:  /* the first completes, the second is malformed after the wait */
+		ok = ok && a.rx_next == 2 && a.ep_errors == 1 && s.malformed == 1;
+		break;
+	case H_REHELLO:      /* the second pairing wins; freeing each connection once */
+		ok = ok && a.rx_next == 2 && a.ep_errors == 0 && s.malformed == 0 &&
+		     s.conns_dual == 2;
+		break;
+	case H_WINNER_START: /* at once; a's eps fail only if they had not moved yet */
+		ok = ok && a.rx_next == 1 && s.malformed == 1 && s.move_timeouts == 0;
+		break;
+	}
+	if (!ok)
+		TEST_LOG("not the expected outcome");
+	if (ok && serves_good_peer(&a, 1000))
+		r = TEST_OK;
+out:
+	/* a closes with the mover's connections still open: each is freed once */
+	tpeer_close(&a);
+	if (out2 >= 0)
+		close(out2);
+	mover_close(&m);
+	return r;
+}
+
+UNIO_TEST(tcp_move_hostile, fast)
+{
+	static const char *const modes[] = { "busy", "epoll" };
+
+	for (unsigned int k = 0; k < RTE_DIM(modes); k++)
+		for (int h = H_BOTH_START; h <= H_WINNER_START; h++)
+			TEST_ASSERT_EQ(hostile_move((enum hostile)h, modes[k]), TEST_OK);
 	return TEST_OK;
 }
 

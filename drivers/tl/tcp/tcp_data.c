@@ -838,9 +838,10 @@ rx_move_start(struct tcp_conn *c)
 	if (!c->await_end) {
 		/*
 		 * The peer's own connection may not be accepted or its HELLO not read yet: wait
-		 * for it, at most UNIO_PEER_TIMEOUT.
+		 * for it, at most UNIO_PEER_TIMEOUT.  On the connection that loses (anon once
+		 * moved, move_pending before) the peer sends no MOVE_START.
 		 */
-		if (c->anon || tcp_conn_wait_expired(c)) {
+		if (c->anon || c->move_pending || tcp_conn_wait_expired(c)) {
 			tcp_conn_malformed(c, "MOVE_START where no simultaneous connect happened");
 			return -1;
 		}
@@ -1155,14 +1156,12 @@ rx_want(const struct tcp_conn *c)
  * caller that tests its requests only after a progress call that did something (unio-perf,
  * and any loop of that shape) otherwise saw a completed get up to 64 idle calls late.
  */
-unsigned int
-tcp_conn_rx(struct tcp_conn *c)
+static unsigned int
+conn_rx(struct tcp_conn *c)
 {
 	unsigned int n = 0;
 	ssize_t r;
 
-	if (c->state != TCP_CONN_ESTABLISHED)
-		return 0;
 	if (unlikely(c->ack_owed) && !rx_direct_ack(c))
 		return 0;  /* frames after that put wait behind its ack */
 	if (c->rx_stalled) {  /* a get waiting for tx room: retry it first */
@@ -1210,4 +1209,23 @@ tcp_conn_rx(struct tcp_conn *c)
 		return n;
 	tcp_conn_fail(c, tcp_status_from_errno(errno));
 	return n + 1;
+}
+
+/*
+ * A frame handler may read another connection (a MOVE_START reads its twin's MOVE_END,
+ * takes the HELLOs), and what a peer sends decides which: a connection already parsing
+ * further up is not read again (its buffer is mid-parse), nor moved (conn_try_move()).
+ * The MOVE_START that wanted it stalls and is retried from progress.
+ */
+unsigned int
+tcp_conn_rx(struct tcp_conn *c)
+{
+	unsigned int n;
+
+	if (c->state != TCP_CONN_ESTABLISHED || c->in_rx)
+		return 0;
+	c->in_rx = true;
+	n = conn_rx(c);
+	c->in_rx = false;
+	return n;
 }

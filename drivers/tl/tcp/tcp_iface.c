@@ -505,8 +505,10 @@ conn_try_move(struct tcp_conn *c)
 		move_done(c);  /* stays two one-way connections */
 		return;
 	}
+	/* not while either parses (a MOVE_START takes the HELLOs): progress retries it */
 	if (c->state != TCP_CONN_ESTABLISHED || next->state != TCP_CONN_ESTABLISHED ||
-	    !tcp_conn_tx_idle(c) || c->n_gets != 0 || c->rx_stalled)
+	    !tcp_conn_tx_idle(c) || c->n_gets != 0 || c->rx_stalled || c->in_rx ||
+	    next->in_rx)
 		return;
 	move_done(c);
 	tcp_conn_send_move(c, next);
@@ -646,6 +648,21 @@ do_accept(struct tcp_iface *ti)
 }
 
 /*
+ * Pair @p mine with @p c, the peer's connection of a simultaneous connect.  A peer that
+ * sends its HELLO on more connections than one pairs ours again: the connection it paired
+ * before keeps no link, or freeing either of the two left the other pointing at freed
+ * memory (a hostile peer's second HELLO, then any close).
+ */
+static void
+twin_link(struct tcp_conn *mine, struct tcp_conn *c)
+{
+	if (mine->twin != NULL)
+		mine->twin->twin = NULL;
+	mine->twin = c;
+	c->twin = mine;
+}
+
+/*
  * A complete, valid HELLO from @p peer on accepted socket @p fd.  With no connection to
  * that peer yet it becomes the connection every ep to the peer shares.  When this iface
  * has its own connection to the peer already (both sides connected at the same moment, or
@@ -673,8 +690,7 @@ hello_attach(struct tcp_iface *ti, int fd, const struct tcp_addr *peer)
 		TCP_LOG(DEBUG, "%s: simultaneous connect with %s (fd %d, ours fd %d): %s",
 			ti->super.dev_name, peer_str(peer, p, sizeof(p)), fd, mine->item.fd,
 			memcmp(&ti->addr, peer, sizeof(*peer)) < 0 ? "ours stays" : "we move");
-		mine->twin = c;
-		c->twin = mine;
+		twin_link(mine, c);
 		if (memcmp(&ti->addr, peer, sizeof(*peer)) < 0) {
 			/* ours survives: the peer moves here, after a MOVE_END on c */
 			mine->await_end = true;

@@ -176,6 +176,7 @@ struct tcp_conn {
 	bool move_pending;            /* ours loses the simultaneous connect: move when idle */
 	bool await_end;               /* ours survives: MOVE_START waits for the twin's END */
 	bool end_seen;                /* MOVE_END read on this (incoming) connection */
+	bool in_rx;                   /* inside tcp_conn_rx(): it does not nest, no move */
 	struct tcp_conn *twin;        /* the other connection of a simultaneous connect */
 	uint64_t deadline_ns;         /* connect / wait-peer timeout */
 	struct tcp_addr peer;
