@@ -1423,16 +1423,10 @@ struct mover {
 	int out;  /* the mover's own connection to a, the one its move leaves */
 };
 
-static int
-mover_listen_at(struct mover *m, const struct tcp_addr *a, bool below);
-
-static int
-mover_listen(struct mover *m, const struct tcp_addr *a)
-{
-	return mover_listen_at(m, a, false);
-}
-
-/* The same on a port below a's (@p below): then a is the side that moves. */
+/*
+ * The mover listens on a port whose address sorts after a's (@p below: before it, and then
+ * a is the side that moves); 0 or -1.
+ */
 static int
 mover_listen_at(struct mover *m, const struct tcp_addr *a, bool below)
 {
@@ -1513,6 +1507,27 @@ read_n(struct tpeer *p, int fd, uint8_t *buf, size_t len)
 	return 0;
 }
 
+/*
+ * The mover listens on a port that sorts after @p a's address (before it with @p below), @p a
+ * dials it, and the mover accepts a's connection and reads its HELLO; 0 or -1.
+ */
+static int
+mover_dial(struct mover *m, struct tpeer *a, bool below)
+{
+	size_t hello_len = sizeof(struct tcp_hdr) + sizeof(struct tcp_addr);
+	uint8_t buf[sizeof(struct tcp_hdr) + sizeof(struct tcp_addr)];
+
+	if (mover_listen_at(m, (const struct tcp_addr *)a->addr, below) != 0 ||
+	    tpeer_connect(a, (const uint8_t *)&m->addr) != 0)
+		return -1;
+	if (progress_until_readable(a, m->lfd, 5000) != 0 ||
+	    (m->in = accept(m->lfd, NULL, NULL)) < 0 || read_n(a, m->in, buf, hello_len) != 0) {
+		TEST_LOG("a never connected to the mover");
+		return -1;
+	}
+	return 0;
+}
+
 static bool
 dual_seen(struct tpeer *p)
 {
@@ -1560,7 +1575,7 @@ stopped_move(bool cut, const char *mode)
 	struct tpeer a, good;
 	const struct tcp_addr *aa;
 	uint8_t buf[256];
-	size_t n, hello_len = sizeof(struct tcp_hdr) + sizeof(struct tcp_addr);
+	size_t n;
 	uint64_t t0, waited, cks = test_checksum("", 0);
 	unio_status_t st;
 	int r = TEST_FAIL;
@@ -1568,14 +1583,9 @@ stopped_move(bool cut, const char *mode)
 	TEST_ASSERT_EQ(tpeer_open_set(&a, "lo", set), 0);
 	TEST_ASSERT_EQ(tpeer_open(&good, "lo"), 0);
 	aa = (const struct tcp_addr *)a.addr;
-	if (mover_listen(&m, aa) != 0 || tpeer_connect(&a, (const uint8_t *)&m.addr) != 0)
-		goto out;
 	/* a's connection: accepted by the mover, which reads a's HELLO */
-	if (progress_until_readable(&a, m.lfd, 5000) != 0 ||
-	    (m.in = accept(m.lfd, NULL, NULL)) < 0 || read_n(&a, m.in, buf, hello_len) != 0) {
-		TEST_LOG("a never connected to the mover");
+	if (mover_dial(&m, &a, false) != 0)
 		goto out;
-	}
 	/* the mover's own connection to a, with its HELLO: a sees both (conns_dual) */
 	n = raw_hello(buf, aa, ntohs(m.addr.port));
 	m.out = raw_connect(aa);
@@ -1657,7 +1667,7 @@ late_hello_move(const char *mode)
 {
 	const char *set[] = { "PEER_TIMEOUT", "1s", "TCP_POLL_MODE", mode, NULL };
 	struct mover m = { .lfd = -1, .in = -1, .out = -1 };
-	size_t n, hello_len = sizeof(struct tcp_hdr) + sizeof(struct tcp_addr);
+	size_t n;
 	struct unio_tl_tcp_stats s;
 	const struct tcp_addr *aa;
 	uint8_t buf[256];
@@ -1666,13 +1676,8 @@ late_hello_move(const char *mode)
 
 	TEST_ASSERT_EQ(tpeer_open_set(&a, "lo", set), 0);
 	aa = (const struct tcp_addr *)a.addr;
-	if (mover_listen(&m, aa) != 0 || tpeer_connect(&a, (const uint8_t *)&m.addr) != 0)
+	if (mover_dial(&m, &a, false) != 0)
 		goto out;
-	if (progress_until_readable(&a, m.lfd, 5000) != 0 ||
-	    (m.in = accept(m.lfd, NULL, NULL)) < 0 || read_n(&a, m.in, buf, hello_len) != 0) {
-		TEST_LOG("a never connected to the mover");
-		goto out;
-	}
 	/* the mover's own connection: HELLO and MOVE_END, while a makes no progress call */
 	n = raw_hello(buf, aa, ntohs(m.addr.port));
 	tcp_hdr_set((struct tcp_hdr *)(buf + n), 0, TCP_F_MOVE_END, 0);
@@ -1787,7 +1792,7 @@ hostile_move(enum hostile h, const char *mode)
 {
 	const char *set[] = { "PEER_TIMEOUT", "1s", "TCP_POLL_MODE", mode, NULL };
 	struct mover m = { .lfd = -1, .in = -1, .out = -1 };
-	size_t n = 0, hello_len = sizeof(struct tcp_hdr) + sizeof(struct tcp_addr);
+	size_t n = 0;
 	struct unio_tl_tcp_stats s;
 	const struct tcp_addr *aa;
 	uint8_t buf[512], buf2[512];
@@ -1797,14 +1802,8 @@ hostile_move(enum hostile h, const char *mode)
 
 	TEST_ASSERT_EQ(tpeer_open_set(&a, "lo", set), 0);
 	aa = (const struct tcp_addr *)a.addr;
-	if (mover_listen_at(&m, aa, h == H_WINNER_START) != 0 ||
-	    tpeer_connect(&a, (const uint8_t *)&m.addr) != 0)
+	if (mover_dial(&m, &a, h == H_WINNER_START) != 0)
 		goto out;
-	if (progress_until_readable(&a, m.lfd, 5000) != 0 ||
-	    (m.in = accept(m.lfd, NULL, NULL)) < 0 || read_n(&a, m.in, buf, hello_len) != 0) {
-		TEST_LOG("a never connected to the mover");
-		goto out;
-	}
 	m.out = raw_connect(aa);
 	if (m.out < 0)
 		goto out;
