@@ -355,29 +355,37 @@ struct timer {
 	uint64_t live_tsc;
 };
 
+/* Without a live line the next one is due never: one comparison a tick decides. */
 static void
-timer_init(struct timer *t)
+timer_init(const struct perf_side *s, struct timer *t)
 {
 	t->prev = rte_rdtsc();
 	t->start = t->prev;
-	t->next_live = t->prev + rte_get_tsc_hz();
+	t->next_live = s->quiet || s->o->final_only || s->o->csv ? UINT64_MAX :
+		       t->prev + rte_get_tsc_hz();
 	t->live_tsc = t->prev;
 	t->live_done = 0;
 }
 
+/* The live line, once a second: out of line, so that a tick saves no register for it. */
+static __rte_noinline void
+timer_live(const struct perf_side *s, const struct perf_round *r, struct timer *t, uint64_t now)
+{
+	perf_live_print(stdout, r->test, s->live, &t->live_done, &t->live_tsc);
+	t->next_live = now + rte_get_tsc_hz();
+}
+
 /* Account iteration @p i (warmup ones only move the clock). */
-static void
+static inline void
 timer_tick(struct perf_side *s, struct perf_round *r, struct timer *t, uint64_t i)
 {
 	uint64_t now = rte_rdtsc();
 
-	if (i >= r->warmup) {
+	if (likely(i >= r->warmup)) {
 		perf_hist_add(&s->hist, now - t->prev);
 		__atomic_store_n(&s->live->done, i + 1 - r->warmup, __ATOMIC_RELAXED);
-		if (!s->quiet && !s->o->final_only && !s->o->csv && now >= t->next_live) {
-			perf_live_print(stdout, r->test, s->live, &t->live_done, &t->live_tsc);
-			t->next_live = now + rte_get_tsc_hz();
-		}
+		if (unlikely(now >= t->next_live))
+			timer_live(s, r, t, now);
 	} else {
 		t->start = now;
 	}
@@ -464,7 +472,7 @@ client_pingpong(struct perf_side *s, struct perf_round *r)
 		goto free_bufs;
 	}
 	pattern_fill(sbuf, r->size, 0);
-	timer_init(&t);
+	timer_init(s, &t);
 	for (i = 0; i < total && !stopped(s, r, i); i++) {
 		if (r->validate)
 			pattern_fill(sbuf, r->size, i);
@@ -531,7 +539,7 @@ server_pingpong(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end
 	}
 	if (ctrl_post(s, end, &cinfo, &creq, &ctrl_done) != 0)
 		goto free_bufs;
-	timer_init(&t);
+	timer_init(s, &t);
 	st[0] = post_recv(s, buf[0], len, PERF_TAG_DATA, TAG_FULL, &info[0], &req[0]);
 	for (i = 0;; i++) {
 		unio_status_t sst;
@@ -590,6 +598,7 @@ struct slot {
 	unio_status_t st;
 	struct unio_recv_info info;
 	struct stream_srv *ss;   /**< server streaming: the loop this slot belongs to */
+	struct unio_request_param p;   /**< server streaming: its receives' parameters */
 };
 
 static struct slot *
@@ -639,7 +648,7 @@ client_stream(struct perf_side *s, struct perf_round *r)
 	if (sl == NULL)
 		return fail(s, "allocating buffers", UNIO_ERR_NO_MEMORY);
 	pattern_fill(sl[0].buf, r->size, 0);
-	timer_init(&t);
+	timer_init(s, &t);
 	for (i = 0; i < total && !stopped(s, r, i); i++, ki = ki + 1 == r->window ? 0 : ki + 1) {
 		struct slot *k = &sl[ki];
 
@@ -739,11 +748,17 @@ server_stream(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end)
 
 	if (sl == NULL)
 		return fail(s, "allocating buffers", UNIO_ERR_NO_MEMORY);
-	for (unsigned int k = 0; k < r->window; k++)
+	for (unsigned int k = 0; k < r->window; k++) {
 		sl[k].ss = &ss;
+		sl[k].p = (struct unio_request_param){
+			.field_mask = UNIO_REQ_PARAM_CB | UNIO_REQ_PARAM_USER_DATA |
+				      UNIO_REQ_PARAM_RECV_INFO,
+			.cb = stream_recv_cb, .user_data = &sl[k], .recv_info = &sl[k].info,
+		};
+	}
 	if (ctrl_post(s, end, &cinfo, &creq, &ctrl_done) != 0)
 		goto out;
-	timer_init(&ss.t);
+	timer_init(s, &ss.t);
 	/*
 	 * END comes after the last data message: once it has matched, every data message has
 	 * too, or waits unexpected for a receive; receives beyond END's count never complete.
@@ -753,13 +768,8 @@ server_stream(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end)
 			break;
 		if (ss.outstanding < r->window && posted < total) {
 			struct slot *k = &sl[pk];
-			struct unio_request_param p = {
-				.field_mask = UNIO_REQ_PARAM_CB | UNIO_REQ_PARAM_USER_DATA |
-					      UNIO_REQ_PARAM_RECV_INFO,
-				.cb = stream_recv_cb, .user_data = k, .recv_info = &k->info,
-			};
 			unio_status_t st = unio_tag_recv(s->worker, k->buf, r->size, PERF_TAG_DATA,
-							 TAG_FULL, &p, &k->req);
+							 TAG_FULL, &k->p, &k->req);
 
 			posted++;
 			pk = pk + 1 == r->window ? 0 : pk + 1;
