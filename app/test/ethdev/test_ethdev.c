@@ -596,7 +596,7 @@ stats_log(const struct peer *p, const struct unio_tl_ethdev_stats *s, double sec
 		 " conn %" PRIu64 " seq %" PRIu64 " msg %" PRIu64 " nombuf %" PRIu64
 		 "; sends refused: cwnd %" PRIu64 " window %" PRIu64 " credit %" PRIu64
 		 " txq %" PRIu64 ", idle yields %" PRIu64 "; rtt samples %" PRIu64 " (host time %"
-		 PRIu64 "), cwnd decreases %" PRIu64 ", tx bursts %" PRIu64
+		 PRIu64 ", stale %" PRIu64 "), cwnd decreases %" PRIu64 ", tx bursts %" PRIu64
 		 ", gets placed %" PRIu64,
 		 'a' + p->role, secs,
 		 s->msgs_delivered, s->tx_data, s->tx_data_bytes, s->tx_retx, s->tx_retx_bytes,
@@ -606,7 +606,7 @@ stats_log(const struct peer *p, const struct unio_tl_ethdev_stats *s, double sec
 		 s->drop_bad_hdr, s->drop_unknown_conn, s->drop_bad_seq, s->drop_bad_msg,
 		 s->tx_no_mbuf, s->tx_refused_cwnd, s->tx_refused_window, s->tx_refused_credit,
 		 s->tx_refused_txq, s->idle_yields, s->cc_samples, s->cc_host_samples,
-		 s->cc_decreases, s->tx_bursts, s->rx_get_direct);
+		 s->cc_stale_samples, s->cc_decreases, s->tx_bursts, s->rx_get_direct);
 }
 
 static void stats_log(const struct peer *p, const struct unio_tl_ethdev_stats *s, double secs);
@@ -1457,6 +1457,83 @@ UNIO_TEST(ethdev_cc_host_samples, fast)
 	TEST_ASSERT(ep.cwnd > c0 && ep.cwnd <= c0 + ((uint32_t)c0 + 1 + 9) / c0 + 1e-9,
 		    "cwnd %.3f from %.3f after one path sample", ep.cwnd, c0);
 	TEST_ASSERT_EQ(ep.cc_acked, 0);
+	return TEST_OK;
+}
+
+/*
+ * The window takes a sample only from an echo newer than any it used: as on the side that
+ * pulls 1 MiB by get, the peer's 30 data frames all echo our one GET_REQ, sent 4 ms before
+ * the last of them arrives.  Each such echo still feeds the RTO (ack_input()), none after
+ * the first reaches the window unless it acks new frames, and a stale echo's acked frames
+ * still count.  1 GHz TSC.
+ */
+UNIO_TEST(ethdev_cc_fresh_echoes, fast)
+{
+	static struct eth_iface ei;
+	static struct eth_ep ep;
+	uint64_t now = 1000000000, req;
+	double c0;
+
+	ei.tsc_hz = 1000000000;
+	ei.target_delay = 1000000;             /* 1 ms */
+	ep.ei = &ei;
+	ep.cwnd = 100;
+	ep.srtt = 100000;
+	ep.last_decrease = 1;                  /* past slow start */
+	ep.min_rtt = 50000;
+
+	/* the first echo of the request: 80 us on the path, below the target: an increase */
+	req = now;
+	now += 80000;
+	eth_cc_echo(&ep, req, now - req, 1, now);
+	TEST_ASSERT_EQ(ei.st.cc_samples, 1);
+	TEST_ASSERT_EQ(ep.cc_echo, req);
+	c0 = ep.cwnd;
+	TEST_ASSERT(c0 > 100 && c0 < 100.02, "cwnd %.4f", c0);
+
+	/* 29 more frames echo the same request, up to 4 ms after it: no sample, no decrease */
+	for (int i = 0; i < 29; i++) {
+		now += 135000;
+		eth_cc_echo(&ep, req, now - req, 0, now);
+	}
+	TEST_ASSERT(now - req > 3900000, "the last echo is %" PRIu64 " ns old", now - req);
+	TEST_ASSERT_EQ(ei.st.cc_samples, 1);
+	TEST_ASSERT_EQ(ei.st.cc_stale_samples, 29);
+	TEST_ASSERT_EQ(ei.st.cc_decreases, 0);
+	TEST_ASSERT(ep.cwnd == c0, "cwnd %.4f after stale echoes, was %.4f", ep.cwnd, c0);
+
+	/* an older echo (reordered) is stale too, and the frames its ack acknowledged count */
+	eth_cc_echo(&ep, req - 1000, 5000000, 3, now += 1000);
+	TEST_ASSERT_EQ(ei.st.cc_stale_samples, 30);
+	TEST_ASSERT_EQ(ei.st.cc_decreases, 0);
+	TEST_ASSERT_EQ(ep.cc_acked, 3);
+	TEST_ASSERT_EQ(ep.cc_echo, req);
+
+	/* the next request's echo is fresh: 5 ms on the path is one decrease */
+	req = now;
+	now += 5000000;
+	eth_cc_echo(&ep, req, now - req, 1, now);
+	TEST_ASSERT_EQ(ei.st.cc_samples, 2);
+	TEST_ASSERT_EQ(ei.st.cc_decreases, 1);
+	TEST_ASSERT(ep.cwnd < c0, "cwnd %.4f after a fresh 5 ms sample", ep.cwnd);
+	TEST_ASSERT_EQ(ep.cc_acked, 0);
+	TEST_ASSERT_EQ(ep.cc_echo, req);
+
+	/* the same stamp in an ack of new frames (a later frame of that poll) is a sample */
+	c0 = ep.cwnd;
+	eth_cc_echo(&ep, req, 100000, 4, now += 1000);
+	TEST_ASSERT_EQ(ei.st.cc_samples, 3);
+	TEST_ASSERT(ep.cwnd > c0, "cwnd %.4f after a same-stamp ack, was %.4f", ep.cwnd, c0);
+	eth_cc_echo(&ep, req, 100000, 0, now += 1000);
+	TEST_ASSERT_EQ(ei.st.cc_samples, 3);
+	TEST_ASSERT_EQ(ei.st.cc_stale_samples, 31);
+
+	/* a fresh host-time echo (path 0) is a host sample, and used once like the others */
+	eth_cc_echo(&ep, req + 1, 0, 2, now += 1000);
+	eth_cc_echo(&ep, req + 1, 0, 0, now += 1000);
+	TEST_ASSERT_EQ(ei.st.cc_host_samples, 1);
+	TEST_ASSERT_EQ(ei.st.cc_stale_samples, 32);
+	TEST_ASSERT_EQ(ep.cc_acked, 2);
 	return TEST_OK;
 }
 

@@ -1016,7 +1016,7 @@ ack_input(struct eth_ep *ep, const struct eth_wire *w, uint64_t now)
 		uint64_t path = path_rtt(ep, w);
 
 		rtt_sample(ep, now - w->tsc_echo);
-		eth_cc_ack(ep, path, acked, now);
+		eth_cc_echo(ep, w->tsc_echo, path, acked, now);
 	}
 	if (acked != 0 && ep->to_tsc != 0) {
 		/* the first ack after a timeout echoes a frame sent before it: the originals

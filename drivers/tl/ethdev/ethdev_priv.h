@@ -274,6 +274,7 @@ struct eth_ep {
 	uint64_t srtt, rttvar, min_rtt, rto, rto_cur, last_decrease;
 	uint32_t cc_acked;     /**< frames acked since the last RTT sample of the path (at
 				 *   most cwnd + 1) */
+	uint64_t cc_echo;      /**< newest echoed TSC the window took a sample from */
 	unsigned int n_timeouts;
 	unsigned int n_comps;
 	struct eth_comp comps[ETH_MAX_COMPS];
@@ -706,6 +707,15 @@ eth_cc_update(struct eth_ep *ep, uint64_t rtt, uint32_t acked, uint64_t now)
  * sample of the path decides (one frame per window below the target; dropped above it).
  */
 static inline void
+eth_cc_credit(struct eth_ep *ep, uint32_t acked)
+{
+	if (ep->last_decrease == 0)
+		ep->cwnd = RTE_MIN(ep->cwnd + acked, (double)ETH_WIN);
+	else   /* at most a window's worth: the next path sample adds at most one frame */
+		ep->cc_acked = RTE_MIN(ep->cc_acked + acked, (uint32_t)ep->cwnd + 1);
+}
+
+static inline void
 eth_cc_ack(struct eth_ep *ep, uint64_t path, uint32_t acked, uint64_t now)
 {
 	if (path != 0) {
@@ -715,10 +725,29 @@ eth_cc_ack(struct eth_ep *ep, uint64_t path, uint32_t acked, uint64_t now)
 		return;
 	}
 	ep->ei->st.cc_host_samples++;
-	if (ep->last_decrease == 0)
-		ep->cwnd = RTE_MIN(ep->cwnd + acked, (double)ETH_WIN);
-	else   /* at most a window's worth: the next path sample adds at most one frame */
-		ep->cc_acked = RTE_MIN(ep->cc_acked + acked, (uint32_t)ep->cwnd + 1);
+	eth_cc_credit(ep, acked);
+}
+
+/*
+ * The window's share of a frame that echoed our TSC @p echo: only a fresh echo is a sample,
+ * one newer than any the window has used, or the newest again in an ack of new frames (the
+ * frames of one poll share their stamp: a later one of them acknowledged is a new
+ * measurement).  The peer echoes its latest frame from us in every frame it sends, however
+ * old: the side that pulls a 1 MiB message by get sends 2 frames per MiB and read about 30
+ * echoes of each, milliseconds old, as RTT samples (srtt 3-6 ms, 4-18 decreases a run, its
+ * window at 8-16 frames).  A stale echo still credits the frames its ack acknowledged (as a
+ * host-time one does); the RTO takes every sample (ethdev.c).
+ */
+static inline void
+eth_cc_echo(struct eth_ep *ep, uint64_t echo, uint64_t path, uint32_t acked, uint64_t now)
+{
+	if (echo > ep->cc_echo || (echo == ep->cc_echo && acked != 0)) {
+		ep->cc_echo = echo;
+		eth_cc_ack(ep, path, acked, now);
+		return;
+	}
+	ep->ei->st.cc_stale_samples++;
+	eth_cc_credit(ep, acked);
 }
 
 #endif /* UNIO_ETHDEV_PRIV_H */

@@ -73,6 +73,7 @@ struct unio_tl_ethdev_stats {
 	uint64_t rx_get_direct;      /**< GET_RESP messages copied straight to the get's buffer */
 	uint64_t zc_orphaned;        /**< zero-copy messages whose ep went while a PMD or the tx
 				       *   queue held their frames (completed CANCELED later) */
+	uint64_t cc_stale_samples;   /**< echoes the window had already used (RTO only) */
 };
 
 /**
