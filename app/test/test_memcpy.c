@@ -140,9 +140,11 @@ out:
 }
 
 /*
- * Overlapping ranges (a put within one buffer) give memmove's result through every routine:
- * the destination 1 .. 63 bytes past the source (where the backward loop would be taken) and
- * before it, with each routine enabled from the smallest length.
+ * Overlapping ranges (a put within one buffer) give memmove's result through every routine
+ * of unio_memcpy_large() (any length) and of unio_memcpy_part() from UNIO_MEMCPY_LARGE_MIN
+ * (below it, memcpy: overlap is not allowed there): the destination 1 .. 63 bytes past the
+ * source (where the backward loop would be taken) and before it, with each routine enabled
+ * from the smallest length.
  */
 UNIO_TEST(memcpy_overlap, fast)
 {
@@ -156,7 +158,7 @@ UNIO_TEST(memcpy_overlap, fast)
 			goto out;
 		for (size_t d = 0; d < RTE_DIM(deltas); d++)
 			for (int dir = 0; dir < 2; dir++)
-				for (size_t len = 256; len <= 8192; len += 1021) {
+				for (size_t len = 1; len <= 8192; len += 1021) {
 					size_t so = dir ? 8192 + deltas[d] : 8192;
 					size_t dof = dir ? 8192 : 8192 + deltas[d];
 
@@ -164,7 +166,10 @@ UNIO_TEST(memcpy_overlap, fast)
 						buf[i] = rnd8();
 					memcpy(want, buf, sizeof(buf));
 					memmove(want + dof, want + so, len);
-					unio_memcpy_part(buf + dof, buf + so, len, len);
+					if (len >= UNIO_MEMCPY_LARGE_MIN && (len & 1))
+						unio_memcpy_part(buf + dof, buf + so, len, len);
+					else
+						unio_memcpy_large(buf + dof, buf + so, len);
 					if (memcmp(buf, want, sizeof(buf)) != 0) {
 						TEST_LOG("rows %s/%s delta %s%zu len %zu: differs",
 							 rows[r][0], rows[r][1], dir ? "-" : "",

@@ -32,7 +32,8 @@ struct unio_config;
  * Copy @p len bytes that are part (or all) of a transfer of @p total bytes into its final
  * destination.  @p total decides the non-temporal stores: pass 0 for copies into a staging
  * buffer that another core reads at once (a FIFO or ring), so that they stay in the cache.
- * The buffers must not overlap.
+ * The buffers must not overlap (from UNIO_MEMCPY_LARGE_MIN on, overlapping ones are moved
+ * as memmove does; below it, memcpy's rules hold).
  */
 void unio_memcpy_part_(void *dst, const void *src, size_t len, size_t total);
 
@@ -45,11 +46,18 @@ unio_memcpy_part(void *dst, const void *src, size_t len, size_t total)
 		unio_memcpy_part_(dst, src, len, total);
 }
 
-/** A whole transfer of @p len bytes into its final destination (a put, a get). */
+/**
+ * A whole transfer of @p len bytes into its final destination (a put, a get); the source
+ * and destination may overlap (a put within one buffer of the process): the result is
+ * memmove's.
+ */
 static inline void
 unio_memcpy_large(void *dst, const void *src, size_t len)
 {
-	unio_memcpy_part(dst, src, len, len);
+	if (len < UNIO_MEMCPY_LARGE_MIN)
+		memmove(dst, src, len);
+	else
+		unio_memcpy_part_(dst, src, len, len);
 }
 
 /**
