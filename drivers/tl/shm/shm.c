@@ -363,19 +363,7 @@ ring_broken(struct shm_iface *si, struct shm_rx_ring *r, uint64_t w)
 	r->next = &idle_word;
 }
 
-static inline void
-ring_consumed(struct shm_rx_ring *r, uint64_t pos, uint64_t cells, uint64_t half)
-{
-	for (uint64_t i = 0; i < cells; i++)
-		*cell_word(r->ring, pos + i) = 0;
-	r->tail += cells;
-	if (r->tail - r->published >= half) {
-		__atomic_store_n(&r->ctl->tail, r->tail, __ATOMIC_RELEASE);
-		r->published = r->tail;
-	}
-}
-
-/* a delivered message's @p cells cells from r->next on, the tail already past them */
+/* a consumed message's (or PAD's) @p cells cells from r->next on, the tail already past them */
 static __rte_always_inline void
 ring_release(struct shm_rx_ring *r, uint64_t cells, uint64_t half)
 {
@@ -399,7 +387,8 @@ ring_skip(struct shm_iface *si, struct shm_rx_ring *r, uint64_t w)
 		ring_broken(si, r, w);
 		return false;
 	}
-	ring_consumed(r, pos, 1, si->n_cells / 2);
+	r->tail++;                           /* r->next is the PAD's cell */
+	ring_release(r, 1, si->n_cells / 2);
 	r->tail += (uint32_t)w - 1;
 	r->next = cell_word(r->ring, 0);
 	return true;
