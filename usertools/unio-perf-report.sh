@@ -3,7 +3,7 @@
 # Regenerate doc/performance.md and its plots: builds Unio when needed, runs
 # usertools/unio-compare.py for shm and tcp, and for active messages and put / get over shm
 # (Unio and UCX interleaved, server on CPU 0, client on CPU 1), and writes the page.  Takes
-# about 12 minutes on a 2-core machine.
+# about 6 minutes on a 2-core machine.
 #
 #   usertools/unio-perf-report.sh [BUILD_DIR]      (default: build)
 set -eu
@@ -21,7 +21,7 @@ cp "$build/app/perf/unio-perf" "$tmp/snap/app/perf/"
 
 usertools/unio-compare.py --build "$tmp/snap" --tls shm --runs 5 --lat-runs 9 --iters 20000 \
 	--png doc/img/perf-shm.png --markdown "$tmp/shm.md" | tee "$tmp/shm.txt"
-usertools/unio-compare.py --build "$tmp/snap" --tls tcp --runs 3 --lat-runs 5 --iters 20000 \
+usertools/unio-compare.py --build "$tmp/snap" --tls tcp --runs 5 --lat-runs 9 --iters 20000 \
 	--sizes 8,512,4k,64k,1m --png doc/img/perf-tcp.png --markdown "$tmp/tcp.md" | tee "$tmp/tcp.txt"
 usertools/unio-compare.py --build "$tmp/snap" --tls shm --runs 3 --lat-runs 7 --iters 20000 \
 	--test am_lat,am_bw,put_lat,put_bw,get_bw --sizes 8,64k,1m --markdown "$tmp/amrma.md" |
