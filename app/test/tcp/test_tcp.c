@@ -1538,6 +1538,15 @@ dual_seen(struct tpeer *p)
 }
 
 static bool
+dup_seen(struct tpeer *p)
+{
+	struct unio_tl_tcp_stats s;
+
+	unio_tl_tcp_stats(p->iface, &s);
+	return s.conns_duplicate > 0;
+}
+
+static bool
 ep_failed(struct tpeer *p)
 {
 	return p->ep_errors > 0;
@@ -1727,7 +1736,7 @@ enum hostile {
 	H_EARLY_START,  /* MOVE_START before the mover's connection exists at all */
 	H_START_TWICE,  /* MOVE_END, then MOVE_START twice on a's connection */
 	H_END_ONLY,     /* MOVE_END on a's connection, where only MOVE_START may come */
-	H_REHELLO,      /* a second connection with the same HELLO, MOVE_END on it */
+	H_REHELLO,      /* a second connection with the same HELLO: a duplicate */
 	H_WINNER_START, /* the mover sorts first (a moves) and still sends MOVE_START */
 };
 
@@ -1857,13 +1866,20 @@ hostile_move(enum hostile h, const char *mode)
 			goto out;
 		break;
 	case H_REHELLO:
-		/* two connections with the mover's HELLO; MOVE_END on the second */
+		/*
+		 * a second connection with the mover's HELLO, a frame and MOVE_END: a duplicate
+		 * of the first (still open), closed unread; then the move on the first
+		 */
 		if (send_all(m.out, buf, n) != 0 || !tpeer_wait(&a, dual_seen, 5000))
 			goto out;
 		out2 = raw_connect(aa);
 		n += raw_data(buf + n, 0);
 		n += raw_move(buf + n, TCP_F_MOVE_END);
-		if (out2 < 0 || send_all(out2, buf, n) != 0)
+		if (out2 < 0 || send_all(out2, buf, n) != 0 || !tpeer_wait(&a, dup_seen, 5000))
+			goto out;
+		n = raw_data(buf, 0);
+		n += raw_move(buf + n, TCP_F_MOVE_END);
+		if (send_all(m.out, buf, n) != 0)
 			goto out;
 		n = raw_move(buf, TCP_F_MOVE_START);
 		n += raw_data(buf + n, 1);
@@ -1913,9 +1929,9 @@ hostile_move(enum hostile h, const char *mode)
 	case H_START_TWICE:  /* the first completes, the second is malformed after the wait */
 		ok = ok && a.rx_next == 2 && a.ep_errors == 1 && s.malformed == 1;
 		break;
-	case H_REHELLO:      /* the second pairing wins; freeing each connection once */
+	case H_REHELLO:      /* nothing of the duplicate delivered; the move completes */
 		ok = ok && a.rx_next == 2 && a.ep_errors == 0 && s.malformed == 0 &&
-		     s.conns_dual == 2;
+		     s.conns_dual == 1 && s.conns_duplicate == 1;
 		break;
 	case H_WINNER_START: /* at once; a's eps fail only if they had not moved yet */
 		ok = ok && a.rx_next == 1 && s.malformed == 1 && s.move_timeouts == 0;
@@ -1988,6 +2004,162 @@ UNIO_TEST(tcp_silent_accept_closed, fast)
 {
 	TEST_ASSERT_EQ(silent_accept("busy"), TEST_OK);
 	TEST_ASSERT_EQ(silent_accept("epoll"), TEST_OK);
+	return TEST_OK;
+}
+
+/*
+ * ---- the same HELLO on many connections ----
+ *
+ * A raw client opens DUP_N connections that each say the HELLO of good (a well-behaved peer
+ * that exchanges verified messages with a over one connection meanwhile) and DUP_N more
+ * that each say the HELLO of one made-up iface Y.  A HELLO from an identity whose incoming
+ * connection is alive is a duplicate: closed at once, counted in conns_duplicate.  So the
+ * first Y connection stays open and every other raw one is closed (2 * DUP_N - 1), good's
+ * messages arrive whole and in order both ways, and nothing pairs as a simultaneous
+ * connect.  (Before, each was kept until the 64 pending slots filled, and good's HELLO
+ * paired a's connection with the raw client's: a simultaneous connect that never was.)
+ * Then Y reconnects: its new connection's HELLO and a frame, then the old one closes, before
+ * a progresses (epoll mode reads the HELLO first): a peer that closed its connection is no
+ * duplicate, the new one is taken and its frame delivered.
+ */
+#define DUP_N 12
+
+/* Has the other side closed @p fd (EOF or reset)?  Nothing is ever sent to it. */
+static bool
+raw_peer_closed(int fd)
+{
+	char c;
+	ssize_t k = recv(fd, &c, 1, MSG_DONTWAIT);
+
+	return k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+static bool
+dups_seen(struct tpeer *p)
+{
+	struct unio_tl_tcp_stats s;
+
+	unio_tl_tcp_stats(p->iface, &s);
+	return s.conns_duplicate >= 2 * DUP_N - 1;
+}
+
+static bool
+raw_frame_seen(struct tpeer *p)
+{
+	return p->raw_frames > 0;
+}
+
+static int
+duplicate_hello(const char *mode)
+{
+	const char *set[] = { "TCP_POLL_MODE", mode, NULL };
+	int fd_g[DUP_N], fd_y[DUP_N], fd_new = -1, r = TEST_FAIL;
+	unsigned int closed_g = 0, closed_y = 0;
+	const struct tcp_addr *aa, *ga;
+	struct unio_tl_tcp_stats s;
+	struct tpeer a, good;
+	uint8_t buf[256];
+	uint64_t seq = 0;
+	size_t n;
+	bool ok;
+
+	for (int k = 0; k < DUP_N; k++)
+		fd_g[k] = fd_y[k] = -1;
+	TEST_ASSERT_EQ(tpeer_open_set(&a, "lo", set), 0);
+	TEST_ASSERT_EQ(tpeer_open(&good, "lo"), 0);
+	aa = (const struct tcp_addr *)a.addr;
+	ga = (const struct tcp_addr *)good.addr;
+	/* good connects; a connects back from its handler over the same connection */
+	if (tpeer_connect(&good, a.addr) != 0 ||
+	    unio_tl_ep_am_short(good.ep, T_AM_HELLO, 0, good.addr,
+				good.iface->attr.iface_addr_len) != UNIO_OK)
+		goto out;
+	for (int i = 0; i < 100000 && a.ep == NULL; i++)
+		progress2(&a, &good, 1);
+	if (a.ep == NULL) {
+		TEST_LOG("a never heard from good");
+		goto out;
+	}
+	for (int k = 0; k < DUP_N; k++, seq++) {
+		n = raw_hello(buf, ga, ntohs(ga->port));   /* good's own identity */
+		fd_g[k] = raw_connect(aa);
+		if (fd_g[k] < 0 || send_all(fd_g[k], buf, n) != 0)
+			goto out;
+		n = raw_hello(buf, aa, 1);                  /* Y: a made-up iface */
+		fd_y[k] = raw_connect(aa);
+		if (fd_y[k] < 0 || send_all(fd_y[k], buf, n) != 0)
+			goto out;
+		if (ping_both(&a, &good, seq) != 0) {
+			TEST_LOG("message %" PRIu64 " lost (a got %" PRIu64 ", good %" PRIu64 ")",
+				 seq, a.rx_next, good.rx_next);
+			goto out;
+		}
+	}
+	tpeer_wait(&a, dups_seen, 5000);
+	for (int i = 0; i < 100; i++, seq++)
+		if (ping_both(&a, &good, seq) != 0)
+			goto out;
+	for (int k = 0; k < DUP_N; k++) {
+		closed_g += raw_peer_closed(fd_g[k]);
+		closed_y += raw_peer_closed(fd_y[k]);
+	}
+	unio_tl_tcp_stats(a.iface, &s);
+	TEST_LOG("%s: %u of %d with good's HELLO closed, %u of %d with Y's (the first %s), "
+		 "duplicates %" PRIu64 ", accepted %" PRIu64 ", open %" PRIu64 ", dual %" PRIu64
+		 ", %" PRIu64 " messages each way", mode, closed_g, DUP_N, closed_y, DUP_N,
+		 raw_peer_closed(fd_y[0]) ? "closed" : "open", s.conns_duplicate,
+		 s.conns_accepted, s.open_conns, s.conns_dual, seq);
+	ok = closed_g == DUP_N && closed_y == DUP_N - 1 && !raw_peer_closed(fd_y[0]) &&
+	     s.conns_duplicate == 2 * DUP_N - 1 && s.conns_accepted == 2 && s.open_conns == 2 &&
+	     s.conns_dual == 0 && s.conns_moved == 0 && s.malformed == 0 &&
+	     a.rx_next == seq && good.rx_next == seq && a.rx_bad + good.rx_bad == 0 &&
+	     a.ep_errors + good.ep_errors == 0;
+	if (!ok) {
+		TEST_LOG("not the expected outcome");
+		goto out;
+	}
+	/* Y reconnects: HELLO and a frame on a new connection, then the old one closes */
+	n = raw_hello(buf, aa, 1);
+	n += raw_am(buf + n);
+	fd_new = raw_connect(aa);
+	if (fd_new < 0)
+		goto out;
+	for (int i = 0; i < 64; i++)   /* accepted, its HELLO not sent yet */
+		unio_tl_iface_progress(a.iface);
+	if (send_all(fd_new, buf, n) != 0)
+		goto out;
+	close(fd_y[0]);
+	fd_y[0] = -1;
+	tpeer_wait(&a, raw_frame_seen, 5000);
+	for (int i = 0; i < 200; i++)
+		unio_tl_iface_progress(a.iface);
+	unio_tl_tcp_stats(a.iface, &s);
+	TEST_LOG("%s: reconnect: raw frames %" PRIu64 ", duplicates %" PRIu64 ", accepted %"
+		 PRIu64 ", open %" PRIu64 ", new connection %s", mode, a.raw_frames,
+		 s.conns_duplicate, s.conns_accepted, s.open_conns,
+		 raw_peer_closed(fd_new) ? "closed" : "open");
+	if (a.raw_frames == 1 && s.conns_duplicate == 2 * DUP_N - 1 && s.conns_accepted == 3 &&
+	    s.open_conns == 2 && s.malformed == 0 && !raw_peer_closed(fd_new) &&
+	    ping_both(&a, &good, seq) == 0)
+		r = TEST_OK;
+out:
+	tpeer_close(&a);
+	tpeer_close(&good);
+	for (int k = 0; k < DUP_N; k++) {
+		if (fd_g[k] >= 0)
+			close(fd_g[k]);
+		if (fd_y[k] >= 0)
+			close(fd_y[k]);
+	}
+	if (fd_new >= 0)
+		close(fd_new);
+	return r;
+}
+
+UNIO_TEST(tcp_duplicate_hello, fast)
+{
+	TEST_ASSERT_EQ(duplicate_hello("busy"), TEST_OK);
+	TEST_ASSERT_EQ(duplicate_hello("epoll"), TEST_OK);
 	return TEST_OK;
 }
 

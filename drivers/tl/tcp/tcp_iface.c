@@ -594,6 +594,7 @@ conn_adopt(struct tcp_conn *c, int fd)
 	struct tcp_iface *ti = c->iface;
 
 	c->item.fd = fd;
+	c->accepted = true;
 	epoll_set(ti, &c->item, EPOLL_CTL_ADD, EPOLLIN);
 	conn_set_state(c, TCP_CONN_ESTABLISHED);
 	ti->stats.conns_accepted++;
@@ -648,10 +649,11 @@ do_accept(struct tcp_iface *ti)
 }
 
 /*
- * Pair @p mine with @p c, the peer's connection of a simultaneous connect.  A peer that
- * sends its HELLO on more connections than one pairs ours again: the connection it paired
- * before keeps no link, or freeing either of the two left the other pointing at freed
- * memory (a hostile peer's second HELLO, then any close).
+ * Pair @p mine with @p c, the peer's connection of a simultaneous connect.  A peer whose
+ * first connection no longer carries its frames (closed, or after its MOVE_END) may pair
+ * ours again: the connection it paired before keeps no link, or freeing either of the two
+ * left the other pointing at freed memory (a hostile peer's second HELLO, then any close).
+ * A second HELLO while the first connection is alive is a duplicate, closed unpaired.
  */
 static void
 twin_link(struct tcp_conn *mine, struct tcp_conn *c)
@@ -660,6 +662,46 @@ twin_link(struct tcp_conn *mine, struct tcp_conn *c)
 		mine->twin->twin = NULL;
 	mine->twin = c;
 	c->twin = mine;
+}
+
+/*
+ * Does incoming connection @p c still carry its peer's frames?  Not once it failed, once the
+ * peer said MOVE_END on it (a simultaneous connect moved away from it), nor once the peer
+ * closed it: the kernel reports that (POLLRDHUP) before the EOF is read, with data still
+ * unread in front of it, so a peer that closed and connected again is no duplicate even
+ * when its new HELLO is read first.
+ */
+static bool
+conn_carries_peer(struct tcp_conn *c)
+{
+	struct pollfd pfd = { .fd = c->item.fd, .events = POLLIN | POLLRDHUP };
+
+	if (!c->accepted || c->dead || c->state == TCP_CONN_FAILED || c->end_seen ||
+	    c->item.fd < 0)
+		return false;
+	return poll(&pfd, 1, 0) <= 0 || (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0;
+}
+
+/*
+ * A HELLO from @p peer on a new socket while an incoming connection from that identity
+ * still carries its frames is a duplicate: a well-behaved peer opens one connection to an
+ * iface, and again only after that one closed.  Returns true when @p peer has such a
+ * connection.  An incoming connection the peer closed gives its identity up: it is no
+ * longer looked up (its eps fail once its EOF is read), the new one takes its place.
+ */
+static bool
+hello_duplicate(struct tcp_iface *ti, const struct tcp_addr *peer)
+{
+	struct tcp_conn *c;
+
+	TAILQ_FOREACH(c, &ti->conns, next) {
+		if (!c->accepted || memcmp(&c->peer, peer, sizeof(*peer)) != 0)
+			continue;
+		if (conn_carries_peer(c))
+			return true;
+		c->anon = true;
+	}
+	return false;
 }
 
 /*
@@ -674,10 +716,19 @@ static void
 hello_attach(struct tcp_iface *ti, int fd, const struct tcp_addr *peer)
 {
 	bool self = memcmp(peer, &ti->addr, sizeof(*peer)) == 0;
-	bool dual = self || conn_find(ti, peer) != NULL;
-	struct tcp_conn *c = conn_new(ti, peer);
+	struct tcp_conn *c;
 	char p[32];
+	bool dual;
 
+	if (hello_duplicate(ti, peer)) {
+		TCP_LOG(WARNING, "%s: closing an incoming connection: %s is connected already",
+			ti->super.dev_name, peer_str(peer, p, sizeof(p)));
+		ti->stats.conns_duplicate++;
+		close(fd);
+		return;
+	}
+	dual = self || conn_find(ti, peer) != NULL;
+	c = conn_new(ti, peer);
 	if (c == NULL) {
 		close(fd);
 		return;

@@ -162,6 +162,7 @@ struct tcp_conn {
 	enum tcp_conn_state state;
 	unio_status_t err;            /* the failure, once FAILED */
 	bool anon;                    /* second connection to a peer (or self): never looked up */
+	bool accepted;                /* incoming: the peer opened it and said HELLO on it */
 	bool dead;                    /* to be freed by the next progress */
 	bool notify;                  /* failed: err_cb owed to its eps */
 	bool eof;                     /* the peer closed cleanly (logged at info level) */

@@ -39,6 +39,8 @@ struct unio_tl_tcp_stats {
 	uint64_t splice_fallbacks; /**< payloads whose pages vmsplice refused: sent by copy */
 	uint64_t truncated;        /**< connections that ended inside a frame (the peer died
 				    *   while sending): failed with UNIO_ERR_CONNECTION_RESET */
+	uint64_t conns_duplicate;  /**< accepted sockets closed at their HELLO: that identity
+				    *   already had a live incoming connection */
 };
 
 /**
