@@ -2163,6 +2163,58 @@ UNIO_TEST(tcp_duplicate_hello, fast)
 	return TEST_OK;
 }
 
+/*
+ * Busy mode asks epoll every 16 progress calls, and an iface with nothing but its listen
+ * socket every 256 (unio-perf's server over tcp has such an iface on eth0 besides lo's: half
+ * of its epoll calls went there): exactly 16 epoll calls in 4096 progress calls while idle,
+ * 256 once a peer is connected.  A connection to the idle iface is still taken within 256
+ * calls, its HELLO read within 16 more.
+ */
+UNIO_TEST(tcp_idle_iface_epoll, fast)
+{
+	const char *set[] = { "TCP_POLL_MODE", "busy", NULL };
+	struct unio_tl_tcp_stats s0, s1;
+	const struct tcp_addr *aa;
+	uint8_t buf[128];
+	unsigned int calls = 0;
+	struct tpeer a;
+	size_t n;
+	int fd;
+
+	TEST_ASSERT_EQ(tpeer_open_set(&a, "lo", set), 0);
+	aa = (const struct tcp_addr *)a.addr;
+	unio_tl_tcp_stats(a.iface, &s0);
+	for (int i = 0; i < 4096; i++)
+		unio_tl_iface_progress(a.iface);
+	unio_tl_tcp_stats(a.iface, &s1);
+	TEST_LOG("idle: %" PRIu64 " epoll calls in 4096 progress calls",
+		 s1.epoll_calls - s0.epoll_calls);
+	TEST_ASSERT_EQ(s1.epoll_calls - s0.epoll_calls, 4096 / TCP_IDLE_EPOLL_EVERY);
+	/* on loopback the connection and its HELLO are in a's sockets when send() returns */
+	n = raw_hello(buf, aa, 1);
+	fd = raw_connect(aa);
+	TEST_ASSERT(fd >= 0 && send_all(fd, buf, n) == 0, "raw connect");
+	for (; calls < 100000 && s1.conns_accepted == 0; calls++) {
+		unio_tl_iface_progress(a.iface);
+		unio_tl_tcp_stats(a.iface, &s1);
+	}
+	TEST_LOG("accepted and attached after %u progress calls", calls);
+	TEST_ASSERT(s1.conns_accepted == 1 && calls <= TCP_IDLE_EPOLL_EVERY +
+		    TCP_BUSY_EPOLL_EVERY, "%u calls, %" PRIu64 " accepted", calls,
+		    s1.conns_accepted);
+	s0 = s1;
+	for (int i = 0; i < 4096; i++)
+		unio_tl_iface_progress(a.iface);
+	unio_tl_tcp_stats(a.iface, &s1);
+	TEST_LOG("connected: %" PRIu64 " epoll calls in 4096 progress calls",
+		 s1.epoll_calls - s0.epoll_calls);
+	TEST_ASSERT_EQ(s1.epoll_calls - s0.epoll_calls, 4096 / TCP_BUSY_EPOLL_EVERY);
+	TEST_ASSERT_EQ(s1.open_conns, 1);
+	close(fd);
+	tpeer_close(&a);
+	return TEST_OK;
+}
+
 /* ---- driver-level benchmark (slow suite: prints numbers, asserts only on data) ---- */
 
 #define B_AM_PING  6

@@ -52,6 +52,8 @@ extern int unio_logtype_tcp;
 #define TCP_PENDING_MAX    64                  /* accepted sockets awaiting HELLO */
 #define TCP_MIN_RCVBUF     (64 * 1024)         /* floor of UNIO_TCP_RCVBUF */
 #define TCP_BUSY_EPOLL_EVERY 16                /* busy mode: epoll every N progress calls */
+#define TCP_IDLE_EPOLL_EVERY 256               /* the same for an iface with nothing but its
+						* listen socket (no connection, none pending) */
 #define TCP_BURST_MIN      2                   /* sends after a progress call before
 						* MSG_MORE: a burst */
 #define TCP_DIRECT_MIN     (16 * 1024)         /* PUT / GET_RESP bytes still unread: read them
@@ -243,6 +245,7 @@ struct tcp_iface {
 	unsigned int tick;
 	bool hellos_taken;              /* tcp_iface_take_hellos() ran: pending items may be gone */
 	unsigned int n_slow;            /* connections not yet established */
+	unsigned int n_pending;         /* accepted sockets awaiting HELLO (pending[]) */
 	unsigned int n_move;            /* connections with move_pending */
 	unsigned int n_more_held;       /* connections with more_held */
 	uint64_t epoch;                 /* progress calls so far */

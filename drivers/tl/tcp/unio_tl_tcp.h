@@ -41,6 +41,8 @@ struct unio_tl_tcp_stats {
 				    *   while sending): failed with UNIO_ERR_CONNECTION_RESET */
 	uint64_t conns_duplicate;  /**< accepted sockets closed at their HELLO: that identity
 				    *   already had a live incoming connection */
+	uint64_t epoll_calls;      /**< epoll_wait calls of progress (busy mode: one call in 16,
+				    *   one in 256 with nothing but the listen socket) */
 };
 
 /**
