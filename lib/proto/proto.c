@@ -6,7 +6,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
+#include <rte_cycles.h>
 #include <rte_log.h>
 
 #include "unio_log.h"
@@ -68,7 +70,8 @@ proto_req_tl_release(struct unio_request *req)
 struct unio_request *
 proto_req_lookup(struct unio_worker *w, uint64_t id)
 {
-	uint32_t idx = (uint32_t)id, gen = (uint32_t)(id >> 32);
+	uint64_t slot = proto_id_open(w->id_key, id);
+	uint32_t idx = (uint32_t)slot, gen = (uint32_t)(slot >> 32);
 	struct unio_request *req;
 
 	if (idx >= w->n_req_chunks * REQ_CHUNK)
@@ -229,10 +232,28 @@ proto_lane_init(struct unio_worker *w, struct proto_lane *lane, struct unio_tl_e
 	lane_thresholds(&w->ctx->config, &tl_ep->iface->attr, tl_ep->cap, lane);
 }
 
+/* A fresh random key for the worker's request ids (never the same in two workers). */
+static void
+id_key_new(struct unio_worker *w)
+{
+	uint32_t key[4];
+
+	if (getrandom(key, sizeof(key), 0) != (ssize_t)sizeof(key)) {
+		/* no entropy source: the ids are at least not the bare slots */
+		uint64_t a = rte_rdtsc() ^ w->uuid, b = (uintptr_t)w ^ (a * 0x9e3779b97f4a7c15ull);
+
+		PROTO_LOG(WARNING, "getrandom failed: request ids sealed with a weak key");
+		memcpy(key, &a, sizeof(a));
+		memcpy(key + 2, &b, sizeof(b));
+	}
+	proto_id_key_init(w->id_key, key);
+}
+
 unio_status_t
 proto_worker_init(struct unio_worker *w)
 {
 	w->req_free = NULL;
+	id_key_new(w);
 	proto_match_init(w);
 	for (unsigned int i = 0; i < w->n_ifaces; i++) {
 		unio_status_t st = proto_set_handlers(w, w->ifaces[i]);

@@ -196,7 +196,8 @@ am_eager_first(void *arg, const void *data, size_t length, unsigned int flags)
 						       ep->rx.ux == NULL)) ||
 		     h.total > PROTO_MAX_MSG || n >= h.total || n == 0))
 		goto bad;
-	ep->rx = (struct proto_rx_frag){ .total = h.total, .offset = n, .active = true };
+	ep->rx = (struct proto_rx_frag){ .total = h.total, .offset = n, .cookie = h.cookie,
+					 .active = true };
 	req = proto_exp_match(w, h.e.tag);
 	if (req != NULL) {
 		if (h.e.sreq_id != 0)
@@ -245,7 +246,9 @@ am_eager_mid(void *arg, const void *data, size_t length, unsigned int flags)
 	if (unlikely(ep == NULL || !ep->rx.active))
 		goto bad;
 	rx = &ep->rx;
-	if (unlikely(h.offset != rx->offset || n > rx->total - rx->offset || n == 0))
+	/* the cookie: a fragment another peer forged with this ep's (guessable) id */
+	if (unlikely(h.rreq_id != rx->cookie || h.offset != rx->offset ||
+		     n > rx->total - rx->offset || n == 0))
 		goto bad;
 	if (rx->req != NULL)
 		unio_memcpy_part(rx->req->rbuf + rx->offset, (const uint8_t *)data + sizeof(h), n,

@@ -39,14 +39,19 @@ pack_frag(void *dest, void *arg)
 
 	if (req->offset == 0 && req->proto == SEND_FRAGS) {
 		struct proto_eager_first_hdr f = {
-			.e = { .tag = req->tag, .sreq_id = req->sync ? proto_req_id(req) : 0,
-			       .ep_id = req->ep->remote_id, .flags = 0 },
+			.e = { .tag = req->tag, .ep_id = req->ep->remote_id, .flags = 0 },
 			.total = req->slen,
 		};
+
+		/* the cookie, sealed once: the further fragments repeat it from rreq_id */
+		req->rreq_id = proto_req_id(req);
+		f.cookie = req->rreq_id;
+		f.e.sreq_id = req->sync ? req->rreq_id : 0;
 
 		memcpy(p, &f, sizeof(f));
 		p += sizeof(f);
 	} else {
+		/* pipelined: the receive; eager: the first fragment's cookie */
 		struct proto_frag_hdr h = {
 			.rreq_id = req->rreq_id, .offset = req->offset,
 			.ep_id = req->ep->remote_id, .pad = 0,

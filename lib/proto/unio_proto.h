@@ -25,8 +25,11 @@
 #include "unio_config_priv.h"
 #include "unio_tl.h"
 
-/** Wire-protocol version: a peer announcing another one is refused. */
-#define UNIO_WIRE_VERSION 1
+/**
+ * Wire-protocol version: a peer announcing another one is refused.  2: request ids on the
+ * wire are sealed (proto_req_id()), and a multi-fragment eager message carries a cookie.
+ */
+#define UNIO_WIRE_VERSION 2
 /** Magic of worker addresses and control messages ("UNIO"). */
 #define UNIO_WIRE_MAGIC 0x4f494e55u
 
@@ -61,11 +64,12 @@ struct proto_eager_hdr {
 struct proto_eager_first_hdr {
 	struct proto_eager_hdr e;
 	uint64_t total;        /**< message length */
+	uint64_t cookie;       /**< unguessable: every further fragment repeats it in rreq_id */
 };
 
 /** A further fragment (eager middle/last, or pipelined). */
 struct proto_frag_hdr {
-	uint64_t rreq_id;      /**< pipelined: the receive request; eager: 0 */
+	uint64_t rreq_id;      /**< pipelined: the receive request; eager: the first's cookie */
 	uint64_t offset;       /**< where this fragment goes */
 	uint32_t ep_id;        /**< the receiver's id of its ep to the sender */
 	uint32_t pad;
@@ -156,7 +160,7 @@ struct unio_request {
 	bool tl_held;           /**< failed with its ep while a transport held comp */
 	bool put_deferred;      /**< freed by the user while tl_held: recycled on release */
 	uint8_t rails;          /**< get: chunks striped over this many lanes (1: lane only) */
-	uint64_t rreq_id;      /**< pipelined: the peer's receive */
+	uint64_t rreq_id;      /**< pipelined: the peer's receive; eager fragments: the cookie */
 	/* receive */
 	uint8_t *rbuf;
 	size_t rlen;
@@ -254,6 +258,7 @@ struct proto_rx_frag {
 	struct proto_unexp *ux;     /**< unexpected buffer, or NULL */
 	uint64_t total;
 	uint64_t offset;
+	uint64_t cookie;            /**< of the first fragment: the further ones repeat it */
 	bool active;
 	bool drop;                  /**< truncated or no memory: swallow the rest */
 };
@@ -294,6 +299,8 @@ struct unio_ep {
 /* ---- worker ---- */
 
 #define WORKER_MAX_IFACES UNIO_TL_MAX_DEVICES * 4
+/** Rounds of the block cipher that seals request ids (Speck64/128). */
+#define PROTO_ID_ROUNDS 27
 #define REQ_CHUNK 256
 #define REQ_MAX_CHUNKS 4096
 
@@ -351,6 +358,7 @@ struct unio_worker {
 	struct rma_worker *rma;     /**< mapped memory (rma.c), NULL until the first map */
 	unsigned int n_wireup_owed; /**< eps whose wireup REQ / REP waits for a full lane */
 	uint64_t n_dropped;         /**< peer messages dropped as malformed (print_info) */
+	uint32_t id_key[PROTO_ID_ROUNDS]; /**< round keys sealing request ids (proto_req_id) */
 	uint64_t n_dropped_nomem;   /**< peer messages dropped whole for want of memory */
 	/* cold: the request pool's chunks (32 KiB), last */
 	struct unio_request *req_chunks[REQ_MAX_CHUNKS];
@@ -548,10 +556,73 @@ proto_req_complete(struct unio_request *req, unio_status_t st)
 		req->cb(req, st, req->type == REQ_RECV ? &req->info : NULL, req->user_data);
 }
 
+/*
+ * Request ids on the wire.  A peer echoes the id of a request in its answers (ATS, RTR,
+ * SYNC_ACK, PIPE, AM rendezvous), and any connected peer can send any answer: the id is the
+ * request's slot (gen << 32 | idx, small numbers anyone can guess) sealed with a 64-bit
+ * block cipher (Speck64/128) under a random key of the worker, so that only the peer the id
+ * was sent to knows it.  A forged id opens to no live slot but with probability
+ * (live requests) / 2^64; proto_req_lookup() drops it.
+ */
+static inline uint32_t
+proto_ror32(uint32_t x, unsigned int r)
+{
+	return (x >> r) | (x << (32 - r));
+}
+
+static inline uint32_t
+proto_rol32(uint32_t x, unsigned int r)
+{
+	return (x << r) | (x >> (32 - r));
+}
+
+/** Seal the request slot @p slot with the round keys @p rk (Speck64/128 encryption). */
+static inline uint64_t
+proto_id_seal(const uint32_t *rk, uint64_t slot)
+{
+	uint32_t x = (uint32_t)(slot >> 32), y = (uint32_t)slot;
+
+	for (unsigned int i = 0; i < PROTO_ID_ROUNDS; i++) {
+		x = (proto_ror32(x, 8) + y) ^ rk[i];
+		y = proto_rol32(y, 3) ^ x;
+	}
+	return ((uint64_t)x << 32) | y;
+}
+
+/** Open a sealed id (Speck64/128 decryption): the slot it names. */
+static inline uint64_t
+proto_id_open(const uint32_t *rk, uint64_t id)
+{
+	uint32_t x = (uint32_t)(id >> 32), y = (uint32_t)id;
+
+	for (unsigned int i = PROTO_ID_ROUNDS; i-- > 0;) {
+		y = proto_ror32(y ^ x, 3);
+		x = proto_rol32((x ^ rk[i]) - y, 8);
+	}
+	return ((uint64_t)x << 32) | y;
+}
+
+/** Expand the 128-bit @p key into the round keys @p rk (Speck64/128 key schedule). */
+static inline void
+proto_id_key_init(uint32_t *rk, const uint32_t key[4])
+{
+	uint32_t l[PROTO_ID_ROUNDS + 2];
+
+	rk[0] = key[0];
+	l[0] = key[1];
+	l[1] = key[2];
+	l[2] = key[3];
+	for (unsigned int i = 0; i < PROTO_ID_ROUNDS - 1; i++) {
+		l[i + 3] = (rk[i] + proto_ror32(l[i], 8)) ^ i;
+		rk[i + 1] = proto_rol32(rk[i], 3) ^ l[i + 3];
+	}
+}
+
+/** The id of @p req as peers see it (sealed; proto_req_lookup() opens it). */
 static inline uint64_t
 proto_req_id(const struct unio_request *req)
 {
-	return ((uint64_t)req->gen << 32) | req->idx;
+	return proto_id_seal(req->worker->id_key, ((uint64_t)req->gen << 32) | req->idx);
 }
 
 /** The ep with id @p id, NULL when unknown or dead. */

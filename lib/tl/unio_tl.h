@@ -23,6 +23,15 @@
  * the sender gave.  Nothing is allocated on this path: data points into driver memory and is
  * valid only during the call (unless the handler returns UNIO_INPROGRESS on a message
  * delivered with UNIO_TL_CB_FLAG_DESC, and releases it later with release_desc()).
+ *
+ * Sender identity: the handler is not told which peer or connection a frame came from, and
+ * the protocol layer does not rely on the transport for it.  Answers that continue a
+ * request (ATS, RTR, SYNC_ACK, PIPE, further eager fragments) are bound to the peer the
+ * request was sent to by secrets only that peer saw (sealed request ids, the fragment
+ * cookie: doc/guides/protocols.md, "Answers from other peers"); a driver must therefore
+ * deliver a frame only to the worker it was sent to, and never show one peer the frames
+ * of another (shm cannot: every sender maps the receiver's whole segment).  The ep id a
+ * message names is the sender's claim, not checked against the connection.
  */
 
 #include <stdbool.h>

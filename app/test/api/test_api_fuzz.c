@@ -2,8 +2,9 @@
 /*
  * Forged protocol headers: a worker (the attacker) sends raw AMs with the protocol's ids on
  * the transport ep of its lane to a victim worker: truncated headers, unknown eps, requests
- * and fragments, lengths beyond the total, offsets that overflow, huge totals, keys that do
- * not exist, then 20,000 random messages.  Asserted: each malformed message is dropped and
+ * and fragments (a further fragment without its first's cookie), lengths beyond the total,
+ * offsets that overflow, huge totals, keys that do not exist, then 20,000 random messages.
+ * Asserted: each malformed message is dropped and
  * counted exactly (the "dropped from peers" line of unio_worker_print_info()), nothing is
  * written outside a posted buffer (guard bytes), truncation is reported with nothing written,
  * and afterwards both workers still exchange tagged messages and AMs of every protocol with
@@ -462,8 +463,13 @@ lengths(struct fz *f)
 	TEST_ASSERT_EQ(post(f, &g, 0x503, &req), TEST_OK);
 	ef.e.tag = 0x503;
 	ef.total = 3000;
+	ef.cookie = 0xc00c1e5eed;
 	SEND_HP(f, PROTO_AM_EAGER_FIRST, ef, data, 1000);
 	SEND_HP(f, PROTO_AM_EAGER_FIRST, ef, data, 1000);   /* one in progress already */
+	fr.offset = 1000;
+	fr.rreq_id = 0;   /* not the first's cookie: a fragment forged by another peer */
+	SEND_HP(f, PROTO_AM_EAGER_MID, fr, data + 1000, 100);
+	fr.rreq_id = ef.cookie;
 	fr.offset = 999;
 	SEND_HP(f, PROTO_AM_EAGER_MID, fr, data + 999, 100);
 	fr.offset = 1001;
@@ -474,7 +480,7 @@ lengths(struct fz *f)
 	SEND_HP(f, PROTO_AM_EAGER_MID, fr, data + 1000, 1000);
 	fr.offset = 1000;
 	SEND_HP(f, PROTO_AM_EAGER_MID, fr, data, 0);
-	f->want_a += 6;
+	f->want_a += 7;
 	EXPECT_DROPS(f);
 	SEND_HP(f, PROTO_AM_EAGER_MID, fr, data + 1000, 1500);
 	fr.offset = 2500;

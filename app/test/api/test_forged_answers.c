@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Answers forged by another connected peer.  V (this process) has tcp endpoints to A (honest)
+ * and to M.  The protocol continues V's requests by the ids peers echo in their answers; M
+ * learns the slots of V's requests with A (index and generation: what the ids on the wire
+ * were, small numbers that count up, so guessing is enough; here V tells M) and V's id of its
+ * ep to A, and forges on its own connection to V:
+ *  - an RTR for V's pipelined rendezvous send to A (V would stream the message to a receive
+ *    A never asked for, and complete the send);
+ *  - an ATS for another such send (it would complete while A holds nothing);
+ *  - a SYNC_ACK for V's sync eager send (it would complete before A matched it);
+ *  - a PIPE fragment into V's pipelined receive of A's message, after V's RTR and before A's
+ *    fragments (M's bytes would land in A's message; A's fragments would then be refused).
+ * Asserted: each forged answer is dropped and counted ("dropped from peers"), nothing of V's
+ * changes; then A receives V's three sends (checksummed) and V receives A's message intact.
+ * Three processes (mp).  And (fast) the cipher that seals the ids: a known answer, round
+ * trips, no two slots alike.
+ */
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_log.h>
+
+#include "api_common.h"
+#include "unio_proto.h"
+
+#define TAG_INFO   0x7201
+#define TAG_IDS    0x7202
+#define TAG_DONE   0x7203
+#define TAG_READY  0x7204
+#define TAG_ANSWER 0x7205
+#define TAG_S_RTR  0x7211
+#define TAG_S_ATS  0x7212
+#define TAG_S_SYNC 0x7213
+#define TAG_R_PIPE 0x7214
+#define RNDV_LEN   (256 * 1024)
+#define SYNC_LEN   1000
+#define INJECT_LEN 1000
+
+/* What V tells M: the slots of its requests with A, and its id of its ep to A. */
+struct forge_ids {
+	uint64_t s_rtr, s_ats, s_sync, r_pipe;
+	uint64_t v_ep_a;
+	uint64_t phase;        /* 1: the three sends, 2: the receive */
+};
+
+/* A's answer: for each of V's sends, did it arrive intact (0) or not. */
+struct peer_answer {
+	int32_t bad[3];
+	int32_t pad;
+};
+
+/* What the ids on the wire were before they were sealed: gen << 32 | idx. */
+static uint64_t
+slot_of(const unio_request_t *req)
+{
+	return ((uint64_t)req->gen << 32) | req->idx;
+}
+
+static int
+wait_flag(const char *path)
+{
+	for (int i = 0; i < 60000; i++) {
+		if (access(path, F_OK) == 0)
+			return 0;
+		usleep(1000);
+	}
+	return -1;
+}
+
+UNIO_TEST_CHILD(idsec_peer)
+{
+	unio_context_t *ctx = api_ctx(NULL);
+	unio_worker_t *w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	static const uint64_t tags[3] = { TAG_S_RTR, TAG_S_ATS, TAG_S_SYNC };
+	static const size_t lens[3] = { RNDV_LEN, RNDV_LEN, SYNC_LEN };
+	struct peer_answer ans = { { 1, 1, 1 }, 0 };
+	struct unio_recv_info info;
+	unio_status_t st = UNIO_ERR_INVALID_PARAM;
+	unio_request_t *sreq = NULL;
+	uint8_t *buf, *want;
+	uint64_t v_ep_a, one = 1;
+	unio_ep_t *ep;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	buf = malloc(RNDV_LEN);
+	want = malloc(RNDV_LEN);
+	if (argc < 2 || w == NULL || buf == NULL || want == NULL)
+		return 2;
+	ep = api_connect(w, atoi(argv[0]), NULL, NULL, &st);
+	if (ep == NULL || strcmp(ep->lane.iface->driver->name, "tcp") != 0)
+		return 3;
+	v_ep_a = ep->remote_id;
+	if (api_send(w, ep, &v_ep_a, sizeof(v_ep_a), TAG_INFO, 0) != UNIO_OK)
+		return 4;
+	/* the message V receives pipelined: its RTS first, unexpected at V */
+	test_fill(buf, RNDV_LEN, 0xa11ce);
+	if (unio_tag_send(ep, buf, RNDV_LEN, TAG_R_PIPE, NULL, &sreq) != UNIO_INPROGRESS)
+		return 5;
+	if (api_send(w, ep, &one, sizeof(one), TAG_READY, 0) != UNIO_OK)
+		return 6;
+	/* no progress until V says so: V's RTR waits in this process's socket */
+	if (wait_flag(argv[1]) != 0)
+		return 7;
+	for (uint64_t t0 = rte_get_timer_cycles(); unio_request_test(sreq, NULL) ==
+	     UNIO_INPROGRESS && rte_get_timer_cycles() - t0 < 20 * rte_get_timer_hz(); )
+		unio_worker_progress(w);
+	if (unio_request_test(sreq, NULL) != UNIO_OK)
+		return 8;
+	unio_request_free(sreq);
+	/* V's three sends, which M's answers must not have completed or diverted */
+	for (int i = 0; i < 3; i++) {
+		memset(buf, 0, RNDV_LEN);
+		if (api_recv(w, buf, RNDV_LEN, tags[i], UINT64_MAX, &info) != UNIO_OK)
+			return 9;
+		test_fill(want, lens[i], 0x5e0d + (uint64_t)i);
+		ans.bad[i] = info.length != lens[i] || memcmp(buf, want, lens[i]) != 0;
+	}
+	if (api_send(w, ep, &ans, sizeof(ans), TAG_ANSWER, 0) != UNIO_OK)
+		return 10;
+	for (int i = 0; i < 2000000 && ep->state == EP_CONNECTED && !ep->remote_closed; i++)
+		unio_worker_progress(w);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	free(buf);
+	free(want);
+	return 0;
+}
+
+struct raw {
+	const void *p;
+	size_t n;
+};
+
+static size_t
+raw_pack(void *dest, void *arg)
+{
+	const struct raw *r = arg;
+
+	memcpy(dest, r->p, r->n);
+	return r->n;
+}
+
+static int
+raw_send(unio_worker_t *w, struct unio_tl_ep *tl, uint8_t id, const void *p, size_t n)
+{
+	struct raw r = { p, n };
+
+	for (int i = 0; i < 1000000; i++) {
+		ssize_t s = unio_tl_ep_am_bcopy(tl, id, raw_pack, &r, 0);
+
+		if (s >= 0)
+			return 0;
+		if (s != UNIO_ERR_NO_RESOURCE)
+			return 1;
+		unio_worker_progress(w);
+	}
+	return 1;
+}
+
+UNIO_TEST_CHILD(idsec_forger)
+{
+	unio_context_t *ctx = api_ctx(NULL);
+	unio_worker_t *w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	uint8_t m[sizeof(struct proto_frag_hdr) + INJECT_LEN];
+	struct unio_recv_info info;
+	struct forge_ids ids;
+	unio_status_t st = UNIO_ERR_INVALID_PARAM;
+	struct unio_tl_ep *tl;
+	uint64_t done = 1;
+	unio_ep_t *ep;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (argc < 1 || w == NULL)
+		return 2;
+	ep = api_connect(w, atoi(argv[0]), NULL, NULL, &st);
+	if (ep == NULL || strcmp(ep->lane.iface->driver->name, "tcp") != 0)
+		return 3;
+	tl = ep->lane.tl_ep;
+	/* phase 1: the answers to V's three sends to A */
+	if (api_recv(w, &ids, sizeof(ids), TAG_IDS, UINT64_MAX, &info) != UNIO_OK ||
+	    ids.phase != 1)
+		return 4;
+	{
+		struct proto_rtr_hdr rtr = { .sreq_id = ids.s_rtr, .rreq_id = 0x1234,
+					     .ep_id = (uint32_t)ids.v_ep_a };
+		struct proto_ack_hdr ats = { .sreq_id = ids.s_ats, .status = UNIO_OK };
+		struct proto_ack_hdr ack = { .sreq_id = ids.s_sync, .status = UNIO_OK };
+
+		if (raw_send(w, tl, PROTO_AM_RTR, &rtr, sizeof(rtr)) != 0 ||
+		    raw_send(w, tl, PROTO_AM_ATS, &ats, sizeof(ats)) != 0 ||
+		    raw_send(w, tl, PROTO_AM_SYNC_ACK, &ack, sizeof(ack)) != 0)
+			return 5;
+	}
+	if (api_send(w, ep, &done, sizeof(done), TAG_DONE, 0) != UNIO_OK)
+		return 6;
+	/* phase 2: a fragment into the message V receives from A */
+	if (api_recv(w, &ids, sizeof(ids), TAG_IDS, UINT64_MAX, &info) != UNIO_OK ||
+	    ids.phase != 2)
+		return 7;
+	{
+		struct proto_frag_hdr fr = { .rreq_id = ids.r_pipe, .offset = 0,
+					     .ep_id = (uint32_t)ids.v_ep_a };
+
+		memcpy(m, &fr, sizeof(fr));
+		memset(m + sizeof(fr), 0x66, INJECT_LEN);
+		if (raw_send(w, tl, PROTO_AM_PIPE, m, sizeof(m)) != 0)
+			return 8;
+	}
+	if (api_send(w, ep, &done, sizeof(done), TAG_DONE, 0) != UNIO_OK)
+		return 9;
+	for (int i = 0; i < 2000000 && ep->state == EP_CONNECTED && !ep->remote_closed; i++)
+		unio_worker_progress(w);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return 0;
+}
+
+/* The "dropped from peers" line of unio_worker_print_info(). */
+static uint64_t
+dropped(unio_worker_t *w)
+{
+	char *txt = NULL, *p;
+	size_t n = 0;
+	uint64_t v = UINT64_MAX;
+	FILE *f = open_memstream(&txt, &n);
+
+	if (f == NULL)
+		return v;
+	unio_worker_print_info(w, f);
+	fclose(f);
+	p = txt != NULL ? strstr(txt, "# dropped from peers: ") : NULL;
+	if (p != NULL)
+		v = strtoull(p + strlen("# dropped from peers: "), NULL, 10);
+	free(txt);
+	return v;
+}
+
+static void
+progress_for(unio_worker_t *w, unsigned int ms)
+{
+	uint64_t end = rte_get_timer_cycles() + rte_get_timer_hz() * ms / 1000;
+
+	while (rte_get_timer_cycles() < end)
+		unio_worker_progress(w);
+}
+
+static bool
+in_progress(unio_request_t *r)
+{
+	return unio_request_test(r, NULL) == UNIO_INPROGRESS;
+}
+
+static int
+victim(unio_worker_t *w, unio_ep_t *ep_a, unio_ep_t *ep_m, const char *flag)
+{
+	uint8_t *s_rtr = malloc(RNDV_LEN), *s_ats = malloc(RNDV_LEN), *r_buf = malloc(RNDV_LEN);
+	uint8_t s_sync[SYNC_LEN], *want = malloc(RNDV_LEN);
+	unio_request_t *rq_rtr = NULL, *rq_ats = NULL, *rq_sync = NULL, *rq_r = NULL;
+	struct forge_ids ids = { .phase = 1 };
+	struct unio_recv_info info;
+	struct peer_answer ans;
+	uint64_t v_ep_a, go, d0, ready;
+	int fd, rc = TEST_FAIL;
+
+	if (s_rtr == NULL || s_ats == NULL || r_buf == NULL || want == NULL)
+		goto out;
+	TEST_ASSERT(strcmp(ep_a->lane.iface->driver->name, "tcp") == 0 &&
+		    strcmp(ep_m->lane.iface->driver->name, "tcp") == 0, "lanes %s, %s",
+		    ep_a->lane.iface->driver->name, ep_m->lane.iface->driver->name);
+	TEST_ASSERT_STATUS(api_recv(w, &v_ep_a, sizeof(v_ep_a), TAG_INFO, UINT64_MAX, &info),
+			   UNIO_OK);
+	TEST_ASSERT(v_ep_a == ep_a->id, "A's view of V's ep id");
+	/* three sends to A that A does not receive yet: they wait for A's answers */
+	test_fill(s_rtr, RNDV_LEN, 0x5e0d);
+	test_fill(s_ats, RNDV_LEN, 0x5e0e);
+	test_fill(s_sync, SYNC_LEN, 0x5e0f);
+	TEST_ASSERT_STATUS(unio_tag_send(ep_a, s_rtr, RNDV_LEN, TAG_S_RTR, NULL, &rq_rtr),
+			   UNIO_INPROGRESS);
+	TEST_ASSERT_STATUS(unio_tag_send(ep_a, s_ats, RNDV_LEN, TAG_S_ATS, NULL, &rq_ats),
+			   UNIO_INPROGRESS);
+	TEST_ASSERT_STATUS(unio_tag_send_sync(ep_a, s_sync, SYNC_LEN, TAG_S_SYNC, NULL,
+					      &rq_sync), UNIO_INPROGRESS);
+	ids.s_rtr = slot_of(rq_rtr);
+	ids.s_ats = slot_of(rq_ats);
+	ids.s_sync = slot_of(rq_sync);
+	ids.v_ep_a = ep_a->id;
+	progress_for(w, 50);
+	d0 = dropped(w);
+	TEST_ASSERT_STATUS(api_send(w, ep_m, &ids, sizeof(ids), TAG_IDS, 0), UNIO_OK);
+	/* M's three answers came before its DONE (one connection, in order) */
+	TEST_ASSERT_STATUS(api_recv(w, &go, sizeof(go), TAG_DONE, UINT64_MAX, &info), UNIO_OK);
+	progress_for(w, 100);
+	TEST_LOG("after M's RTR / ATS / SYNC_ACK: sends %s / %s / %s, dropped %" PRIu64,
+		 unio_status_string(unio_request_test(rq_rtr, NULL)),
+		 unio_status_string(unio_request_test(rq_ats, NULL)),
+		 unio_status_string(unio_request_test(rq_sync, NULL)), dropped(w) - d0);
+	TEST_ASSERT(in_progress(rq_rtr), "M's RTR took V's send to A");
+	TEST_ASSERT(in_progress(rq_ats), "M's ATS completed V's send to A");
+	TEST_ASSERT(in_progress(rq_sync), "M's SYNC_ACK completed V's sync send to A");
+	TEST_ASSERT(dropped(w) == d0 + 3, "dropped %" PRIu64 ", want 3", dropped(w) - d0);
+	/* A's message, received pipelined: A's RTS waits unexpected here, A stops */
+	TEST_ASSERT_STATUS(api_recv(w, &ready, sizeof(ready), TAG_READY, UINT64_MAX, &info),
+			   UNIO_OK);
+	memset(r_buf, 0, RNDV_LEN);
+	TEST_ASSERT_STATUS(unio_tag_recv(w, r_buf, RNDV_LEN, TAG_R_PIPE, UINT64_MAX, NULL,
+					 &rq_r), UNIO_INPROGRESS);
+	TEST_ASSERT(rq_r->rndv_ep == ep_a, "the receive matched A's RTS");
+	ids.phase = 2;
+	ids.r_pipe = slot_of(rq_r);
+	d0 = dropped(w);
+	TEST_ASSERT_STATUS(api_send(w, ep_m, &ids, sizeof(ids), TAG_IDS, 0), UNIO_OK);
+	TEST_ASSERT_STATUS(api_recv(w, &go, sizeof(go), TAG_DONE, UINT64_MAX, &info), UNIO_OK);
+	progress_for(w, 100);
+	TEST_LOG("after M's PIPE: %zu bytes of A's message received, dropped %" PRIu64,
+		 rq_r->received, dropped(w) - d0);
+	TEST_ASSERT(rq_r->received == 0 && in_progress(rq_r),
+		    "M's fragment landed in A's message (%zu bytes)", rq_r->received);
+	TEST_ASSERT(dropped(w) == d0 + 1, "dropped %" PRIu64 ", want 1", dropped(w) - d0);
+	/* A goes on: its message arrives intact, and it receives V's three sends */
+	fd = open(flag, O_CREAT | O_WRONLY, 0600);
+	TEST_ASSERT(fd >= 0, "flag file");
+	close(fd);
+	for (uint64_t t0 = rte_get_timer_cycles(); rte_get_timer_cycles() - t0 <
+	     20 * rte_get_timer_hz() && (in_progress(rq_r) || in_progress(rq_rtr) ||
+					 in_progress(rq_ats) || in_progress(rq_sync)); )
+		unio_worker_progress(w);
+	TEST_ASSERT_STATUS(unio_request_test(rq_r, &info), UNIO_OK);
+	test_fill(want, RNDV_LEN, 0xa11ce);
+	TEST_ASSERT(info.length == RNDV_LEN && memcmp(r_buf, want, RNDV_LEN) == 0,
+		    "A's message arrived changed");
+	TEST_ASSERT_STATUS(unio_request_test(rq_rtr, NULL), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_request_test(rq_ats, NULL), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_request_test(rq_sync, NULL), UNIO_OK);
+	TEST_ASSERT_STATUS(api_recv(w, &ans, sizeof(ans), TAG_ANSWER, UINT64_MAX, &info),
+			   UNIO_OK);
+	TEST_ASSERT(ans.bad[0] == 0 && ans.bad[1] == 0 && ans.bad[2] == 0,
+		    "A received V's sends changed: %d %d %d", ans.bad[0], ans.bad[1], ans.bad[2]);
+	rc = TEST_OK;
+out:
+	if (rq_rtr != NULL)
+		unio_request_free(rq_rtr);
+	if (rq_ats != NULL)
+		unio_request_free(rq_ats);
+	if (rq_sync != NULL)
+		unio_request_free(rq_sync);
+	if (rq_r != NULL)
+		unio_request_free(rq_r);
+	free(s_rtr);
+	free(s_ats);
+	free(r_buf);
+	free(want);
+	return rc;
+}
+
+static unio_ep_t *
+accept_one(unio_worker_t *w, unio_ep_t *volatile *slot, pid_t pid)
+{
+	while (*slot == NULL && waitpid(pid, NULL, WNOHANG) == 0)
+		api_progress_until(w, (volatile int *)slot, 100);
+	return *slot;
+}
+
+static int
+reap(unio_worker_t *w, pid_t pid, const char *who)
+{
+	int status = 0;
+
+	for (uint64_t t0 = rte_get_timer_cycles();; ) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			break;
+		unio_worker_progress(w);
+		if (rte_get_timer_cycles() - t0 > 30 * rte_get_timer_hz()) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			break;
+		}
+	}
+	TEST_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s exit status %#x", who,
+		    status);
+	return TEST_OK;
+}
+
+UNIO_TEST(tcp_answers_third_process, mp)
+{
+	unio_context_t *ctx;
+	unio_worker_t *w;
+	unio_listener_t *l;
+	unio_ep_t *volatile slot = NULL;
+	unio_ep_t *ep_a, *ep_m;
+	int port = test_free_port(), rc = TEST_FAIL;
+	char port_s[16], flag[64];
+	const char *args[] = { port_s, flag, NULL };
+	pid_t pa, pm = -1;
+
+	/* tcp lanes, and the pipelined rendezvous (RTR, PIPE) from 64 KiB */
+	setenv("UNIO_TLS", "tcp,self", 1);
+	setenv("UNIO_RNDV_SCHEME", "pipeline", 1);
+	setenv("UNIO_RNDV_THRESH", "65536", 1);
+	snprintf(flag, sizeof(flag), "/tmp/unio-idsec-flag-%d", (int)getpid());
+	unlink(flag);
+	ctx = api_ctx(NULL);
+	TEST_ASSERT(ctx != NULL, "context");
+	w = unio_worker_create(ctx, NULL, NULL);
+	TEST_ASSERT(w != NULL && api_worker_iface(w, "tcp", NULL) != NULL,
+		    "worker with a tcp iface");
+	l = api_listen(w, port, (unio_ep_t **)&slot, NULL, NULL);
+	TEST_ASSERT(l != NULL, "listener");
+	snprintf(port_s, sizeof(port_s), "%d", port);
+	pa = test_spawn("idsec_peer", args);
+	ep_a = accept_one(w, &slot, pa);
+	slot = NULL;
+	if (ep_a != NULL) {
+		pm = test_spawn("idsec_forger", args);
+		ep_m = accept_one(w, &slot, pm);
+		if (ep_m != NULL) {
+			rte_log_set_level_pattern("unio.*", RTE_LOG_CRIT);
+			rc = victim(w, ep_a, ep_m, flag);
+			rte_log_set_level_pattern("unio.*", RTE_LOG_WARNING);
+			unio_ep_close(ep_m, UNIO_EP_CLOSE_FORCE, NULL);
+		}
+		unio_ep_close(ep_a, UNIO_EP_CLOSE_FORCE, NULL);
+	}
+	/* A may wait for the flag still: let it go */
+	close(open(flag, O_CREAT | O_WRONLY, 0600));
+	unsetenv("UNIO_TLS");
+	unsetenv("UNIO_RNDV_SCHEME");
+	unsetenv("UNIO_RNDV_THRESH");
+	if (reap(w, pa, "A") != TEST_OK)
+		rc = TEST_FAIL;
+	if (pm > 0 && reap(w, pm, "M") != TEST_OK)
+		rc = TEST_FAIL;
+	unlink(flag);
+	unio_listener_destroy(l);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return rc;
+}
+
+/* The block cipher that seals request ids: Speck64/128's published test vector. */
+UNIO_TEST(proto_id_seal, fast)
+{
+	static const uint32_t key[4] = { 0x03020100, 0x0b0a0908, 0x13121110, 0x1b1a1918 };
+	uint32_t rk[PROTO_ID_ROUNDS], rk2[PROTO_ID_ROUNDS];
+	uint64_t c, prev = 0;
+
+	proto_id_key_init(rk, key);
+	c = proto_id_seal(rk, 0x3b7265747475432dull);
+	TEST_ASSERT(c == 0x8c6fa548454e028bull, "Speck64/128 vector: %#" PRIx64, c);
+	TEST_ASSERT(proto_id_open(rk, c) == 0x3b7265747475432dull, "open");
+	/* neighbouring slots seal to unrelated ids, which open to them; another key differs */
+	for (uint64_t gen = 1; gen < 4; gen++)
+		for (uint64_t idx = 0; idx < 4096; idx++) {
+			uint64_t s = gen << 32 | idx;
+
+			c = proto_id_seal(rk, s);
+			TEST_ASSERT(proto_id_open(rk, c) == s, "round trip of %#" PRIx64, s);
+			TEST_ASSERT(c != prev && (c >> 32) != 0, "slot %#" PRIx64 ": id %#" PRIx64,
+				    s, c);
+			prev = c;
+		}
+	memcpy(rk2, rk, sizeof(rk));
+	rk2[0] ^= 1;
+	TEST_ASSERT(proto_id_seal(rk2, 1ull << 32) != proto_id_seal(rk, 1ull << 32),
+		    "the key changes the id");
+	return TEST_OK;
+}
