@@ -363,21 +363,30 @@ ring_broken(struct shm_iface *si, struct shm_rx_ring *r, uint64_t w)
 	r->next = &idle_word;
 }
 
-/* a consumed message's (or PAD's) @p cells cells from r->next on, the tail already past them */
+/* zero the header words of a consumed message's (or PAD's) @p cells cells from r->next on */
 static __rte_always_inline void
-ring_release(struct shm_rx_ring *r, uint64_t cells, uint64_t half)
+ring_zero(struct shm_rx_ring *r, uint64_t cells)
 {
 	uint64_t *c = r->next;
 
 	for (uint64_t i = 0; i < cells; i++, c += SHM_CELL / sizeof(*c))
 		*c = 0;
+}
+
+/* give the credit back (the consumer's tail) when half a ring or more was consumed */
+static __rte_always_inline void
+ring_credit_half(struct shm_rx_ring *r, uint64_t half)
+{
 	if (r->tail - r->published >= half) {
 		__atomic_store_n(&r->ctl->tail, r->tail, __ATOMIC_RELEASE);
 		r->published = r->tail;
 	}
 }
 
-/* not a plain message: a PAD to skip (true), or a malformed header (false, ring dropped) */
+/*
+ * Not a message with a valid AM id: a PAD to skip (true), or a malformed header (false, ring
+ * dropped).
+ */
 static __rte_noinline bool
 ring_skip(struct shm_iface *si, struct shm_rx_ring *r, uint64_t w)
 {
@@ -388,18 +397,24 @@ ring_skip(struct shm_iface *si, struct shm_rx_ring *r, uint64_t w)
 		return false;
 	}
 	r->tail++;                           /* r->next is the PAD's cell */
-	ring_release(r, 1, si->n_cells / 2);
+	ring_zero(r, 1);
+	ring_credit_half(r, si->n_cells / 2);
 	r->tail += (uint32_t)w - 1;
 	r->next = cell_word(r->ring, 0);
 	return true;
 }
 
+/* the header word's AM id bits: those above them must be 0 (UNIO_TL_AM_ID_MAX) */
+#define SHM_ID_BITS 5
+
 static __rte_always_inline unsigned int
 ring_poll(struct shm_iface *si, struct shm_rx_ring *r)
 {
-	const uint64_t msg_tag = (SHM_HDR_MAGIC << 8) | SHM_TYPE_MSG;
+	/* magic, type MSG and the id's high bits (0: the id is below UNIO_TL_AM_ID_MAX) */
+	const uint64_t msg_tag = ((SHM_HDR_MAGIC << 8) | SHM_TYPE_MSG) << (8 - SHM_ID_BITS);
 	unsigned int n = 0;
 
+	RTE_BUILD_BUG_ON(UNIO_TL_AM_ID_MAX != 1u << SHM_ID_BITS);
 	while (n < SHM_RX_BURST) {
 		uint64_t pos = r->tail & si->mask;
 		uint64_t w = __atomic_load_n(r->next, __ATOMIC_ACQUIRE);
@@ -408,39 +423,40 @@ ring_poll(struct shm_iface *si, struct shm_rx_ring *r)
 		uint64_t cells = msg_cells(len);
 
 		if (w == 0) {
-			/*
-			 * Empty: give the credit back now (in a ping-pong a store to a line this
-			 * core owns).  A call that stops at the burst limit does not: the ring
-			 * still holds messages, credit goes back every half ring, and a store
-			 * here would pull the line from a sender spinning on it every 16 messages.
-			 */
+			/* empty: give the credit back now (in a ping-pong a store to a line this
+			 * core owns) */
 			if (r->tail != r->published) {
 				__atomic_store_n(&r->ctl->tail, r->tail, __ATOMIC_RELEASE);
 				r->published = r->tail;
 			}
-			break;
+			return n;
 		}
-		if (unlikely(w >> 40 != msg_tag)) {
+		if (unlikely(w >> (32 + SHM_ID_BITS) != msg_tag)) {
 			if (!ring_skip(si, r, w))
 				return n;
 			continue;
 		}
-		if (unlikely(id >= UNIO_TL_AM_ID_MAX || len > si->max_data ||
-			     pos + cells > si->n_cells)) {
+		if (unlikely(len > si->max_data || pos + cells > si->n_cells)) {
 			ring_broken(si, r, w);
 			return n;
 		}
 		/*
 		 * r->next is the message's first cell.  The tail moves before the handler (only
-		 * this core reads it until it is published, below): across the call the loop
-		 * keeps the cell and its count, nothing it would have to recompute.
+		 * this core reads it until it is published): across the call the loop keeps the
+		 * cell and its count, nothing it would have to recompute.
 		 */
 		r->tail += cells;
 		unio_tl_iface_invoke_am(&si->super, id, r->next + 1, len, 0);
-		ring_release(r, cells, si->n_cells / 2);
+		ring_zero(r, cells);
 		r->next = cell_word(r->ring, r->tail & si->mask);
 		n++;
 	}
+	/*
+	 * The burst limit: the ring still holds messages.  Credit goes back every half ring
+	 * (checked once a burst), not at every burst: a store here would pull the line from a
+	 * sender spinning on it every 16 messages.
+	 */
+	ring_credit_half(r, si->n_cells / 2);
 	return n;
 }
 
