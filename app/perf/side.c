@@ -375,6 +375,17 @@ timer_live(const struct perf_side *s, const struct perf_round *r, struct timer *
 	t->next_live = now + rte_get_tsc_hz();
 }
 
+/* Account timed iteration @p i, done at @p now; true when the live line is due. */
+static inline bool
+timer_count(struct perf_side *s, struct perf_round *r, struct timer *t, uint64_t i,
+	    uint64_t now)
+{
+	perf_hist_add(&s->hist, now - t->prev);
+	__atomic_store_n(&s->live->done, i + 1 - r->warmup, __ATOMIC_RELAXED);
+	t->prev = now;
+	return now >= t->next_live;
+}
+
 /* Account iteration @p i (warmup ones only move the clock). */
 static inline void
 timer_tick(struct perf_side *s, struct perf_round *r, struct timer *t, uint64_t i)
@@ -382,14 +393,12 @@ timer_tick(struct perf_side *s, struct perf_round *r, struct timer *t, uint64_t 
 	uint64_t now = rte_rdtsc();
 
 	if (likely(i >= r->warmup)) {
-		perf_hist_add(&s->hist, now - t->prev);
-		__atomic_store_n(&s->live->done, i + 1 - r->warmup, __ATOMIC_RELAXED);
-		if (unlikely(now >= t->next_live))
+		if (unlikely(timer_count(s, r, t, i, now)))
 			timer_live(s, r, t, now);
 	} else {
 		t->start = now;
+		t->prev = now;
 	}
-	t->prev = now;
 }
 
 /* "stop" ends a size early, once at least one timed iteration is done. */
@@ -721,15 +730,49 @@ stream_got(struct stream_srv *ss, struct slot *k, unio_status_t st,
 	timer_tick(ss->s, r, &ss->t, j);
 }
 
+/* stream_recv_cb() of a receive that failed, is checked, or is not timed */
+static __rte_noinline void
+stream_recv_checked(unio_request_t *req, unio_status_t st, const struct unio_recv_info *info,
+		    struct slot *k)
+{
+	k->req = NULL;
+	k->ss->outstanding--;
+	stream_got(k->ss, k, st, info);
+	unio_request_free(req);
+}
+
+/* stream_recv_cb() when the live line is due */
+static __rte_noinline void
+stream_recv_live(unio_request_t *req, struct stream_srv *ss, uint64_t now)
+{
+	timer_live(ss->s, ss->r, &ss->t, now);
+	unio_request_free(req);
+}
+
+/*
+ * What stream_got() does, for a timed message of the right length without validation: the
+ * other cases, and the live line, by tail calls, so that the callback saves no registers.
+ */
 static void
 stream_recv_cb(unio_request_t *req, unio_status_t st, const struct unio_recv_info *info,
 	       void *arg)
 {
 	struct slot *k = arg;
+	struct stream_srv *ss = k->ss;
+	struct perf_round *r = ss->r;
+	uint64_t j = ss->got;
 
+	if (unlikely(st != UNIO_OK || info->length != r->size || r->validate || j < r->warmup)) {
+		stream_recv_checked(req, st, info, k);
+		return;
+	}
 	k->req = NULL;
-	k->ss->outstanding--;
-	stream_got(k->ss, k, st, info);
+	ss->outstanding--;
+	ss->got = j + 1;
+	if (unlikely(timer_count(ss->s, r, &ss->t, j, rte_rdtsc()))) {
+		stream_recv_live(req, ss, ss->t.prev);
+		return;
+	}
 	unio_request_free(req);
 }
 

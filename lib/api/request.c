@@ -140,9 +140,10 @@ no_imm(const struct unio_request_param *param)
 	       (param->flags & UNIO_REQ_FLAG_NO_IMM_COMPLETION);
 }
 
-unio_status_t
-unio_tag_recv(unio_worker_t *w, void *buf, size_t len, uint64_t tag, uint64_t tag_mask,
-	      const struct unio_request_param *param, unio_request_t **req_p)
+/* every receive that the fast path below does not take: the checks, the lock, the rest */
+static __rte_noinline unio_status_t
+tag_recv_checked(unio_worker_t *w, void *buf, size_t len, uint64_t tag, uint64_t tag_mask,
+		 const struct unio_request_param *param, unio_request_t **req_p)
 {
 	struct unio_request *req;
 	struct proto_unexp *ux;
@@ -173,6 +174,42 @@ unio_tag_recv(unio_worker_t *w, void *buf, size_t len, uint64_t tag, uint64_t ta
 		proto_req_put(req);
 	worker_unlock(w);
 	return st;
+}
+
+/*
+ * The fast path: a receive with a full mask on a single-threaded worker that holds no
+ * unexpected message, a free request at hand, a request pointer for the caller.  It cannot
+ * complete at once, so of the parameters only the callback and user_data matter (recv_info
+ * and NO_IMM_COMPLETION act on an immediate completion).  It calls nothing, so it saves no
+ * registers; everything else goes to tag_recv_checked() by a tail call.
+ */
+unio_status_t
+unio_tag_recv(unio_worker_t *w, void *buf, size_t len, uint64_t tag, uint64_t tag_mask,
+	      const struct unio_request_param *param, unio_request_t **req_p)
+{
+	struct unio_request *req;
+	uint64_t fm;
+
+	/* the mode first: in MULTI mode the other fields are read under the lock only */
+	if (unlikely(w == NULL || w->mode == UNIO_THREAD_MODE_MULTI || w->n_unexp != 0 ||
+		     (buf == NULL && len != 0) || req_p == NULL || tag_mask != UINT64_MAX ||
+		     w->req_free == NULL))
+		return tag_recv_checked(w, buf, len, tag, tag_mask, param, req_p);
+	req = proto_req_get(w);
+	req->type = REQ_RECV;
+	req->rbuf = buf;
+	req->rlen = len;
+	req->rtag = tag;
+	req->rmask = UINT64_MAX;
+	proto_exp_add_exact(w, req);
+	fm = param != NULL ? param->field_mask : 0;
+	if (fm & UNIO_REQ_PARAM_CB)
+		req->cb = param->cb;
+	if (fm & UNIO_REQ_PARAM_USER_DATA)
+		req->user_data = param->user_data;
+	req->user_owned = true;
+	*req_p = req;
+	return UNIO_INPROGRESS;
 }
 
 unio_status_t

@@ -20,11 +20,7 @@
 #include "unio_log.h"
 #include "unio_proto.h"
 
-static inline unsigned int
-bucket_of(uint64_t key)
-{
-	return (unsigned int)((key * 0x9e3779b97f4a7c15ull) >> 52) & (PROTO_HASH_BUCKETS - 1);
-}
+#define bucket_of proto_bucket_of
 
 void
 proto_match_init(struct unio_worker *w)
@@ -79,18 +75,15 @@ unio_status_t
 proto_exp_add(struct unio_worker *w, struct unio_request *req)
 {
 	if (req->rmask == UINT64_MAX) {
-		req->mclass = NULL;
-		TAILQ_INSERT_TAIL(&w->exp_exact[bucket_of(req->rtag)], req, link);
-		w->n_exp_exact++;
-	} else {
-		req->mclass = mclass_get(w, req->rmask);
-		if (req->mclass == NULL)
-			return UNIO_ERR_NO_MEMORY;
-		req->mclass->count++;
-		w->n_exp_masked++;
-		TAILQ_INSERT_TAIL(&req->mclass->bucket[bucket_of(req->rtag & req->rmask)], req,
-				  link);
+		proto_exp_add_exact(w, req);
+		return UNIO_OK;
 	}
+	req->mclass = mclass_get(w, req->rmask);
+	if (req->mclass == NULL)
+		return UNIO_ERR_NO_MEMORY;
+	req->mclass->count++;
+	w->n_exp_masked++;
+	TAILQ_INSERT_TAIL(&req->mclass->bucket[bucket_of(req->rtag & req->rmask)], req, link);
 	req->seq = ++w->recv_seq;
 	req->posted = true;
 	return UNIO_OK;

@@ -95,14 +95,13 @@ unexp_eager(struct unio_worker *w, uint64_t tag, const void *data, size_t len,
 	proto_unexp_add(w, ux);
 }
 
-static unio_status_t
-am_eager_short(void *arg, const void *data, size_t length, unsigned int flags)
+/* am_eager_short() of every message its fast path does not take */
+static __rte_noinline unio_status_t
+eager_short_checked(struct unio_worker *w, const void *data, size_t length)
 {
-	struct unio_worker *w = arg;
 	struct unio_request *req;
 	uint64_t tag;
 
-	RTE_SET_USED(flags);
 	if (unlikely(length < sizeof(tag))) {
 		PROTO_LOG(ERR, "eager short: %zu-byte message is shorter than its header", length);
 		w->n_dropped++;
@@ -115,6 +114,42 @@ am_eager_short(void *arg, const void *data, size_t length, unsigned int flags)
 	else
 		unexp_eager(w, tag, (const uint8_t *)data + sizeof(tag), length - sizeof(tag),
 			    NULL);
+	return UNIO_OK;
+}
+
+/*
+ * The fast path: up to 16 bytes for the oldest receive at the head of the tag's exact
+ * bucket, while no receive with another mask is posted (proto_exp_match()'s own shortcut),
+ * not truncated, holding no registration.  Every call but the callback's is a tail call, so
+ * it saves no registers; the rest goes to eager_short_checked().
+ */
+static unio_status_t
+am_eager_short(void *arg, const void *data, size_t length, unsigned int flags)
+{
+	struct unio_worker *w = arg;
+	size_t len = length - sizeof(uint64_t);
+	struct unio_request *req;
+	struct req_list *b;
+	uint64_t tag;
+
+	RTE_SET_USED(flags);
+	if (unlikely(length < sizeof(tag) || len > 16 || w->n_exp_exact == 0 ||
+		     w->n_exp_masked != 0))
+		return eager_short_checked(w, data, length);
+	memcpy(&tag, data, sizeof(tag));
+	b = &w->exp_exact[proto_bucket_of(tag)];
+	req = TAILQ_FIRST(b);
+	if (unlikely(req == NULL || req->rtag != tag || len > req->rlen || req->memh_valid))
+		return eager_short_checked(w, data, length);
+	req->posted = false;
+	TAILQ_REMOVE(b, req, link);
+	w->n_exp_exact--;
+	req->info.tag = tag;
+	req->info.length = len;
+	copy_small(req->rbuf, (const uint8_t *)data + sizeof(tag), len);
+	if (req->type != REQ_RECV)   /* the matching queues hold receives only (checked by UBSan) */
+		__builtin_unreachable();
+	proto_req_complete_unreg(req, UNIO_OK);
 	return UNIO_OK;
 }
 

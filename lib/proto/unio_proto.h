@@ -540,12 +540,10 @@ proto_req_hand_out(struct unio_request *req, const struct unio_request_param *pa
 /** Deregister the memory a request registered (memh_valid). */
 void proto_req_dereg(struct unio_request *req);
 
-/** Complete a request: status, callback, release when the user let go of it. */
+/** proto_req_complete() of a request that holds no registration (memh_valid false). */
 static inline void
-proto_req_complete(struct unio_request *req, unio_status_t st)
+proto_req_complete_unreg(struct unio_request *req, unio_status_t st)
 {
-	if (unlikely(req->memh_valid))
-		proto_req_dereg(req);
 	req->status = st;
 	req->state = REQ_DONE;
 	if (req->user_freed) {
@@ -554,6 +552,15 @@ proto_req_complete(struct unio_request *req, unio_status_t st)
 	}
 	if (req->user_owned && req->cb != NULL)
 		req->cb(req, st, req->type == REQ_RECV ? &req->info : NULL, req->user_data);
+}
+
+/** Complete a request: status, callback, release when the user let go of it. */
+static inline void
+proto_req_complete(struct unio_request *req, unio_status_t st)
+{
+	if (unlikely(req->memh_valid))
+		proto_req_dereg(req);
+	proto_req_complete_unreg(req, st);
 }
 
 /*
@@ -631,6 +638,24 @@ struct unio_ep *proto_ep_lookup(struct unio_worker *w, uint32_t id);
 unio_status_t proto_set_handlers(struct unio_worker *w, struct unio_tl_iface *iface);
 
 /* match.c */
+/** The matching hashes' bucket of @p key (a tag, or a tag under its mask). */
+static inline unsigned int
+proto_bucket_of(uint64_t key)
+{
+	return (unsigned int)((key * 0x9e3779b97f4a7c15ull) >> 52) & (PROTO_HASH_BUCKETS - 1);
+}
+
+/** proto_exp_add() of a receive with a full mask (rtag set): it cannot fail. */
+static inline void
+proto_exp_add_exact(struct unio_worker *w, struct unio_request *req)
+{
+	req->mclass = NULL;
+	TAILQ_INSERT_TAIL(&w->exp_exact[proto_bucket_of(req->rtag)], req, link);
+	w->n_exp_exact++;
+	req->seq = ++w->recv_seq;
+	req->posted = true;
+}
+
 void proto_match_init(struct unio_worker *w);
 void proto_match_fini(struct unio_worker *w);
 unio_status_t proto_exp_add(struct unio_worker *w, struct unio_request *req);
