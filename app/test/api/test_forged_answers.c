@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Answers forged by another connected peer.  V (this process) has tcp endpoints to A (honest)
+ * Answers forged by another connected peer.  V (this process) has endpoints to A (honest)
  * and to M.  The protocol continues V's requests by the ids peers echo in their answers; M
  * learns the slots of V's requests with A (index and generation: what the ids on the wire
  * were, small numbers that count up, so guessing is enough; here V tells M) and V's id of its
@@ -13,8 +13,8 @@
  *    fragments (M's bytes would land in A's message; A's fragments would then be refused).
  * Asserted: each forged answer is dropped and counted ("dropped from peers"), nothing of V's
  * changes; then A receives V's three sends (checksummed) and V receives A's message intact.
- * Three processes (mp).  And (fast) the cipher that seals the ids: a known answer, round
- * trips, no two slots alike.
+ * Three processes (mp), over tcp and over shm.  And (fast) the cipher that seals the ids: a
+ * known answer, round trips, no two slots alike.
  */
 
 #include <fcntl.h>
@@ -90,10 +90,10 @@ UNIO_TEST_CHILD(idsec_peer)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	buf = malloc(RNDV_LEN);
 	want = malloc(RNDV_LEN);
-	if (argc < 2 || w == NULL || buf == NULL || want == NULL)
+	if (argc < 3 || w == NULL || buf == NULL || want == NULL)
 		return 2;
 	ep = api_connect(w, atoi(argv[0]), NULL, NULL, &st);
-	if (ep == NULL || strcmp(ep->lane.iface->driver->name, "tcp") != 0)
+	if (ep == NULL || strcmp(ep->lane.iface->driver->name, argv[2]) != 0)
 		return 3;
 	v_ep_a = ep->remote_id;
 	if (api_send(w, ep, &v_ep_a, sizeof(v_ep_a), TAG_INFO, 0) != UNIO_OK)
@@ -177,10 +177,10 @@ UNIO_TEST_CHILD(idsec_forger)
 	unio_ep_t *ep;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (argc < 1 || w == NULL)
+	if (argc < 3 || w == NULL)
 		return 2;
 	ep = api_connect(w, atoi(argv[0]), NULL, NULL, &st);
-	if (ep == NULL || strcmp(ep->lane.iface->driver->name, "tcp") != 0)
+	if (ep == NULL || strcmp(ep->lane.iface->driver->name, argv[2]) != 0)
 		return 3;
 	tl = ep->lane.tl_ep;
 	/* phase 1: the answers to V's three sends to A */
@@ -259,7 +259,7 @@ in_progress(unio_request_t *r)
 }
 
 static int
-victim(unio_worker_t *w, unio_ep_t *ep_a, unio_ep_t *ep_m, const char *flag)
+victim(unio_worker_t *w, unio_ep_t *ep_a, unio_ep_t *ep_m, const char *flag, const char *drv)
 {
 	uint8_t *s_rtr = malloc(RNDV_LEN), *s_ats = malloc(RNDV_LEN), *r_buf = malloc(RNDV_LEN);
 	uint8_t s_sync[SYNC_LEN], *want = malloc(RNDV_LEN);
@@ -272,8 +272,8 @@ victim(unio_worker_t *w, unio_ep_t *ep_a, unio_ep_t *ep_m, const char *flag)
 
 	if (s_rtr == NULL || s_ats == NULL || r_buf == NULL || want == NULL)
 		goto out;
-	TEST_ASSERT(strcmp(ep_a->lane.iface->driver->name, "tcp") == 0 &&
-		    strcmp(ep_m->lane.iface->driver->name, "tcp") == 0, "lanes %s, %s",
+	TEST_ASSERT(strcmp(ep_a->lane.iface->driver->name, drv) == 0 &&
+		    strcmp(ep_m->lane.iface->driver->name, drv) == 0, "lanes %s, %s",
 		    ep_a->lane.iface->driver->name, ep_m->lane.iface->driver->name);
 	TEST_ASSERT_STATUS(api_recv(w, &v_ep_a, sizeof(v_ep_a), TAG_INFO, UINT64_MAX, &info),
 			   UNIO_OK);
@@ -388,7 +388,9 @@ reap(unio_worker_t *w, pid_t pid, const char *who)
 	return TEST_OK;
 }
 
-UNIO_TEST(tcp_answers_third_process, mp)
+/* V, A and M over driver @p drv (UNIO_TLS=drv,self). */
+static int
+answers_third_process(const char *drv)
 {
 	unio_context_t *ctx;
 	unio_worker_t *w;
@@ -397,11 +399,13 @@ UNIO_TEST(tcp_answers_third_process, mp)
 	unio_ep_t *ep_a, *ep_m;
 	int port = test_free_port(), rc = TEST_FAIL;
 	char port_s[16], flag[64];
-	const char *args[] = { port_s, flag, NULL };
+	const char *args[] = { port_s, flag, drv, NULL };
+	char tls[32];
 	pid_t pa, pm = -1;
 
-	/* tcp lanes, and the pipelined rendezvous (RTR, PIPE) from 64 KiB */
-	setenv("UNIO_TLS", "tcp,self", 1);
+	/* lanes of @p drv, and the pipelined rendezvous (RTR, PIPE) from 64 KiB */
+	snprintf(tls, sizeof(tls), "%s,self", drv);
+	setenv("UNIO_TLS", tls, 1);
 	setenv("UNIO_RNDV_SCHEME", "pipeline", 1);
 	setenv("UNIO_RNDV_THRESH", "65536", 1);
 	snprintf(flag, sizeof(flag), "/tmp/unio-idsec-flag-%d", (int)getpid());
@@ -409,8 +413,8 @@ UNIO_TEST(tcp_answers_third_process, mp)
 	ctx = api_ctx(NULL);
 	TEST_ASSERT(ctx != NULL, "context");
 	w = unio_worker_create(ctx, NULL, NULL);
-	TEST_ASSERT(w != NULL && api_worker_iface(w, "tcp", NULL) != NULL,
-		    "worker with a tcp iface");
+	TEST_ASSERT(w != NULL && api_worker_iface(w, drv, NULL) != NULL,
+		    "worker with a %s iface", drv);
 	l = api_listen(w, port, (unio_ep_t **)&slot, NULL, NULL);
 	TEST_ASSERT(l != NULL, "listener");
 	snprintf(port_s, sizeof(port_s), "%d", port);
@@ -422,7 +426,7 @@ UNIO_TEST(tcp_answers_third_process, mp)
 		ep_m = accept_one(w, &slot, pm);
 		if (ep_m != NULL) {
 			rte_log_set_level_pattern("unio.*", RTE_LOG_CRIT);
-			rc = victim(w, ep_a, ep_m, flag);
+			rc = victim(w, ep_a, ep_m, flag, drv);
 			rte_log_set_level_pattern("unio.*", RTE_LOG_WARNING);
 			unio_ep_close(ep_m, UNIO_EP_CLOSE_FORCE, NULL);
 		}
@@ -442,6 +446,20 @@ UNIO_TEST(tcp_answers_third_process, mp)
 	unio_worker_destroy(w);
 	unio_context_destroy(ctx);
 	return rc;
+}
+
+UNIO_TEST(tcp_answers_third_process, mp)
+{
+	return answers_third_process("tcp");
+}
+
+/*
+ * The same over shm: M only sends to V (it maps V's segment, not A's), so it learns nothing
+ * of the ids V writes into A's segment.
+ */
+UNIO_TEST(shm_answers_third_process, mp)
+{
+	return answers_third_process("shm");
 }
 
 /* The block cipher that seals request ids: Speck64/128's published test vector. */
