@@ -355,3 +355,149 @@ UNIO_TEST(env_reaps_dead_dirs, mp)
 	TEST_ASSERT(stat(path, &st) != 0, "%s still there", path);
 	return TEST_OK;
 }
+
+/*
+ * ---- hugepages a cgroup does not allow ----
+ *
+ * Eight processes initialise at once inside a hugetlb cgroup (v2) that allows 4 pages,
+ * while the host's free count shows plenty: each chooses --no-huge (with a warning) and
+ * works.  They used to see the host's count, choose hugepages and fail in rte_eal_init()
+ * (rte_service_init() found no page: 4 of 8), which DPDK cannot retry in the same process.
+ * The limit is either on the pages touched (hugetlb.2MB.max: Unio reads the cgroup's
+ * headroom) or on those reserved (rsvd.max: Unio's reservation of 16 pages under the
+ * host-wide lock fails).  The cgroup is the test's own: the host's pages are not touched.
+ */
+static int
+cgroup2_mount(char *mnt, size_t len)
+{
+	char line[1024], dir[512], fs[64];
+	FILE *f = fopen("/proc/self/mounts", "r");
+	int r = -1;
+
+	if (f == NULL)
+		return -1;
+	while (r != 0 && fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "%*s %511s %63s", dir, fs) == 2 && strcmp(fs, "cgroup2") == 0) {
+			snprintf(mnt, len, "%s", dir);
+			r = 0;
+		}
+	fclose(f);
+	return r;
+}
+
+static int
+write_file(const char *dir, const char *name, const char *v)
+{
+	char path[640];
+	FILE *f;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (f == NULL)
+		return -1;
+	r = fputs(v, f) < 0 ? -1 : 0;
+	return fclose(f) != 0 ? -1 : r;
+}
+
+/* argv: cgroup directory, then env_default's arguments */
+UNIO_TEST_CHILD(env_in_cgroup)
+{
+	if (argc < 1 || write_file(argv[0], "cgroup.procs", "0") != 0)
+		return 20;
+	return child_env_default(argc - 1, argv + 1);
+}
+
+#define CG_PROCS 8
+
+/* CG_PROCS children in @p cg at once, each holding its memory until all initialised */
+static int
+run_in_cgroup(const char *cg, const char *want)
+{
+	char mk[CG_PROCS][96], go[96];
+	pid_t pid[CG_PROCS];
+	int ok = 0, rc[CG_PROCS];
+
+	snprintf(go, sizeof(go), "/tmp/unio-test-cg-%d-go", (int)getpid());
+	unlink(go);
+	for (int i = 0; i < CG_PROCS; i++) {
+		const char *args[] = { cg, want, mk[i], go, NULL };
+
+		snprintf(mk[i], sizeof(mk[i]), "/tmp/unio-test-cg-%d-%d", (int)getpid(), i);
+		unlink(mk[i]);
+		pid[i] = test_spawn("env_in_cgroup", args);
+	}
+	/* all initialised (or some failed: they never make their marker) */
+	for (int t = 0; t < 3000; t++) {
+		int made = 0, alive = 0;
+
+		for (int i = 0; i < CG_PROCS; i++) {
+			made += access(mk[i], F_OK) == 0;
+			alive += kill(pid[i], 0) == 0;
+		}
+		if (made == CG_PROCS || (t > 100 && made >= alive))
+			break;
+		usleep(10000);
+	}
+	test_system("touch %s", go);
+	for (int i = 0; i < CG_PROCS; i++) {
+		rc[i] = test_wait(pid[i], 60000);
+		ok += rc[i] == 0;
+		unlink(mk[i]);
+		if (runtime_dir_exists(pid[i]))
+			rc[i] = 99;
+	}
+	unlink(go);
+	TEST_LOG("%d of %d initialised and used their memory (exit codes %d %d %d %d %d %d %d %d)",
+		 ok, CG_PROCS, rc[0], rc[1], rc[2], rc[3], rc[4], rc[5], rc[6], rc[7]);
+	return ok == CG_PROCS ? TEST_OK : TEST_FAIL;
+}
+
+UNIO_TEST(env_hugepages_cgroup_limit, mp)
+{
+	char mnt[512], cg[600], ctl[256] = "";
+	bool enabled = false;
+	int r1, r2;
+	FILE *f;
+
+	if (getuid() != 0 || cgroup2_mount(mnt, sizeof(mnt)) != 0)
+		TEST_SKIP_BECAUSE("needs root and a cgroup2 mount");
+	snprintf(cg, sizeof(cg), "%s/cgroup.controllers", mnt);
+	f = fopen(cg, "r");
+	if (f != NULL) {
+		if (fgets(ctl, sizeof(ctl), f) == NULL)
+			ctl[0] = '\0';
+		fclose(f);
+	}
+	if (strstr(ctl, "hugetlb") == NULL)
+		TEST_SKIP_BECAUSE("no hugetlb controller in cgroup2");
+	if (free_hugepages() < 16)
+		TEST_SKIP_BECAUSE("only %ld free 2 MiB hugepages: every process falls back anyway",
+				  free_hugepages());
+	snprintf(cg, sizeof(cg), "%s/cgroup.subtree_control", mnt);
+	f = fopen(cg, "r");
+	if (f != NULL) {
+		if (fgets(ctl, sizeof(ctl), f) == NULL)
+			ctl[0] = '\0';
+		fclose(f);
+	}
+	if (strstr(ctl, "hugetlb") == NULL) {
+		TEST_ASSERT_EQ(write_file(mnt, "cgroup.subtree_control", "+hugetlb"), 0);
+		enabled = true;
+	}
+	snprintf(cg, sizeof(cg), "%s/unio-test-hp-%d", mnt, (int)getpid());
+	TEST_ASSERT(mkdir(cg, 0755) == 0, "mkdir %s: %s", cg, strerror(errno));
+	/* 4 pages touched at most, reservations unlimited */
+	r1 = write_file(cg, "hugetlb.2MB.max", "8388608") == 0 ? run_in_cgroup(cg, "0") :
+	     TEST_FAIL;
+	/* 4 pages reserved at most, touched unlimited */
+	r2 = write_file(cg, "hugetlb.2MB.max", "max") == 0 &&
+	     write_file(cg, "hugetlb.2MB.rsvd.max", "8388608") == 0 ? run_in_cgroup(cg, "0") :
+	     TEST_FAIL;
+	rmdir(cg);
+	if (enabled)
+		write_file(mnt, "cgroup.subtree_control", "-hugetlb");
+	TEST_ASSERT_EQ(r1, TEST_OK);
+	TEST_ASSERT_EQ(r2, TEST_OK);
+	return TEST_OK;
+}

@@ -122,7 +122,9 @@ static const struct cfg_row cfg_table[] = {
 	{ "HUGEPAGES", CFG_ENUM, "try", OFF(hugepages), hugepage_modes, 0, 0,
 	  "Hugepage use of the default EAL initialisation: 'try' uses --in-memory hugepages "
 	  "when at least 16 2 MiB pages are free (not counting those other processes' mappings "
-	  "reserved) and falls back to --no-huge, 'yes' "
+	  "reserved), the process's hugetlb cgroup allows 16 more and 16 can be reserved "
+	  "(Unio processes count and initialise one at a time), and falls back to --no-huge "
+	  "with a warning otherwise, 'yes' "
 	  "requires them, 'no' always uses --no-huge.  Also selects hugetlb backing for shared-"
 	  "memory segments." },
 	{ "LOG_LEVEL", CFG_ENUM, "warn", OFF(log_level), log_levels, 0, 0,

@@ -5,13 +5,18 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
@@ -26,6 +31,8 @@
 
 #define ENV_MAX_ARGS 128
 #define ENV_MIN_HUGEPAGES 16
+#define ENV_HUGE_LOCK_MS 10000   /* longest wait for another process's EAL initialisation */
+#define ENV_HUGE_DIR "/sys/kernel/mm/hugepages/hugepages-2048kB"
 
 static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
 static int env_done;
@@ -74,7 +81,7 @@ hugepage_count(const char *name)
 	FILE *f;
 	long n = 0;
 
-	snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/hugepages-2048kB/%s", name);
+	snprintf(path, sizeof(path), ENV_HUGE_DIR "/%s", name);
 	f = fopen(path, "r");
 	if (f == NULL)
 		return 0;
@@ -97,6 +104,141 @@ free_hugepages(void)
 	long n = hugepage_count("free_hugepages") - hugepage_count("resv_hugepages");
 
 	return n > 0 ? n : 0;
+}
+
+/*
+ * Unio processes count the free hugepages and initialise EAL one at a time: counted at
+ * once, several saw the same pages, each took one or two during rte_eal_init(), and those
+ * that found none left failed in rte_service_init() (8 processes, 4 pages: 4 failed), a
+ * failure DPDK 22.11 cannot retry in the same process (see eal_init_locked()).  The lock is
+ * an flock on the sysfs count itself: host-wide, also across containers, nothing to create
+ * or leave behind.  Returns the locked fd, or -1 when none was had within
+ * ENV_HUGE_LOCK_MS (a process stuck inside rte_eal_init() holds it).
+ */
+static int
+hugepage_lock(void)
+{
+	int fd = open(ENV_HUGE_DIR "/free_hugepages", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	for (int ms = 0; ms < ENV_HUGE_LOCK_MS; ms += 5) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return fd;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			break;
+		usleep(5000);
+	}
+	close(fd);
+	return -1;
+}
+
+/*
+ * Can this process have @p n 2 MiB hugepages now?  The kernel reserves a MAP_HUGETLB
+ * mapping's pages at mmap() (nothing is touched), against what other mappings reserved and
+ * against the reservation limit of a hugetlb cgroup (hugetlb.2MB.rsvd.max), which the sysfs
+ * counts do not show: a process in such a cgroup saw 256 free pages, chose them and failed
+ * in rte_eal_init().
+ */
+static bool
+hugepages_reservable(long n)
+{
+	size_t len = (size_t)n << 21;
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (21 << MAP_HUGE_SHIFT), -1, 0);
+
+	if (p == MAP_FAILED)
+		return false;
+	munmap(p, len);
+	return true;
+}
+
+/* The number in file @p dir/@p name ("max": LONG_MAX); -1 when there is no such file. */
+static long
+read_limit(const char *dir, const char *name)
+{
+	char path[PATH_MAX + 64], v[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	if (fgets(v, sizeof(v), f) == NULL)
+		v[0] = '\0';
+	fclose(f);
+	return strncmp(v, "max", 3) == 0 ? LONG_MAX : strtol(v, NULL, 10);
+}
+
+/*
+ * The 2 MiB pages the hugetlb cgroup of this process, and each above it, still lets it
+ * fault in (LONG_MAX: no limit).  A container's limit (hugetlb.2MB.max, v1's
+ * limit_in_bytes) is charged when a page is touched, not when it is reserved, and the sysfs
+ * counts are the host's: such a process saw the host's free pages and failed in
+ * rte_eal_init() (a limit of 4 pages: 4 of 8 processes failed).
+ */
+static long
+cgroup_hugepages_left(void)
+{
+	char line[1024], cg[1024] = "", dir[PATH_MAX] = "", root[512], mnt[512], *p;
+	const char *max_f = "hugetlb.2MB.max", *cur_f = "hugetlb.2MB.current";
+	bool v1 = false, found = false;
+	long left = LONG_MAX;
+	size_t mnt_len = 0;
+	FILE *f = fopen("/proc/self/cgroup", "r");
+
+	if (f == NULL)
+		return LONG_MAX;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if ((p = strstr(line, ":hugetlb:")) != NULL) {
+			snprintf(cg, sizeof(cg), "%s", p + 9);
+			v1 = true;
+			break;
+		}
+		if (strncmp(line, "0::", 3) == 0)
+			snprintf(cg, sizeof(cg), "%s", line + 3);
+	}
+	fclose(f);
+	f = fopen("/proc/self/mountinfo", "r");
+	if (cg[0] == '\0' || f == NULL) {
+		if (f != NULL)
+			fclose(f);
+		return LONG_MAX;
+	}
+	while (!found && fgets(line, sizeof(line), f) != NULL) {
+		const char *fs = strstr(line, " - ");
+
+		if (fs == NULL || sscanf(line, "%*s %*s %*s %511s %511s", root, mnt) != 2)
+			continue;
+		fs += 3;
+		found = v1 ? strncmp(fs, "cgroup ", 7) == 0 && strstr(fs, "hugetlb") != NULL :
+			     strncmp(fs, "cgroup2 ", 8) == 0;
+	}
+	fclose(f);
+	if (!found)
+		return LONG_MAX;
+	/* the cgroup's path is from the hierarchy's root; the mount may show a subtree */
+	p = cg;
+	if (strcmp(root, "/") != 0 && strncmp(cg, root, strlen(root)) == 0)
+		p += strlen(root);
+	mnt_len = strlen(mnt);
+	snprintf(dir, sizeof(dir), "%s%s", mnt, p);
+	if (v1) {
+		max_f = "hugetlb.2MB.limit_in_bytes";
+		cur_f = "hugetlb.2MB.usage_in_bytes";
+	}
+	for (;;) {
+		long max = read_limit(dir, max_f), cur = read_limit(dir, cur_f);
+
+		if (max >= 0 && max != LONG_MAX && cur >= 0)
+			left = RTE_MIN(left, max > cur ? (max - cur) >> 21 : 0);
+		p = strrchr(dir, '/');
+		if (p == NULL || (size_t)(p - dir) < mnt_len)
+			break;
+		*p = '\0';
+	}
+	return left;
 }
 
 static void
@@ -269,7 +411,7 @@ eal_init_locked(int n_user, char **user)
 	const struct unio_config *cfg = unio_config_env();
 	char *argv[ENV_MAX_ARGS];
 	size_t used = 0, alen = 0;
-	int argc = 0, ret;
+	int argc = 0, ret, lock_fd = -1;
 	int cpu;
 
 	if (cfg == NULL)
@@ -287,15 +429,44 @@ eal_init_locked(int n_user, char **user)
 	}
 	if (!has_opt(n_user, user, pci_opts))
 		argv[argc++] = (char *)"--no-pci";
-	if (!has_opt(n_user, user, mem_opts)) {
-		long free_pages = free_hugepages();
-		int huge = cfg->hugepages != UNIO_HUGEPAGES_NO &&
-			   free_pages >= ENV_MIN_HUGEPAGES;
+	if (!has_opt(n_user, user, mem_opts) && cfg->hugepages != UNIO_HUGEPAGES_NO) {
+		/* counted, reserved and taken by EAL under the lock (hugepage_lock()) */
+		long free_pages, cg_left;
+		bool huge;
 
+		free_pages = free_hugepages();
+		/* too few at all: no need to wait for the others (nor to hold them back) */
+		if (free_pages >= ENV_MIN_HUGEPAGES) {
+			lock_fd = hugepage_lock();
+			if (lock_fd < 0)
+				CORE_LOG(WARNING, "no turn at the hugepage count within %d ms",
+					 ENV_HUGE_LOCK_MS);
+			free_pages = free_hugepages();
+		}
+		cg_left = cgroup_hugepages_left();
+		if (free_pages >= ENV_MIN_HUGEPAGES && cg_left < ENV_MIN_HUGEPAGES) {
+			CORE_LOG(WARNING, "%ld 2 MiB hugepages free, but this process's hugetlb "
+				 "cgroup allows %ld more (need %d)%s", free_pages, cg_left,
+				 ENV_MIN_HUGEPAGES, cfg->hugepages == UNIO_HUGEPAGES_YES ? "" :
+				 ": using --no-huge");
+			free_pages = cg_left;
+		}
+		huge = (lock_fd >= 0 || cfg->hugepages == UNIO_HUGEPAGES_YES) &&
+		       free_pages >= ENV_MIN_HUGEPAGES;
+		if (huge && !hugepages_reservable(ENV_MIN_HUGEPAGES)) {
+			CORE_LOG(WARNING, "%ld 2 MiB hugepages free, but %d cannot be reserved "
+				 "(a hugetlb cgroup's limit, or taken meanwhile)%s", free_pages,
+				 ENV_MIN_HUGEPAGES, cfg->hugepages == UNIO_HUGEPAGES_YES ? "" :
+				 ": using --no-huge");
+			huge = false;
+			free_pages = 0;
+		}
 		if (cfg->hugepages == UNIO_HUGEPAGES_YES && !huge) {
 			CORE_LOG(ERR, "UNIO_HUGEPAGES=yes but only %ld free 2 MiB hugepages "
 				 "(need %d): reserve them in /sys/kernel/mm/hugepages", free_pages,
 				 ENV_MIN_HUGEPAGES);
+			if (lock_fd >= 0)
+				close(lock_fd);
 			return UNIO_ERR_NO_MEMORY;
 		}
 		if (huge) {
@@ -303,7 +474,12 @@ eal_init_locked(int n_user, char **user)
 		} else {
 			argv[argc++] = (char *)"--no-huge";
 			argv[argc++] = (char *)"-m256";
+			close(lock_fd);   /* nothing to take: no need to hold the others back */
+			lock_fd = -1;
 		}
+	} else if (!has_opt(n_user, user, mem_opts)) {
+		argv[argc++] = (char *)"--no-huge";
+		argv[argc++] = (char *)"-m256";
 	}
 	if (!has_opt(n_user, user, prefix_opts))
 		argv[argc++] = arg_dup(strbuf, &used, sizeof(strbuf), "--file-prefix=unio-%ld",
@@ -314,8 +490,11 @@ eal_init_locked(int n_user, char **user)
 				       (long)cfg->log_level : (long)RTE_LOG_ERR);
 	argv[argc] = NULL;
 	for (int i = 0; i < argc; i++) {
-		if (argv[i] == NULL)
+		if (argv[i] == NULL) {
+			if (lock_fd >= 0)
+				close(lock_fd);
 			return UNIO_ERR_NO_MEMORY;
+		}
 		alen += (size_t)snprintf(env_args + alen, alen < sizeof(env_args) ?
 					 sizeof(env_args) - alen : 0, "%s%s",
 					 i ? " " : "", argv[i]);
@@ -324,21 +503,28 @@ eal_init_locked(int n_user, char **user)
 	unio_env_reap_dead();
 	/*
 	 * Dynamic memory (--in-memory, no -m) takes pages as it needs them: at init, one 2 MiB
-	 * page of heap.  Still, when other processes take every free page between the count
-	 * above and EAL's own, EAL fails ("Cannot get hugepage information", EACCES), and
-	 * there is no falling back then: DPDK 22.11 lets rte_eal_init() run again after that
-	 * failure, but keeps what the first call parsed (--in-memory, -l), so a second call
-	 * with --no-huge is refused as an invalid command line.
+	 * page of heap (rte_service_init()).  There is no falling back once rte_eal_init()
+	 * failed for want of pages (DPDK 22.11, lib/eal/linux/eal.c): found none when EAL
+	 * counts them ("Cannot get hugepage information", EACCES), it may run again, but keeps
+	 * what the first call parsed (--in-memory, -l): a second call with --no-huge is
+	 * refused ("--legacy-mem is not compatible with --in-memory", which --no-huge implies);
+	 * none left at rte_service_init() (ENOMEM), or at memory or heap init, it refuses to
+	 * run again at all ("already called initialization").  So the pages are made sure of
+	 * before: counted and reserved under the lock, and other Unio processes count only
+	 * after this one took its first page.  What remains is a process that is not Unio
+	 * taking all but a page or two within the few milliseconds between.
 	 */
 	ret = rte_eal_init(argc, argv);
+	if (lock_fd >= 0)
+		close(lock_fd);
 	if (ret < 0) {
 		int err = rte_errno;
 
 		CORE_LOG(ERR, "rte_eal_init(%s) failed: %s", env_args, rte_strerror(err));
-		if (err == EACCES && has_opt(argc, argv, in_memory))
-			CORE_LOG(ERR, "the free hugepages counted before rte_eal_init() were "
-				 "taken by other processes before EAL counted them: retry, or "
-				 "set UNIO_HUGEPAGES=no");
+		if ((err == EACCES || err == ENOMEM) && has_opt(argc, argv, in_memory))
+			CORE_LOG(ERR, "the hugepages reserved before rte_eal_init() were taken by "
+				 "another process before EAL took them (DPDK cannot initialise "
+				 "again in this process): retry, or set UNIO_HUGEPAGES=no");
 		return UNIO_ERR_IO;
 	}
 	env_owner = 1;

@@ -12,8 +12,11 @@
  * - `-l <cpu>`: the CPU the caller runs on (or UNIO_CPU);
  * - `--no-pci` unless PCI devices are named (-a/-b);
  * - `--in-memory` when at least 16 2 MiB hugepages are free, not counting those reserved by
- *   other processes' mappings (free_hugepages - resv_hugepages), else `--no-huge -m 256`
- *   (UNIO_HUGEPAGES);
+ *   other processes' mappings (free_hugepages - resv_hugepages), the process's hugetlb
+ *   cgroup (v1 or v2) allows 16 more and 16 can be reserved, else `--no-huge -m 256` with a
+ *   warning (UNIO_HUGEPAGES).  Unio processes count and initialise EAL one at a time (an
+ *   flock on the sysfs count, 10 s at most), so two never take the same last pages;
+ *   rte_eal_init() cannot be retried in a process once it failed for want of pages;
  * - `--file-prefix=unio-<pid>`, so any number of Unio processes run side by side;
  * - `--log-level=lib.*:<level>`: errors only, unless UNIO_LOG_LEVEL asks for info or debug.
  *
