@@ -76,6 +76,87 @@ struct peer {
 	uint8_t buf[ETH_MAX_MSG];
 };
 
+/*
+ * ---- what a peer built, released on every path ----
+ *
+ * A peer that failed midway (a timeout, its partner killed) returned from an assertion with
+ * its eps and ifaces still open, and the ASan build then reported their buffers as leaks
+ * (an ep's rte_malloc'd state is not scanned; the malloc'd buffers it points to looked
+ * unreachable), burying the failure itself under the leak report.  Every ep and iface a
+ * child opens goes through these; the child's entry releases what is left, eps before
+ * their ifaces, whatever path it took; EAL goes last, at exit (unio_env.h).
+ */
+#define T_MAX_EPS    16
+#define T_MAX_IFACES 8
+
+static struct unio_tl_ep *t_eps[T_MAX_EPS];
+static struct unio_tl_iface *t_ifaces[T_MAX_IFACES];
+
+static unio_status_t
+t_iface_open(const struct unio_tl_driver *drv, const struct unio_tl_iface_params *params,
+	     struct unio_tl_iface **iface_p)
+{
+	unio_status_t st = unio_tl_iface_open(drv, params, iface_p);
+
+	for (unsigned int i = 0; st == UNIO_OK && i < T_MAX_IFACES; i++)
+		if (t_ifaces[i] == NULL) {
+			t_ifaces[i] = *iface_p;
+			break;
+		}
+	return st;
+}
+
+static unio_status_t
+t_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *params,
+	    struct unio_tl_ep **ep_p)
+{
+	unio_status_t st = unio_tl_ep_create(iface, params, ep_p);
+
+	for (unsigned int i = 0; st == UNIO_OK && i < T_MAX_EPS; i++)
+		if (t_eps[i] == NULL) {
+			t_eps[i] = *ep_p;
+			break;
+		}
+	return st;
+}
+
+static void
+t_ep_destroy(struct unio_tl_ep *ep)
+{
+	if (ep == NULL)
+		return;
+	for (unsigned int i = 0; i < T_MAX_EPS; i++)
+		if (t_eps[i] == ep)
+			t_eps[i] = NULL;
+	unio_tl_ep_destroy(ep);
+}
+
+/* Close @p iface: the eps still open on it go with it (the driver frees them). */
+static void
+t_iface_close(struct unio_tl_iface *iface)
+{
+	if (iface == NULL)
+		return;
+	for (unsigned int i = 0; i < T_MAX_EPS; i++)
+		if (t_eps[i] != NULL && t_eps[i]->iface == iface)
+			t_eps[i] = NULL;
+	for (unsigned int i = 0; i < T_MAX_IFACES; i++)
+		if (t_ifaces[i] == iface)
+			t_ifaces[i] = NULL;
+	unio_tl_iface_close(iface);
+}
+
+/* The child's exit: whatever is still open, eps before ifaces, newest first. */
+static int
+t_release(int rc)
+{
+	for (unsigned int i = T_MAX_EPS; i-- > 0;)
+		t_ep_destroy(t_eps[i]);
+	for (unsigned int i = T_MAX_IFACES; i-- > 0;)
+		t_iface_close(t_ifaces[i]);
+	return rc;
+}
+
 static double
 now_s(void)
 {
@@ -105,6 +186,16 @@ deadline_tsc(double deadline)
 #define PEER_STALL_S 30.0
 #define PEER_CAP_S   240.0
 
+/* UNIO_TEST_ETH_STALL_S: a shorter stall limit, to make a peer fail on purpose */
+static double
+peer_stall_s(void)
+{
+	const char *v = getenv("UNIO_TEST_ETH_STALL_S");
+	double s = v != NULL ? atof(v) : 0;
+
+	return s > 0 ? s : PEER_STALL_S;
+}
+
 struct stall {
 	uint64_t cap, window, last, mark;
 };
@@ -113,7 +204,7 @@ static void
 stall_init(struct stall *d, double deadline)
 {
 	d->cap = deadline_tsc(deadline);
-	d->window = (uint64_t)(PEER_STALL_S * (double)rte_get_tsc_hz());
+	d->window = (uint64_t)(peer_stall_s() * (double)rte_get_tsc_hz());
 	d->last = rte_rdtsc();
 	d->mark = UINT64_MAX;
 }
@@ -511,7 +602,7 @@ peer_open(struct peer *p, const char *vdev, const char *ip, int role)
 	ip_params.cpu = -1;
 	ip_params.err_cb = err_cb;
 	ip_params.err_arg = p;
-	TEST_ASSERT_STATUS(unio_tl_iface_open(drv, &ip_params, &p->iface), UNIO_OK);
+	TEST_ASSERT_STATUS(t_iface_open(drv, &ip_params, &p->iface), UNIO_OK);
 	TEST_ASSERT_STATUS(unio_tl_iface_get_address(p->iface, &p->self), UNIO_OK);
 	p->max_short = p->iface->attr.max_short;
 	p->role = role;
@@ -580,8 +671,8 @@ peer_run(struct peer *p, struct fuzz *fz, uint64_t fuzz_k, double deadline)
 			return TEST_OK;
 	}
 	TEST_LOG("role %d: %s: sent %" PRIu64 " rcvd %" PRIu64 " bye %d/%d", p->role,
-		 rte_rdtsc() >= st.cap ? "deadline" : "no progress for 30 s", p->sent, p->rcvd,
-		 bye_sent, p->bye);
+		 rte_rdtsc() >= st.cap ? "deadline" : "no progress for the stall limit",
+		 p->sent, p->rcvd, bye_sent, p->bye);
 	return TEST_FAIL;
 }
 
@@ -725,7 +816,7 @@ mode_mq(struct peer *p, const char *prefix, const char *vdev, const char *ip, do
 		TEST_ASSERT(addr_read(&tx, prefix, 2, deadline) == 0, "no second address");
 		epp.iface_addr = &tx.other;
 		epp.iface_addr_len = sizeof(tx.other);
-		TEST_ASSERT_STATUS(unio_tl_ep_create(p->iface, &epp, &tx.ep), UNIO_OK);
+		TEST_ASSERT_STATUS(t_ep_create(p->iface, &epp, &tx.ep), UNIO_OK);
 		tx.sent = 0;
 		while (now_s() < deadline && (p->sent < p->n_tx || tx.sent < tx.n_tx ||
 		       unio_tl_ep_flush(p->ep, NULL) != UNIO_OK ||
@@ -754,7 +845,7 @@ mode_mq(struct peer *p, const char *prefix, const char *vdev, const char *ip, do
 	tx.sent = 0;
 	epp.iface_addr = &p1.self;
 	epp.iface_addr_len = sizeof(p1.self);
-	TEST_ASSERT_STATUS(unio_tl_ep_create(p->iface, &epp, &tx.ep), UNIO_OK);
+	TEST_ASSERT_STATUS(t_ep_create(p->iface, &epp, &tx.ep), UNIO_OK);
 	while (now_s() < deadline && (linger == 0 || now_s() < linger)) {
 		unio_tl_iface_progress(p->iface);
 		unio_tl_iface_progress(p1.iface);
@@ -774,8 +865,8 @@ mode_mq(struct peer *p, const char *prefix, const char *vdev, const char *ip, do
 	TEST_ASSERT(s0.rx_steered + s1.rx_steered >= tx.n_tx, "local frames not steered");
 	/* af_packet has no rte_flow: the driver must have fallen back to the hand-over */
 	TEST_ASSERT_EQ(s0.flow_rules + s1.flow_rules, 0);
-	unio_tl_ep_destroy(tx.ep);
-	unio_tl_iface_close(p1.iface);
+	t_ep_destroy(tx.ep);
+	t_iface_close(p1.iface);
 	return TEST_OK;
 }
 
@@ -824,7 +915,7 @@ mode_fair(struct peer *p, const char *vdev, const char *ip, double deadline)
 	p1.other = p->other;
 	epp.iface_addr = &p1.other;
 	epp.iface_addr_len = sizeof(p1.other);
-	TEST_ASSERT_STATUS(unio_tl_ep_create(p1.iface, &epp, &p1.ep), UNIO_OK);
+	TEST_ASSERT_STATUS(t_ep_create(p1.iface, &epp, &p1.ep), UNIO_OK);
 	while (now_s() < deadline && (p->sent < p->n_tx || p1.sent < p1.n_tx ||
 	       unio_tl_ep_flush(p->ep, NULL) != UNIO_OK ||
 	       unio_tl_ep_flush(p1.ep, NULL) != UNIO_OK)) {
@@ -858,8 +949,8 @@ mode_fair(struct peer *p, const char *vdev, const char *ip, double deadline)
 		unio_tl_iface_progress(p->iface);
 		unio_tl_iface_progress(p1.iface);
 	}
-	unio_tl_ep_destroy(p1.ep);
-	unio_tl_iface_close(p1.iface);
+	t_ep_destroy(p1.ep);
+	t_iface_close(p1.iface);
 	return TEST_OK;
 }
 
@@ -889,7 +980,7 @@ mode_dial(struct peer *p, double deadline)
 	p->other.conn = 0;
 	epp.iface_addr = &p->other;
 	epp.iface_addr_len = sizeof(p->other);
-	TEST_ASSERT_STATUS(unio_tl_ep_create(p->iface, &epp, &p->ep), UNIO_OK);
+	TEST_ASSERT_STATUS(t_ep_create(p->iface, &epp, &p->ep), UNIO_OK);
 	while (now_s() < deadline &&
 	       (p->sent < p->n_tx || unio_tl_ep_flush(p->ep, NULL) != UNIO_OK)) {
 		if (unio_tl_iface_progress(p->iface) == 0)
@@ -898,12 +989,20 @@ mode_dial(struct peer *p, double deadline)
 			p->sent++;
 	}
 	TEST_ASSERT(now_s() < deadline, "sent %" PRIu64, p->sent);
-	unio_tl_ep_destroy(p->ep);
+	t_ep_destroy(p->ep);
 	return TEST_OK;
 }
 
 /* argv: netns vdev ip role(0|1) file-prefix n sizes(full|small|8k) fuzz-per-kind mode */
+static int ethdev_peer_run(int argc, char **argv);
+
 UNIO_TEST_CHILD(ethdev_peer)
+{
+	return t_release(ethdev_peer_run(argc, argv));
+}
+
+static int
+ethdev_peer_run(int argc, char **argv)
 {
 	static struct peer p;
 	struct unio_tl_ep_params epp = { 0 };
@@ -954,7 +1053,7 @@ UNIO_TEST_CHILD(ethdev_peer)
 	TEST_ASSERT(addr_write(argv[4], role, &p.self) == 0, "address file");
 	if (strcmp(mode, "serve") == 0) {
 		rc = mode_serve(&p, argv[4], deadline);
-		unio_tl_iface_close(p.iface);
+		t_iface_close(p.iface);
 		return rc;
 	}
 	TEST_ASSERT(addr_read(&p, argv[4], !role, deadline) == 0, "no peer address");
@@ -962,7 +1061,7 @@ UNIO_TEST_CHILD(ethdev_peer)
 		p.n_tx = role == 0 ? p.n_tx : 0;
 		p.n_rx = role == 1 ? p.n_rx : 0;
 		rc = mode_dial(&p, deadline);
-		unio_tl_iface_close(p.iface);
+		t_iface_close(p.iface);
 		return rc;
 	}
 	epp.iface_addr = &p.other;
@@ -976,10 +1075,10 @@ UNIO_TEST_CHILD(ethdev_peer)
 		ghost.ip = inet_addr("10.77.0.99");
 		epp.iface_addr = &ghost;
 		if (role == 0)
-			TEST_ASSERT_STATUS(unio_tl_ep_create(p.iface, &epp, &p.ep2), UNIO_OK);
+			TEST_ASSERT_STATUS(t_ep_create(p.iface, &epp, &p.ep2), UNIO_OK);
 		epp.iface_addr = &p.other;
 	}
-	TEST_ASSERT_STATUS(unio_tl_ep_create(p.iface, &epp, &p.ep), UNIO_OK);
+	TEST_ASSERT_STATUS(t_ep_create(p.iface, &epp, &p.ep), UNIO_OK);
 	if (fuzz_k != 0 && role == 1)
 		TEST_ASSERT(fuzz_open(&fz, "vb") == 0, "raw socket: %s", strerror(errno));
 	t0 = now_s();
@@ -991,8 +1090,8 @@ UNIO_TEST_CHILD(ethdev_peer)
 			TEST_ASSERT(p.bad == 0, "bad messages");
 			TEST_ASSERT_EQ(p.rcvd, p.n_rx);
 		}
-		unio_tl_ep_destroy(p.ep);
-		unio_tl_iface_close(p.iface);
+		t_ep_destroy(p.ep);
+		t_iface_close(p.iface);
 		return rc;
 	}
 	if (strcmp(mode, "fair") == 0) {
@@ -1000,14 +1099,14 @@ UNIO_TEST_CHILD(ethdev_peer)
 		p.n_rx = role == 1 ? p.n_rx : 0;
 		fair_q.n_rx = p.n_rx;
 		rc = mode_fair(&p, argv[1], argv[2], deadline);
-		unio_tl_ep_destroy(p.ep);
-		unio_tl_iface_close(p.iface);
+		t_ep_destroy(p.ep);
+		t_iface_close(p.iface);
 		return rc;
 	}
 	if (strcmp(mode, "silent") == 0) {
 		rc = mode_silent(&p, deadline);
-		unio_tl_ep_destroy(p.ep);
-		unio_tl_iface_close(p.iface);
+		t_ep_destroy(p.ep);
+		t_iface_close(p.iface);
 		return rc;
 	}
 	if (strcmp(mode, "pingpong") == 0 && mode_pingpong(&p, p.n_tx, deadline) != TEST_OK)
@@ -1043,13 +1142,13 @@ UNIO_TEST_CHILD(ethdev_peer)
 			while (p.err2 == UNIO_OK && now_s() < deadline)
 				unio_tl_iface_progress(p.iface);
 			TEST_ASSERT_STATUS(p.err2, UNIO_ERR_UNREACHABLE);
-			unio_tl_ep_destroy(p.ep2);
+			t_ep_destroy(p.ep2);
 		}
 	}
 	TEST_ASSERT_EQ(p.bad, 0);
 	TEST_ASSERT_EQ(p.rcvd, p.n_rx);
-	unio_tl_ep_destroy(p.ep);
-	unio_tl_iface_close(p.iface);
+	t_ep_destroy(p.ep);
+	t_iface_close(p.iface);
 	return rc;
 }
 
@@ -1561,7 +1660,15 @@ zc_seen_cb(struct unio_tl_completion *c)
 	z->st = c->status;
 }
 
+static int ethdev_zc_gone_run(int argc, char **argv);
+
 UNIO_TEST_CHILD(ethdev_zc_gone)
+{
+	return t_release(ethdev_zc_gone_run(argc, argv));
+}
+
+static int
+ethdev_zc_gone_run(int argc, char **argv)
 {
 	const struct unio_tl_driver *drv = unio_tl_driver_find("ethdev");
 	struct unio_tl_iface_params ip = { .config = unio_config_env(), .dev_name = "net_memif0",
@@ -1576,7 +1683,7 @@ UNIO_TEST_CHILD(ethdev_zc_gone)
 
 	RTE_SET_USED(argc), RTE_SET_USED(argv);
 	if (drv == NULL || unio_env_init_default() != UNIO_OK ||
-	    unio_tl_iface_open(drv, &ip, &ifc) != UNIO_OK)
+	    t_iface_open(drv, &ip, &ifc) != UNIO_OK)
 		return 10;
 	for (int i = 0; i < 2; i++) {
 		struct unio_tl_ep_params epp = { .iface_addr = &a[i],
@@ -1587,7 +1694,7 @@ UNIO_TEST_CHILD(ethdev_zc_gone)
 			return 11;
 		a[i].mac.addr_bytes[5] ^= (uint8_t)(0x10 + i);
 		a[i].ip = rte_cpu_to_be_32(rte_be_to_cpu_32(a[i].ip) + 1 + (uint32_t)i);
-		if (unio_tl_ep_create(ifc, &epp, &ep[i]) != UNIO_OK)
+		if (t_ep_create(ifc, &epp, &ep[i]) != UNIO_OK)
 			return 12;
 		test_fill(buf[i], sizeof(buf[i]), (uint64_t)i);
 		seen[i] = (struct zc_seen){ .comp = { .func = zc_seen_cb, .count = 1 } };
@@ -1600,7 +1707,7 @@ UNIO_TEST_CHILD(ethdev_zc_gone)
 		if (seen[i].calls != 0)
 			return 14;
 		if (i == 0) {
-			unio_tl_ep_destroy(ep[0]);
+			t_ep_destroy(ep[0]);
 			if (seen[0].calls != 0)   /* the queued frames still hold the message */
 				return 15;
 		}
@@ -1610,7 +1717,7 @@ UNIO_TEST_CHILD(ethdev_zc_gone)
 		"\n", s.tx_zcopy, s.zc_orphaned, s.tx_refused_txq);
 	if (s.tx_zcopy != 2 || s.zc_orphaned != 1)
 		return 16;
-	unio_tl_iface_close(ifc);       /* frees the queued frames: both complete now */
+	t_iface_close(ifc);       /* frees the queued frames: both complete now */
 	fprintf(stderr, "completions: %d (%s), %d (%s)\n", seen[0].calls,
 		unio_status_string(seen[0].st), seen[1].calls, unio_status_string(seen[1].st));
 	if (seen[0].calls != 1 || seen[0].st != UNIO_ERR_CANCELED ||
@@ -1827,7 +1934,15 @@ out:
  * sends it UDP datagrams (a dial to IP_KERN:13337, AMs behind it); the kernel's answers, UDP
  * datagrams that are not Unio frames, must be dropped and counted.
  */
+static int ethdev_kudp_run(int argc, char **argv);
+
 UNIO_TEST_CHILD(ethdev_kudp)
+{
+	return t_release(ethdev_kudp_run(argc, argv));
+}
+
+static int
+ethdev_kudp_run(int argc, char **argv)
 {
 	struct sockaddr_in k = { .sin_family = AF_INET, .sin_port = htons(13337) };
 	static struct peer p;
@@ -1843,7 +1958,7 @@ UNIO_TEST_CHILD(ethdev_kudp)
 	k.sin_addr.s_addr = inet_addr(IP_KERN);
 	TEST_ASSERT_STATUS(unio_tl_sockaddr_to_addr(p.iface, (struct sockaddr *)&k, sizeof(k),
 						    &p.other), UNIO_OK);
-	TEST_ASSERT_STATUS(unio_tl_ep_create(p.iface, &epp, &p.ep), UNIO_OK);
+	TEST_ASSERT_STATUS(t_ep_create(p.iface, &epp, &p.ep), UNIO_OK);
 	for (uint64_t i = 0; s.drop_bad_hdr < 3 && now_s() < end; i++) {
 		unio_tl_iface_progress(p.iface);
 		if (i % 1000 == 0)
@@ -1852,8 +1967,8 @@ UNIO_TEST_CHILD(ethdev_kudp)
 	}
 	stats_log(&p, &s, 0);
 	TEST_ASSERT(s.drop_bad_hdr >= 3, "the kernel's datagrams were not counted");
-	unio_tl_ep_destroy(p.ep);
-	unio_tl_iface_close(p.iface);
+	t_ep_destroy(p.ep);
+	t_iface_close(p.iface);
 	return TEST_OK;
 }
 
