@@ -133,8 +133,6 @@ enum send_proto {
 struct proto_unexp;
 
 struct unio_request {
-	uint32_t idx;
-	uint32_t gen;
 	uint8_t type;
 	uint8_t state;
 	bool user_freed;       /**< free on completion, no callback */
@@ -142,7 +140,6 @@ struct unio_request {
 	unio_status_t status;
 	unio_request_cb_t cb;
 	void *user_data;
-	struct unio_worker *worker;
 	struct unio_recv_info info;
 	/* send */
 	struct unio_ep *ep;
@@ -170,10 +167,15 @@ struct unio_request {
 	/*
 	 * Not cleared by proto_req_get() (the fields above are): each is valid only behind its
 	 * flag (memh: memh_valid, rkey: rkey_valid, the matching fields: posted, the list
-	 * entries: on a list) or assigned before use (urkey, comp, ctl, rtag, rmask).
+	 * entries: on a list), assigned before use (urkey, comp, ctl, rtag, rmask), or the
+	 * request's identity, which stays (idx, gen, worker).
 	 */
 	TAILQ_ENTRY(unio_request) link;     /**< free / pending / matching / ep list */
 	TAILQ_ENTRY(unio_request) ep_link;  /**< ep's outstanding sends */
+	/* the request's identity: set when its chunk is made (gen moves on at every put) */
+	uint32_t idx;
+	uint32_t gen;
+	struct unio_worker *worker;
 	uint64_t rtag;          /**< receive: set by every receive before it is matched */
 	uint64_t rmask;
 	uint64_t seq;           /**< set by proto_exp_add() */
@@ -453,7 +455,6 @@ static inline struct unio_request *
 proto_req_get(struct unio_worker *w)
 {
 	struct unio_request *req = w->req_free;
-	uint32_t idx, gen;
 
 	if (unlikely(req == NULL)) {
 		if (proto_req_grow(w) != 0)
@@ -461,13 +462,8 @@ proto_req_get(struct unio_worker *w)
 		req = w->req_free;
 	}
 	w->req_free = TAILQ_NEXT(req, link);
-	idx = req->idx;
-	gen = req->gen;
 	proto_req_clear(req);
 	req->comp.count = 0;   /* proto_ep_fail_requests() reads it: no stale count */
-	req->idx = idx;
-	req->gen = gen;
-	req->worker = w;
 	req->state = REQ_ACTIVE;
 	req->status = UNIO_INPROGRESS;
 	return req;
