@@ -14,6 +14,7 @@
  */
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,12 +105,17 @@ root(unio_worker_t *w, int port, int n, size_t elems, int iters)
 		.sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a),
 		.conn_handler = on_connection, .arg = w,
 	};
-	unio_listener_t *l = unio_listener_create(w, &lp, NULL);
+	unio_status_t lst;
+	unio_listener_t *l = unio_listener_create(w, &lp, &lst);
 	size_t bytes = elems * sizeof(double);
 	double *sum = malloc(bytes), *g = malloc(bytes * (size_t)n);
 	unio_request_t *req;
 
-	if (l == NULL || sum == NULL || g == NULL || n > MAX_WORKERS)
+	if (l == NULL) {
+		fprintf(stderr, "listen on port %d: %s\n", port, unio_status_string(lst));
+		return 1;
+	}
+	if (sum == NULL || g == NULL)
 		return 1;
 	while (n_eps < n)
 		unio_worker_progress(w);
@@ -149,9 +155,12 @@ connect_retry(unio_worker_t *w, const char *host, const char *port)
 	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_SOCKADDR };
 	unio_status_t st = UNIO_ERR_UNREACHABLE;
 	unio_ep_t *ep = NULL;
+	int gai = getaddrinfo(host, port, &hints, &ai);
 
-	if (getaddrinfo(host, port, &hints, &ai) != 0)
+	if (gai != 0) {
+		fprintf(stderr, "connect: cannot resolve '%s': %s\n", host, gai_strerror(gai));
 		return NULL;
+	}
 	p.sockaddr = ai->ai_addr;
 	p.addrlen = ai->ai_addrlen;
 	for (int i = 0; i < 500 && ep == NULL && st == UNIO_ERR_UNREACHABLE; i++) {
@@ -160,6 +169,8 @@ connect_retry(unio_worker_t *w, const char *host, const char *port)
 			nanosleep(&pause, NULL);
 	}
 	freeaddrinfo(ai);
+	if (ep == NULL)
+		fprintf(stderr, "connect to %s port %s: %s\n", host, port, unio_status_string(st));
 	return ep;
 }
 
@@ -202,28 +213,55 @@ worker(unio_worker_t *w, const char *host, const char *port, int rank, int n, si
 	return 0;
 }
 
+/* Argument @p i as a whole number in [lo, hi], or -1 after saying what is wrong with it. */
+static long
+num_arg(char **argv, int i, const char *name, long lo, long hi)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(argv[i], &end, 10);
+	if (errno == 0 && end != argv[i] && *end == '\0' && v >= lo && v <= hi)
+		return v;
+	fprintf(stderr, "%s: invalid %s '%s' (%ld to %ld)\n", argv[0], name, argv[i], lo, hi);
+	return -1;
+}
+
 int
 main(int argc, char **argv)
 {
+	int is_root = argc == 6 && strcmp(argv[1], "root") == 0;
+	long port, n, rank = 0, elems, iters;
 	unio_context_t *ctx;
 	unio_worker_t *w;
+	unio_status_t st;
 	int rc;
 
-	if (argc < 6 || (strcmp(argv[1], "worker") == 0 && argc < 8)) {
+	if (!is_root && !(argc == 8 && strcmp(argv[1], "worker") == 0)) {
 		fprintf(stderr, "usage: %s root PORT NWORKERS ELEMS ITERS\n"
 			"       %s worker HOST PORT RANK NWORKERS ELEMS ITERS\n", argv[0], argv[0]);
 		return 2;
 	}
-	ctx = unio_context_create(NULL, NULL);
-	w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
-	if (w == NULL)
+	/* the last three arguments are the same for both roles */
+	port = num_arg(argv, is_root ? 2 : 3, "PORT", 1, 65535);
+	n = num_arg(argv, argc - 3, "NWORKERS", 1, MAX_WORKERS);
+	elems = num_arg(argv, argc - 2, "ELEMS", 1, 1 << 24);
+	iters = num_arg(argv, argc - 1, "ITERS", 1, 1 << 24);
+	if (!is_root && n > 0)
+		rank = num_arg(argv, 4, "RANK", 0, n - 1);
+	if (port < 0 || n < 0 || elems < 0 || iters < 0 || rank < 0)
+		return 2;
+	ctx = unio_context_create(NULL, &st);
+	w = ctx != NULL ? unio_worker_create(ctx, NULL, &st) : NULL;
+	if (w == NULL) {
+		fprintf(stderr, "init: %s\n", unio_status_string(st));
 		return 1;
-	if (strcmp(argv[1], "root") == 0)
-		rc = root(w, atoi(argv[2]), atoi(argv[3]), strtoul(argv[4], NULL, 0),
-			  atoi(argv[5]));
+	}
+	if (is_root)
+		rc = root(w, (int)port, (int)n, (size_t)elems, (int)iters);
 	else
-		rc = worker(w, argv[2], argv[3], atoi(argv[4]), atoi(argv[5]),
-			    strtoul(argv[6], NULL, 0), atoi(argv[7]));
+		rc = worker(w, argv[2], argv[3], (int)rank, (int)n, (size_t)elems, (int)iters);
 	unio_worker_destroy(w);
 	unio_context_destroy(ctx);
 	if (rc != 0)

@@ -11,6 +11,7 @@
  */
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,7 +74,7 @@ server(unio_worker_t *w, int port)
 
 	l = unio_listener_create(w, &lp, &st);
 	if (l == NULL) {
-		fprintf(stderr, "listen: %s\n", unio_status_string(st));
+		fprintf(stderr, "listen on port %d: %s\n", port, unio_status_string(st));
 		return 1;
 	}
 	while (accepted == NULL)
@@ -97,10 +98,14 @@ connect_retry(unio_worker_t *w, const char *host, int port)
 	unio_status_t st = UNIO_ERR_UNREACHABLE;
 	unio_ep_t *ep = NULL;
 	char port_s[16];
+	int gai;
 
 	snprintf(port_s, sizeof(port_s), "%d", port);
-	if (getaddrinfo(host, port_s, &hints, &ai) != 0)
+	gai = getaddrinfo(host, port_s, &hints, &ai);
+	if (gai != 0) {
+		fprintf(stderr, "connect: cannot resolve '%s': %s\n", host, gai_strerror(gai));
 		return NULL;
+	}
 	p.sockaddr = ai->ai_addr;
 	p.addrlen = ai->ai_addrlen;
 	/* the server may not be listening yet: retry for a few seconds */
@@ -111,7 +116,7 @@ connect_retry(unio_worker_t *w, const char *host, int port)
 	}
 	freeaddrinfo(ai);
 	if (ep == NULL)
-		fprintf(stderr, "connect: %s\n", unio_status_string(st));
+		fprintf(stderr, "connect to %s port %d: %s\n", host, port, unio_status_string(st));
 	return ep;
 }
 
@@ -133,28 +138,47 @@ client(unio_worker_t *w, const char *host, int port)
 	return st == UNIO_OK && strcmp(buf, GREETING) == 0 ? 0 : 1;
 }
 
+/* A port number, or -1 after saying what is wrong with it. */
+static int
+port_arg(const char *prog, const char *s)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno == 0 && end != s && *end == '\0' && v >= 1 && v <= 65535)
+		return (int)v;
+	fprintf(stderr, "%s: invalid PORT '%s' (1 to 65535)\n", prog, s);
+	return -1;
+}
+
 int
 main(int argc, char **argv)
 {
+	int is_server = argc == 3 && strcmp(argv[1], "server") == 0;
 	unio_context_t *ctx;
 	unio_worker_t *w;
 	unio_status_t st;
-	int rc;
+	int port, rc;
 
-	if (argc < 3 || (strcmp(argv[1], "client") == 0 && argc < 4)) {
+	if (!is_server && !(argc == 4 && strcmp(argv[1], "client") == 0)) {
 		fprintf(stderr, "usage: %s server PORT | client HOST PORT\n", argv[0]);
 		return 2;
 	}
+	port = port_arg(argv[0], argv[argc - 1]);
+	if (port < 0)
+		return 2;
 	ctx = unio_context_create(NULL, &st);
 	w = ctx != NULL ? unio_worker_create(ctx, NULL, &st) : NULL;
 	if (w == NULL) {
 		fprintf(stderr, "init: %s\n", unio_status_string(st));
 		return 1;
 	}
-	if (strcmp(argv[1], "server") == 0)
-		rc = server(w, atoi(argv[2]));
+	if (is_server)
+		rc = server(w, port);
 	else
-		rc = client(w, argv[2], atoi(argv[3]));
+		rc = client(w, argv[2], port);
 	unio_worker_destroy(w);
 	unio_context_destroy(ctx);
 	return rc;
