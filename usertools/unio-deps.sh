@@ -3,6 +3,14 @@
 # Installs the Debian 12 packages Unio needs to build, test and compare against UCX,
 # skipping those already installed.  Needs root (or sudo).
 set -eu
+usage() {
+	sed -n '3,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"
+	exit "$1"
+}
+case $# in
+0) ;;
+*) case $1 in -h|--help) usage 0 ;; *) usage 2 >&2 ;; esac ;;
+esac
 
 PKGS="gcc libc6-dev meson ninja-build pkg-config python3 libdpdk-dev dpdk-dev
       ucx-utils gnuplot-nox iproute2 procps util-linux nftables iputils-ping iputils-arping

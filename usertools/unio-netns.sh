@@ -14,9 +14,10 @@ set -eu
 
 usage() {
 	sed -n '3,12p' "$0" | sed 's/^# \{0,1\}//'
-	exit 2
+	exit "${1:-2}"
 }
 
+case ${1:-} in -h|--help) usage 0 ;; esac
 [ $# -ge 1 ] || usage
 cmd=$1
 name=${2:-unio}

@@ -7,6 +7,15 @@
 #
 #   usertools/unio-perf-report.sh [BUILD_DIR]      (default: build)
 set -eu
+usage() {
+	sed -n '3,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"
+	exit "$1"
+}
+case $#:${1:-} in
+0:|1:[!-]*) ;;
+1:-h|1:--help) usage 0 ;;
+*) echo "unio-perf-report: unknown arguments: $*" >&2; usage 2 >&2 ;;
+esac
 cd "$(dirname "$0")/.."
 build=${1:-build}
 [ -f "$build/build.ninja" ] || meson setup "$build"

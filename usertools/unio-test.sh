@@ -8,6 +8,15 @@
 #
 #   usertools/unio-test.sh [--quick]     (--quick: skip the sanitizer and minimal builds)
 set -u
+usage() {
+	sed -n '3,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"
+	exit "$1"
+}
+case $#:${1:-} in
+0:|1:--quick) ;;
+1:-h|1:--help) usage 0 ;;
+*) echo "unio-test: unknown arguments: $*" >&2; usage 2 >&2 ;;
+esac
 cd "$(dirname "$0")/.." || exit 1
 top=$PWD
 quick=0

@@ -22,6 +22,7 @@ usage() {
 	exit 2
 }
 
+case ${1:-} in -h|--help) sed -n '3,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 [ $# -ge 3 ] || usage
 kind=$1 op=$2 name=$3
 shift 3

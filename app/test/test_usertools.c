@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The usertools scripts: -h / --help prints the script's usage and exits 0 without doing
+ * anything else, and a bad argument exits 2 with a message.  Before, --help was taken for an
+ * argument: unio-test.sh --help started the whole CI run, unio-setup.sh --help a build,
+ * unio-perf-report.sh --help a "meson setup --help" build directory.
+ */
+
+#include <stdlib.h>
+
+#include "unio_test.h"
+
+UNIO_TEST(usertools_help, fast)
+{
+	static const struct {
+		const char *cmd;
+		int rc;
+		const char *text;
+	} cases[] = {
+		{ "unio-deps.sh --help", 0, "Installs the Debian 12 packages" },
+		{ "unio-deps.sh now", 2, "Installs the Debian 12 packages" },
+		{ "unio-hugepages.sh -h", 0, "unio-hugepages.sh [N]: make sure at least N" },
+		{ "unio-hugepages.sh --help", 0, "2 when N is not a number" },
+		{ "unio-hugepages.sh 12x", 2,
+		  "unio-hugepages: N must be a number of 2 MiB pages, not '12x'" },
+		{ "unio-setup.sh --help", 0, "usertools/unio-setup.sh [unio-perf options...]" },
+		{ "unio-test.sh --help", 0, "usertools/unio-test.sh [--quick]" },
+		{ "unio-test.sh --quick --now", 2, "unio-test: unknown arguments: --quick --now" },
+		{ "unio-perf-report.sh -h", 0, "usertools/unio-perf-report.sh [BUILD_DIR]" },
+		{ "unio-perf-report.sh --bogus", 2,
+		  "unio-perf-report: unknown arguments: --bogus" },
+		{ "unio-netns.sh --help", 0, "unio-netns.sh create [NAME]" },
+		{ "unio-topology.sh --help", 0, "unio-topology.sh bridge up|down NAME" },
+	};
+	const char *src = getenv("UNIO_TEST_SOURCE_DIR");
+	static char out[8192];
+
+	if (src == NULL)
+		TEST_SKIP_BECAUSE("UNIO_TEST_SOURCE_DIR not set (run through meson test)");
+	for (unsigned int i = 0; i < RTE_DIM(cases); i++) {
+		/* a script that ignored the option would build, test or install: cut it short */
+		int rc = test_capture(out, sizeof(out), "cd /tmp && timeout 20 '%s/usertools/'%s",
+				      src, cases[i].cmd);
+
+		TEST_ASSERT(rc == cases[i].rc && strstr(out, cases[i].text) != NULL &&
+			    strstr(out, "ninja") == NULL && strstr(out, "unio-deps:") == NULL,
+			    "%s: exit %d (want %d), output:\n%s", cases[i].cmd, rc, cases[i].rc,
+			    out);
+	}
+	return TEST_OK;
+}
