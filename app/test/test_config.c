@@ -109,7 +109,7 @@ UNIO_TEST(config_list, fast)
 {
 	static const char *const bad[] = { "", "^", ",shm", "shm,", "a,,b", "sh m", "a;b",
 		"x,x,x,x,x,x,x,x,x,x,x,x,x,x,x,x,x",
-		"a_name_that_is_longer_than_thirty_two_bytes" };
+		"a_name_that_is_longer_than_thirty_two_bytes", "all,tpc", "shm,all", "^all" };
 
 	TEST_ASSERT(defaults() == 0, "defaults");
 	/* default "all" */

@@ -73,3 +73,38 @@ UNIO_TEST(info_ethdev_net_devices, mp)
 		    (int)getpid());
 	return TEST_OK;
 }
+
+/*
+ * A UNIO_TLS typo: the context warns about the name that matches no driver, and when
+ * nothing is left the error says, driver by driver, why it has no device (it used to say
+ * only "no transport driver has a usable device (UNIO_TLS?)").
+ */
+UNIO_TEST(info_tls_typo, fast)
+{
+	static char out[16384];
+	int r;
+
+	if (unio_tl_driver_find("shm") == NULL || unio_tl_driver_find("self") == NULL)
+		TEST_SKIP_BECAUSE("the shm or the self driver is not built");
+	r = test_capture(out, sizeof(out), "UNIO_TLS=tpc %s/app/info/unio-info -e host",
+			 test_build_dir());
+	TEST_ASSERT(r == 1 && strstr(out, "UNIO WARNING: UNIO_TLS: 'tpc' names no transport "
+				     "driver of this build (") != NULL &&
+		    strstr(out, "UNIO ERR: no transport driver has a usable device: ") != NULL &&
+		    strstr(out, "shm: not allowed by UNIO_TLS") != NULL &&
+		    strstr(out, "self: not allowed by UNIO_TLS") != NULL, "%s", out);
+	/* a typo beside a good name: the good one works, the typo is still reported */
+	r = test_capture(out, sizeof(out), "UNIO_TLS=shm,tpc %s/app/info/unio-info -e host",
+			 test_build_dir());
+	TEST_ASSERT(r == 0 && strstr(out, "'tpc' names no transport driver") != NULL &&
+		    strstr(out, ": eager short (shm)") != NULL, "%s", out);
+	r = test_capture(out, sizeof(out), "UNIO_TLS=shm %s/app/info/unio-info -e host",
+			 test_build_dir());
+	TEST_ASSERT(r == 0 && strstr(out, "UNIO WARNING") == NULL, "%s", out);
+	/* "all" in a list allowed nothing; now the value is refused */
+	r = test_capture(out, sizeof(out), "UNIO_TLS=all,tpc %s/app/info/unio-info -e host",
+			 test_build_dir());
+	TEST_ASSERT(r == 1 && strstr(out, "UNIO_TLS: invalid value 'all,tpc'") != NULL, "%s",
+		    out);
+	return TEST_OK;
+}

@@ -4,6 +4,7 @@
  * event fd, and the worker address blob.
  */
 
+#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -21,19 +22,50 @@ RTE_LOG_REGISTER(unio_logtype_api, unio.api, WARNING);
 
 /* ---- context ---- */
 
+/* A UNIO_TLS name that matches no driver of this build is most likely a typo: say so. */
 static void
-context_open_drivers(struct unio_context *ctx)
+context_check_tls(const struct unio_config *cfg)
+{
+	unsigned int n = unio_tl_driver_count();
+	char built[128] = "";
+	size_t len = 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		len += (size_t)snprintf(built + len, len < sizeof(built) ? sizeof(built) - len : 0,
+					"%s%s", i != 0 ? ", " : "", unio_tl_driver_get(i)->name);
+	for (unsigned int k = 0; k < cfg->tls.count; k++) {
+		unsigned int i = 0;
+
+		while (i < n && fnmatch(cfg->tls.items[k], unio_tl_driver_get(i)->name, 0) != 0)
+			i++;
+		if (i == n)
+			API_LOG(WARNING, "UNIO_TLS: '%s' names no transport driver of this build "
+				"(%s)", cfg->tls.items[k], built);
+	}
+}
+
+/* Open every driver with a device; @p why collects "driver: reason" for the others. */
+static void
+context_open_drivers(struct unio_context *ctx, char *why, size_t why_len)
 {
 	char reason[128];
+	size_t len = 0;
 
+	why[0] = '\0';
 	for (unsigned int i = 0; i < unio_tl_driver_count() && ctx->n_drivers < 16; i++) {
 		const struct unio_tl_driver *drv = unio_tl_driver_get(i);
 		unsigned int d = ctx->n_drivers, n = 0;
+		unio_status_t st;
 
-		if (unio_tl_query_devices(drv, &ctx->config, ctx->devs[d], &n, reason,
-					  sizeof(reason)) != UNIO_OK || n == 0) {
-			API_LOG(INFO, "driver %s: no device%s%s", drv->name,
-				reason[0] ? ": " : "", reason);
+		st = unio_tl_query_devices(drv, &ctx->config, ctx->devs[d], &n, reason,
+					   sizeof(reason));
+		if (st != UNIO_OK || n == 0) {
+			const char *r = st != UNIO_OK ? unio_status_string(st) :
+					reason[0] != '\0' ? reason : "none found";
+
+			API_LOG(INFO, "driver %s: no device: %s", drv->name, r);
+			len += (size_t)snprintf(why + len, len < why_len ? why_len - len : 0,
+						"%s%s: %s", len != 0 ? "; " : "", drv->name, r);
 			continue;
 		}
 		ctx->drivers[d] = drv;
@@ -52,6 +84,7 @@ unio_context_create(const struct unio_context_params *params, unio_status_t *sta
 	uint64_t fm = params != NULL ? params->field_mask : 0;
 	struct unio_context *ctx = NULL;
 	unio_status_t st;
+	char why[512];
 
 	/* unknown fields or features, no feature at all, a config field without a config */
 	if ((fm & ~known) || ((fm & UNIO_CONTEXT_PARAM_FEATURES) &&
@@ -82,9 +115,10 @@ unio_context_create(const struct unio_context_params *params, unio_status_t *sta
 		goto free_ctx;
 	unio_memcpy_configure(&ctx->config);       /* process-wide: the last context's */
 	TAILQ_INIT(&ctx->workers);
-	context_open_drivers(ctx);
+	context_check_tls(&ctx->config);
+	context_open_drivers(ctx, why, sizeof(why));
 	if (ctx->n_drivers == 0) {
-		API_LOG(ERR, "no transport driver has a usable device (UNIO_TLS?)");
+		API_LOG(ERR, "no transport driver has a usable device: %s", why);
 		st = UNIO_ERR_NO_DEVICE;
 		goto free_ctx;
 	}

@@ -188,8 +188,10 @@ static const struct cfg_row cfg_table[] = {
 	  "no copy, the receiver reads the pages.  Only frames whose completion waits for the "
 	  "peer (a put's ack, the requester of a get) go this way.  Consumer: the tcp driver." },
 	{ "TLS", CFG_LIST, "all", OFF(tls), NULL, 0, 0,
-	  "Transport drivers Unio may use (self, shm, tcp, ethdev, mlx5, cuda, rocm; globs "
-	  "allowed); a leading '^' denies the listed ones, e.g. UNIO_TLS=^tcp." },
+	  "Transport drivers Unio may use (self, shm, tcp, ethdev: those built, unio-info -v; "
+	  "globs allowed); a leading '^' denies the listed ones, e.g. UNIO_TLS=^tcp; 'all' "
+	  "stands alone.  A name that matches no driver of the build is reported when a "
+	  "context is created (a warning: UNIO_TLS=tpc allows nothing)." },
 	{ "UNEXP_MEM", CFG_SIZE, "inf", OFF(unexp_mem), NULL, 0, 0,
 	  "Most bytes of unexpected tagged-message data one worker holds (messages that arrived "
 	  "before their receive was posted, beyond the 256 bytes each keeps inline).  A message "
@@ -336,6 +338,8 @@ parse_list(const char *v, struct unio_cfg_list *out)
 
 		if (n == 0 || n >= UNIO_CFG_NAME_MAX || l.count == UNIO_CFG_LIST_MAX)
 			return -1;
+		if (n == 3 && memcmp(p, "all", 3) == 0)
+			return -1;          /* "all" stands alone: "all,tpc" allowed nothing */
 		for (size_t i = 0; i < n; i++)
 			if (!isalnum((unsigned char)p[i]) && strchr("_-.:*?[]/", p[i]) == NULL)
 				return -1;
