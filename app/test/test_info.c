@@ -108,3 +108,30 @@ UNIO_TEST(info_tls_typo, fast)
 		    out);
 	return TEST_OK;
 }
+
+/*
+ * UNIO_LOG_LEVEL=debug shows Unio's debug logs, not EAL's: EAL follows up to info (its
+ * debug level printed some 550 lines of driver loading first), errors only at warn.
+ */
+UNIO_TEST(info_log_level_eal, fast)
+{
+	static char out[65536];
+	int r, eal_lines = 0;
+
+	r = test_capture(out, sizeof(out), "UNIO_LOG_LEVEL=debug %s/app/info/unio-info -e self",
+			 test_build_dir());
+	TEST_ASSERT(r == 0 && strstr(out, "UNIO INFO: EAL initialised: ") != NULL &&
+		    strstr(out, " --log-level=lib.*:7\n") != NULL, "%s", out);
+	for (const char *p = out; (p = strstr(p, "EAL: ")) != NULL; p++)
+		eal_lines++;
+	TEST_ASSERT(eal_lines < 50, "%d EAL lines at UNIO_LOG_LEVEL=debug", eal_lines);
+	r = test_capture(out, sizeof(out), "UNIO_LOG_LEVEL=warn %s/app/info/unio-info -e self",
+			 test_build_dir());
+	TEST_ASSERT(r == 0 && strstr(out, "EAL: ") == NULL, "%s", out);
+	/* an explicit EAL option wins */
+	r = test_capture(out, sizeof(out), "UNIO_LOG_LEVEL=info %s/app/info/unio-info "
+			 "--log-level=lib.eal:debug -- -e self", test_build_dir());
+	TEST_ASSERT(r == 0 && strstr(out, "--log-level=lib.eal:debug") != NULL &&
+		    strstr(out, "--log-level=lib.*:") == NULL, "%s", out);
+	return TEST_OK;
+}

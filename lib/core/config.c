@@ -129,7 +129,9 @@ static const struct cfg_row cfg_table[] = {
 	  "memory segments." },
 	{ "LOG_LEVEL", CFG_ENUM, "warn", OFF(log_level), log_levels, 0, 0,
 	  "Log level of every unio.* log type (fatal, error, warn, notice, info, debug, trace).  "
-	  "Per-component levels can be set with EAL's --log-level=unio.<component>:<level>." },
+	  "Per-component levels can be set with EAL's --log-level=unio.<component>:<level>.  "
+	  "EAL's own logs (lib.*, when Unio initialises EAL) show errors up to warn and follow "
+	  "above it up to info; --log-level=lib.eal:debug among the EAL arguments for more." },
 	{ "MAX_RNDV_RAILS", CFG_INT, "2", OFF(max_rndv_rails), NULL, 1, 8,
 	  "Most lanes a rendezvous pull of 256 KiB or more is striped over (4 at most are "
 	  "used): the ep's lane and up to N-1 rails, eps to the same peer from other ifaces of "

@@ -484,10 +484,14 @@ eal_init_locked(int n_user, char **user)
 	if (!has_opt(n_user, user, prefix_opts))
 		argv[argc++] = arg_dup(strbuf, &used, sizeof(strbuf), "--file-prefix=unio-%ld",
 				       (long)getpid());
+	/*
+	 * EAL's own logs: errors only, unless UNIO_LOG_LEVEL asks for more, and then at most
+	 * info: at debug EAL prints some 550 lines of driver loading before Unio's first one.
+	 */
 	if (!has_opt(n_user, user, log_opts))
 		argv[argc++] = arg_dup(strbuf, &used, sizeof(strbuf), "--log-level=lib.*:%ld",
-				       cfg->log_level > (int)RTE_LOG_WARNING ?
-				       (long)cfg->log_level : (long)RTE_LOG_ERR);
+				       cfg->log_level <= (int)RTE_LOG_WARNING ? (long)RTE_LOG_ERR :
+				       RTE_MIN((long)cfg->log_level, (long)RTE_LOG_INFO));
 	argv[argc] = NULL;
 	for (int i = 0; i < argc; i++) {
 		if (argv[i] == NULL) {
