@@ -77,6 +77,10 @@ cmd_start(void)
 		return;
 	}
 	join_runner();
+	if (perf_check_supported(&ia.o) != 0) {     /* what the command line refuses */
+		printf("not started\n");
+		return;
+	}
 	ia.run_o = ia.o;
 	ia.run_o.loopback = ia.o.host == NULL;
 	ia.stop = 0;

@@ -90,8 +90,14 @@ main(int argc, char **argv)
 	if (perf_check_supported(&o) != 0)
 		return PERF_EXIT_USAGE;
 	install_signals();
-	if (o.interactive)
-		return perf_interactive(&o);
+	if (o.interactive) {
+		rc = perf_interactive(&o);
+		if (interrupted) {      /* the signal ended the command line: not a clean quit */
+			fprintf(stderr, "unio-perf: interrupted by signal %d\n", (int)interrupted);
+			rc = PERF_EXIT_ERR;
+		}
+		return rc;
+	}
 	if (o.loopback && rte_lcore_count() < 2) {
 		fprintf(stderr, "unio-perf: --loopback needs two lcores, e.g. "
 			"unio-perf -l 0-1 -- --loopback ...\n");

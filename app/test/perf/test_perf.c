@@ -334,6 +334,47 @@ UNIO_TEST(perf_interactive_script, mp)
 	return TEST_OK;
 }
 
+/*
+ * Interactive mode refuses at "start" what the command line refuses (put_lat below 8 bytes
+ * used to start and fail in both threads), and a SIGINT at the prompt while a test runs
+ * stops it and exits 1 (it exited 0 without a word).
+ */
+UNIO_TEST(perf_interactive_refusals, mp)
+{
+	static char buf[OUT_MAX];
+	struct perf_env e = { 0 };
+	char out[PATH_MAX], script[PATH_MAX];
+	const char *args[] = { "-l", e.cpu[0], "--", "-i", "--cmdline-file", script, NULL };
+	FILE *f;
+	int rc;
+
+	ENV_OR_SKIP(&e);
+	path_of(&e, "cmds", script, sizeof(script));
+	path_of(&e, "ia.out", out, sizeof(out));
+	f = fopen(script, "w");
+	TEST_ASSERT(f != NULL, "cannot write %s", script);
+	fprintf(f, "set test put_lat\nset size 4\nstart\nshow stats\nquit\n");
+	fclose(f);
+	rc = test_wait(perf_start(&e, out, args), 50000);
+	read_file(out, buf, sizeof(buf));
+	TEST_ASSERT(rc == 0 && strstr(buf, "put_lat: sizes start at 8 bytes") != NULL &&
+		    strstr(buf, "not started\nnot started\n") != NULL &&
+		    strstr(buf, "started put_lat") == NULL, "exit %d, output:\n%s", rc, buf);
+
+	/* the prompt on a FIFO that stays open; SIGINT once the test runs */
+	rc = test_capture(buf, sizeof(buf), "cd '%s' && mkfifo in && "
+			  "{ '%s' -l %s -- -i -n 100000000 <in >ia2.out 2>&1 & p=$!; "
+			  "exec 3>in; echo start >&3; i=0; "
+			  "until grep -q '^started' ia2.out || [ $i -ge 300 ]; do sleep 0.1; "
+			  "i=$((i + 1)); done; sleep 0.5; kill -INT $p; wait $p; r=$?; exec 3>&-; "
+			  "cat ia2.out; exit $r; }", e.dir, e.exe, e.cpu[0]);
+	env_cleanup(&e);
+	TEST_ASSERT(rc == 1 && strstr(buf, "started tag_lat, 1 size(s), 100000000") != NULL &&
+		    strstr(buf, "unio-perf: interrupted by signal 2") != NULL,
+		    "exit %d, output:\n%s", rc, buf);
+	return TEST_OK;
+}
+
 UNIO_TEST(perf_bad_options, mp)
 {
 	static const char *const bad[] = {
