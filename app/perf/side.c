@@ -1172,8 +1172,14 @@ server_listen(struct perf_side *s)
 	if (!s->o->loopback && s->o->listen_addr != NULL)
 		inet_pton(AF_INET, s->o->listen_addr, &sa.sin_addr);
 	s->listener = unio_listener_create(s->worker, &lp, &st);
-	if (s->listener == NULL)
-		return fail(s, "listening", st);
+	if (s->listener == NULL) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "listening on %s port %u",
+			 s->o->listen_addr != NULL ? s->o->listen_addr : "any address",
+			 ntohs(sa.sin_port));
+		return fail(s, what, st);
+	}
 	st = unio_listener_query(s->listener, &bound);
 	if (st != UNIO_OK)
 		return fail(s, "querying the listener", st);

@@ -8,9 +8,11 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -413,6 +415,29 @@ UNIO_TEST(perf_connection_refused, mp)
 		TEST_LOG("output:\n%s", out);
 	TEST_ASSERT_EQ(rc, 1);
 	TEST_ASSERT(strstr(out, "cannot connect to 127.0.0.1 port") != NULL, "no clear error");
+	return TEST_OK;
+}
+
+/* A server on a port another socket holds: exit 1 and a message that names the port. */
+UNIO_TEST(perf_port_in_use, mp)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY) };
+	struct perf_env e = { 0 };
+	char out[4096], want[96];
+	int fd, rc;
+
+	ENV_OR_SKIP(&e);
+	env_cleanup(&e);
+	a.sin_port = htons((uint16_t)atoi(e.port));
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	TEST_ASSERT(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+		    listen(fd, 1) == 0, "cannot hold port %s", e.port);
+	rc = test_capture(out, sizeof(out), "timeout 30 '%s' -l %s -- -p %s", e.exe, e.cpu[0],
+			  e.port);
+	close(fd);
+	snprintf(want, sizeof(want), "unio-perf server: listening on any address port %s: busy",
+		 e.port);
+	TEST_ASSERT(rc == 1 && strstr(out, want) != NULL, "exit %d, output:\n%s", rc, out);
 	return TEST_OK;
 }
 

@@ -468,7 +468,8 @@ eth_query_devices(const struct unio_config *config, struct unio_tl_device_info *
 	uint16_t pid;
 
 	if (rte_lcore_count() == 0) {
-		snprintf(reason, reason_len, "EAL not initialised");
+		snprintf(reason, reason_len, "EAL not initialised (EAL arguments or "
+			 "UNIO_EAL_ARGS name the ports)");
 		return UNIO_OK;
 	}
 	RTE_ETH_FOREACH_DEV(pid) {
