@@ -75,6 +75,11 @@ main(int argc, char **argv)
 	int n, rc;
 
 	n = unio_env_init(argc, argv);
+	if (n == UNIO_ERR_INVALID_PARAM || n == UNIO_ERR_CONFIG) {     /* said above */
+		fprintf(stderr, "unio-perf: %s\n", n == UNIO_ERR_CONFIG ?
+			"invalid configuration (UNIO_* variables)" : "invalid EAL arguments");
+		return PERF_EXIT_USAGE;
+	}
 	if (n < 0) {
 		fprintf(stderr, "unio-perf: EAL initialisation failed: %s\n",
 			unio_status_string((unio_status_t)n));

@@ -184,7 +184,7 @@ static const struct cfg_row cfg_table[] = {
 	{ "TCP_SNDBUF", CFG_SIZE, "auto", OFF(tcp_sndbuf), size_auto, 0, 0,
 	  "SO_SNDBUF of tcp driver sockets; 'auto' keeps the kernel's autotuning.  Consumer: the "
 	  "tcp driver." },
-	{ "TCP_SPLICE", CFG_BOOL, "yes", OFF(tcp_splice), NULL, 0, 0,
+	{ "TCP_SPLICE", CFG_BOOL, "y", OFF(tcp_splice), NULL, 0, 0,
 	  "Send the payload of large PUT and GET_RESP frames (64 KiB and more) by vmsplice + "
 	  "splice from the user's pages instead of copying it into the socket: the sender makes "
 	  "no copy, the receiver reads the pages.  Only frames whose completion waits for the "

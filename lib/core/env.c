@@ -529,7 +529,8 @@ eal_init_locked(int n_user, char **user)
 			CORE_LOG(ERR, "the hugepages reserved before rte_eal_init() were taken by "
 				 "another process before EAL took them (DPDK cannot initialise "
 				 "again in this process): retry, or set UNIO_HUGEPAGES=no");
-		return UNIO_ERR_IO;
+		/* EINVAL: arguments EAL refused (its usage is printed above) */
+		return err == EINVAL ? UNIO_ERR_INVALID_PARAM : UNIO_ERR_IO;
 	}
 	env_owner = 1;
 	snprintf(env_runtime_dir, sizeof(env_runtime_dir), "%s", rte_eal_get_runtime_dir());

@@ -383,6 +383,7 @@ UNIO_TEST(perf_bad_options, mp)
 		"-x", "-t nosuchtest", "-s 0", "-s 64:8", "-O 0", "-n 0", "-p 70000",
 		"-m cuda", "-D 2", "-t put_lat -s 4", "-t tag_lat 127.0.0.1 extra",
 	};
+	static char eal_out[OUT_MAX];   /* EAL prints its whole usage */
 	struct perf_env e = { 0 };
 	char out[4096];
 
@@ -397,6 +398,16 @@ UNIO_TEST(perf_bad_options, mp)
 		TEST_ASSERT_EQ(rc, 2);
 		TEST_ASSERT(strstr(out, "unio-perf") != NULL, "no message for '%s'", bad[i]);
 	}
+	/* EAL arguments EAL refuses and a malformed UNIO_* value are bad usage too (were 1) */
+	TEST_ASSERT_EQ(test_capture(eal_out, sizeof(eal_out), "timeout 30 '%s' -l %s "
+				    "--bogus-eal -- -n 10", e.exe, e.cpu[0]), 2);
+	TEST_ASSERT(strstr(eal_out, "unio-perf: invalid EAL arguments\n") != NULL, "%s",
+		    eal_out);
+	TEST_ASSERT_EQ(test_capture(out, sizeof(out), "UNIO_TLS=all,tpc timeout 30 '%s' -l %s "
+				    "-- -n 10", e.exe, e.cpu[0]), 2);
+	TEST_ASSERT(strstr(out, "UNIO_TLS: invalid value 'all,tpc'") != NULL &&
+		    strstr(out, "unio-perf: invalid configuration (UNIO_* variables)\n") != NULL,
+		    "%s", out);
 	return TEST_OK;
 }
 
