@@ -212,8 +212,8 @@ set_parsed(void *parsed, struct cmdline *cl, void *data)
 		else
 			printf("%u size(s)\n", ia.o.n_sizes);
 	} else {
-		n = strtoull(r->value, &end, 0);
-		if (*end != '\0' || n == 0 || r->value[0] == '-')
+		n = strtoull(r->value, &end, 10);
+		if (*end != '\0' || n == 0 || r->value[0] < '0' || r->value[0] > '9')
 			printf("invalid iteration count '%s'\n", r->value);
 		else
 			ia.o.iters = n;

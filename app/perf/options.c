@@ -68,10 +68,10 @@ parse_u64(const char *s, uint64_t *v)
 	unsigned long long x;
 	uint64_t mul = 1;
 
-	if (s == NULL || *s == '\0' || *s == '-')
+	if (s == NULL || *s < '0' || *s > '9')    /* no sign, no blank */
 		return -1;
 	errno = 0;
-	x = strtoull(s, &end, 0);
+	x = strtoull(s, &end, 10);      /* decimal: "010" is ten, not eight */
 	if (errno != 0 || end == s)
 		return -1;
 	switch (*end) {

@@ -29,7 +29,7 @@ UNIO_TEST(perf_sizes_parse, fast)
 {
 	static const char *const bad[] = {
 		"0", "64:8", "", "abc", "4x", ",", "8:", ":8", "-8", "1g:4g",
-		"99999999999999999999",
+		"99999999999999999999", "0x40", " 8", "+8",
 	};
 	struct perf_opts o = { 0 };
 
@@ -45,6 +45,10 @@ UNIO_TEST(perf_sizes_parse, fast)
 	TEST_ASSERT_EQ(o.n_sizes, 5);
 	TEST_ASSERT_EQ(o.sizes[3], 4096);
 	TEST_ASSERT_EQ(o.sizes[4], 1u << 20);
+	/* decimal only: a leading zero is not octal (it read "010" as 8) */
+	TEST_ASSERT_EQ(perf_parse_sizes("010,1,1k:4k,1m", &o), 0);
+	TEST_ASSERT_EQ(o.sizes[0], 10);
+	TEST_ASSERT_EQ(perf_parse_sizes("1,1k:4k,1m", &o), 0);
 	/* a failed parse leaves the previous list alone */
 	for (unsigned int i = 0; i < RTE_DIM(bad); i++) {
 		TEST_ASSERT(perf_parse_sizes(bad[i], &o) != 0, "'%s' accepted", bad[i]);
