@@ -16,7 +16,9 @@
 #include <rte_malloc.h>
 #include <rte_mempool.h>
 
+#include <unio.h>
 #include <unio_env.h>
+#include <unio_rma.h>
 
 #include "unio_test.h"
 
@@ -408,6 +410,53 @@ UNIO_TEST_CHILD(env_in_cgroup)
 	return child_env_default(argc - 1, argv + 1);
 }
 
+/*
+ * argv: cgroup directory.  In the cgroup, a 16 MiB region allocated through the shm driver
+ * (hugetlb-backed when the host's count allows) is written whole and read back.  With a
+ * limit on the pages faulted in, MAP_POPULATE gave up silently and the first store past
+ * it raised SIGBUS (exit 135); now the driver sees it and uses 4 KiB pages.
+ */
+UNIO_TEST_CHILD(env_shm_in_cgroup)
+{
+	struct unio_context_params cp = { .field_mask = UNIO_CONTEXT_PARAM_FEATURES,
+					  .features = UNIO_FEATURE_TAG | UNIO_FEATURE_RMA };
+	struct unio_mem_map_params mp = {
+		.field_mask = UNIO_MEM_MAP_PARAM_LENGTH | UNIO_MEM_MAP_PARAM_FLAGS,
+		.length = 16 << 20, .flags = UNIO_MEM_MAP_FLAG_ALLOCATE };
+	struct unio_mem_attr attr;
+	unio_context_t *ctx;
+	unio_worker_t *w;
+	unio_mem_h mh;
+	unio_status_t st;
+	int rc = 0;
+
+	if (argc < 1 || write_file(argv[0], "cgroup.procs", "0") != 0)
+		return 20;
+	setenv("UNIO_TLS", "shm,self", 1);
+	ctx = unio_context_create(&cp, &st);
+	w = ctx != NULL ? unio_worker_create(ctx, NULL, &st) : NULL;
+	if (w == NULL)
+		rc = 21;
+	else if (unio_mem_map(w, &mp, &mh) != UNIO_OK || unio_mem_query(mh, &attr) != UNIO_OK)
+		rc = 22;
+	if (rc == 0) {
+		uint64_t *q = attr.address;
+		size_t n = attr.length / 8;
+
+		for (size_t i = 0; i < n; i++)
+			q[i] = i * 0x9e3779b97f4a7c15ull;
+		for (size_t i = 0; i < n && rc == 0; i++)
+			if (q[i] != i * 0x9e3779b97f4a7c15ull)
+				rc = 23;
+		unio_mem_unmap(w, mh);
+	}
+	if (w != NULL)
+		unio_worker_destroy(w);
+	if (ctx != NULL)
+		unio_context_destroy(ctx);
+	return rc;
+}
+
 #define CG_PROCS 8
 
 /* CG_PROCS children in @p cg at once, each holding its memory until all initialised */
@@ -457,7 +506,7 @@ UNIO_TEST(env_hugepages_cgroup_limit, mp)
 {
 	char mnt[512], cg[600], ctl[256] = "";
 	bool enabled = false;
-	int r1, r2;
+	int r1, r2, r3 = -1;
 	FILE *f;
 
 	if (getuid() != 0 || cgroup2_mount(mnt, sizeof(mnt)) != 0)
@@ -494,10 +543,18 @@ UNIO_TEST(env_hugepages_cgroup_limit, mp)
 	r2 = write_file(cg, "hugetlb.2MB.max", "max") == 0 &&
 	     write_file(cg, "hugetlb.2MB.rsvd.max", "8388608") == 0 ? run_in_cgroup(cg, "0") :
 	     TEST_FAIL;
+	/* 4 pages touched at most: a 16 MiB shared-memory region in it */
+	if (write_file(cg, "hugetlb.2MB.max", "8388608") == 0 &&
+	    write_file(cg, "hugetlb.2MB.rsvd.max", "max") == 0) {
+		const char *args[] = { cg, NULL };
+
+		r3 = test_wait(test_spawn("env_shm_in_cgroup", args), 60000);
+	}
 	rmdir(cg);
 	if (enabled)
 		write_file(mnt, "cgroup.subtree_control", "-hugetlb");
 	TEST_ASSERT_EQ(r1, TEST_OK);
 	TEST_ASSERT_EQ(r2, TEST_OK);
+	TEST_ASSERT_EQ(r3, 0);
 	return TEST_OK;
 }

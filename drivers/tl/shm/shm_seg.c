@@ -137,6 +137,10 @@ shm_addr_same_host(const struct shm_iface_addr *a)
 	       a->ns_pid == host_id.ns[2] && a->ns_net == host_id.ns[3];
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23   /* Linux 5.14 */
+#endif
+
 /* hugetlb when allowed: 'yes' always tries, 'try' only when the segment takes at most an
  * eighth of the free 2 MiB pages (EAL and other processes need them too) */
 static bool
@@ -183,14 +187,28 @@ shm_memfd(const char *prefix, uint64_t id, size_t *len, int hugepages)
 	if (want_hugetlb(*len, hugepages)) {
 		fd = memfd_sized(name, MFD_HUGETLB, hlen);
 		if (fd >= 0) {
-			/* reserve now: a hugetlb mapping fails here, not with SIGBUS later */
+			/*
+			 * reserve and fault in now: a hugetlb mapping fails here, not with
+			 * SIGBUS later.  A hugetlb cgroup's limit (hugetlb.2MB.max) is charged
+			 * per page faulted in, and MAP_POPULATE gives up on it silently: the
+			 * first store past the limit raised SIGBUS (a 16 MiB mem_map in a
+			 * 4-page cgroup).  MADV_POPULATE_WRITE reports it (EFAULT); EINVAL: a
+			 * kernel before 5.14 without it, MAP_POPULATE alone as before.
+			 */
 			void *p = mmap(NULL, hlen, PROT_READ | PROT_WRITE, MAP_SHARED |
 				       MAP_POPULATE, fd, 0);
 
 			if (p != MAP_FAILED) {
+				int pop = madvise(p, hlen, MADV_POPULATE_WRITE) == 0 ? 0 : errno;
+
 				munmap(p, hlen);
-				*len = hlen;
-				return fd;
+				if (pop == 0 || pop == EINVAL) {
+					*len = hlen;
+					return fd;
+				}
+				SHM_LOG(WARNING, "%zu bytes of hugepages could not be faulted in "
+					"(%s; a hugetlb cgroup's limit?): 4 KiB pages instead",
+					hlen, strerror(pop));
 			}
 			close(fd);
 		}
