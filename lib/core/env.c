@@ -474,7 +474,8 @@ eal_init_locked(int n_user, char **user)
 		} else {
 			argv[argc++] = (char *)"--no-huge";
 			argv[argc++] = (char *)"-m256";
-			close(lock_fd);   /* nothing to take: no need to hold the others back */
+			if (lock_fd >= 0)   /* nothing to take: no need to hold the others back */
+				close(lock_fd);
 			lock_fd = -1;
 		}
 	} else if (!has_opt(n_user, user, mem_opts)) {
