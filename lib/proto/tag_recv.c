@@ -524,6 +524,18 @@ am_ack(void *arg, const void *data, size_t length, unsigned int flags)
 		goto bad;
 	memcpy(&h, data, sizeof(h));
 	req = lookup_active(w, h.sreq_id, REQ_SEND);
+	/*
+	 * A sync multi-fragment message is answered when its first fragment matches, maybe
+	 * while the rest still waits for room here: it completes once its last one went out
+	 * (with the answer's status: not NO_RESOURCE, which would queue it again).
+	 */
+	if (req != NULL && req->proto == SEND_FRAGS && req->sync && !req->sync_acked &&
+	    req->offset != 0 && h.status <= 0 && h.status > UNIO_ERR_LAST &&
+	    h.status != UNIO_ERR_NO_RESOURCE) {
+		req->sync_acked = true;
+		req->ack_status = h.status;
+		return UNIO_OK;
+	}
 	/* comp.count: the part of a split rendezvous the peer asked for is still being put */
 	if (req == NULL || req->proto != SEND_WAIT_ACK || h.status > 0 ||
 	    h.status <= UNIO_ERR_LAST || (req->rreq_id != 0 && req->comp.count != 0))

@@ -195,6 +195,9 @@ send_step(struct unio_request *req)
 		return send_eager_zcopy(req);
 	case SEND_FRAGS:
 		st = send_frags(req, PROTO_AM_EAGER_FIRST, PROTO_AM_EAGER_MID);
+		if (st == UNIO_OK && req->sync_acked)   /* answered already (am_ack()) */
+			return req->ack_status == UNIO_ERR_MESSAGE_TRUNCATED ? UNIO_OK :
+			       req->ack_status;
 		break;
 	case SEND_RNDV_GET:
 		if (!req->memh_valid)

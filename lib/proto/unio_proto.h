@@ -157,6 +157,8 @@ struct unio_request {
 	bool tl_held;           /**< failed with its ep while a transport held comp */
 	bool put_deferred;      /**< freed by the user while tl_held: recycled on release */
 	uint8_t rails;          /**< get: chunks striped over this many lanes (1: lane only) */
+	bool sync_acked;        /**< sync fragments: answered before the last one went out */
+	unio_status_t ack_status;   /**< that answer's status (sync_acked) */
 	uint64_t rreq_id;      /**< pipelined: the peer's receive; eager fragments: the cookie */
 	/* receive */
 	uint8_t *rbuf;
