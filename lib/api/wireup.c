@@ -299,6 +299,37 @@ iface_faster(const struct unio_tl_iface *a, const struct unio_tl_iface *b)
  * class (shm and tcp on lo both reach the host) the fastest by the drivers' performance
  * models, never the order the drivers happened to register in.
  */
+/*
+ * Why no lane: the peer's ifaces and this worker's, each as driver/device (UNIO_TLS and
+ * UNIO_NET_DEVICES, on either side, decide them).  @p a passed addr_parse().
+ */
+static void
+log_unreachable(const struct unio_worker *w, const uint8_t *a)
+{
+	char offers[256] = "", has[256] = "";
+	size_t off = sizeof(struct wire_addr_hdr), no = 0, nh = 0;
+	struct wire_addr_hdr h;
+
+	memcpy(&h, a, sizeof(h));
+	for (unsigned int i = 0; i < h.n_ifaces; i++) {
+		struct wire_addr_iface e;
+
+		memcpy(&e, a + off, sizeof(e));
+		off += sizeof(e) + e.addr_len;
+		e.driver[sizeof(e.driver) - 1] = '\0';
+		e.device[sizeof(e.device) - 1] = '\0';
+		no += (size_t)snprintf(offers + no, no < sizeof(offers) ? sizeof(offers) - no : 0,
+				       "%s%s/%s", i != 0 ? ", " : "", e.driver, e.device);
+	}
+	for (unsigned int i = 0; i < w->n_ifaces; i++)
+		nh += (size_t)snprintf(has + nh, nh < sizeof(has) ? sizeof(has) - nh : 0,
+				       "%s%s/%s", i != 0 ? ", " : "", w->ifaces[i]->driver->name,
+				       w->ifaces[i]->dev_name);
+	API_LOG(ERR, "no transport reaches the peer: it offers %s; this worker has %s "
+		"(UNIO_TLS and UNIO_NET_DEVICES choose them, on either side)",
+		offers[0] != '\0' ? offers : "nothing", has[0] != '\0' ? has : "no iface");
+}
+
 static unio_status_t
 ep_connect_lanes(struct unio_ep *ep, const uint8_t *addr, size_t len)
 {
@@ -336,7 +367,7 @@ ep_connect_lanes(struct unio_ep *ep, const uint8_t *addr, size_t len)
 			return UNIO_OK;
 		}
 	}
-	API_LOG(ERR, "no transport reaches the peer (UNIO_TLS?)");
+	log_unreachable(w, addr);
 	return UNIO_ERR_UNREACHABLE;
 }
 

@@ -293,3 +293,52 @@ UNIO_TEST(api_context_bad_params, fast)
 	unio_context_destroy(ctx);
 	return TEST_OK;
 }
+
+/*
+ * A peer no iface of this worker reaches (here: a worker allowed only self, a peer allowed
+ * only shm): UNIO_ERR_UNREACHABLE, and the error lists both sides' ifaces (it said "no
+ * transport reaches the peer (UNIO_TLS?)", also when UNIO_NET_DEVICES was the cause).
+ */
+UNIO_TEST(api_unreachable_says_why, fast)
+{
+	static const char *const only_self[] = { "UNIO_TLS", "self", NULL };
+	static const char *const only_shm[] = { "UNIO_TLS", "shm", NULL };
+	unio_context_t *ca = api_ctx(only_self), *cb = api_ctx(only_shm);
+	unio_worker_t *wa = NULL, *wb = NULL;
+	unio_status_t st = UNIO_OK;
+	unio_ep_t *ep = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	int ok;
+
+	if (cb == NULL) {
+		unio_context_destroy(ca);
+		TEST_SKIP_BECAUSE("no shm device");
+	}
+	TEST_ASSERT(ca != NULL, "context allowed self");
+	wa = unio_worker_create(ca, NULL, &st);
+	wb = unio_worker_create(cb, NULL, &st);
+	TEST_ASSERT(wa != NULL && wb != NULL, "workers: %s", unio_status_string(st));
+	f = open_memstream(&text, &len);
+	TEST_ASSERT(f != NULL, "memstream");
+	rte_openlog_stream(f);
+	ep = api_ep_to_worker(wa, wb, &st);
+	rte_openlog_stream(NULL);
+	fclose(f);
+	ok = ep == NULL && st == UNIO_ERR_UNREACHABLE && text != NULL &&
+	     strstr(text, "no transport reaches the peer: it offers shm/") != NULL &&
+	     strstr(text, "; this worker has self/") != NULL &&
+	     strstr(text, "(UNIO_TLS and UNIO_NET_DEVICES choose them, on either side)") != NULL;
+	TEST_LOG("ep %p, %s, log: %s", (void *)ep, unio_status_string(st),
+		 text != NULL ? text : "");
+	free(text);
+	if (ep != NULL)
+		unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(wb);
+	unio_worker_destroy(wa);
+	unio_context_destroy(cb);
+	unio_context_destroy(ca);
+	TEST_ASSERT(ok, "no UNIO_ERR_UNREACHABLE with both sides' ifaces");
+	return TEST_OK;
+}
