@@ -212,6 +212,8 @@ conn_tx(struct tcp_conn *c, bool more)
 		tx_advance(c, end, (size_t)r);
 		sent = true;
 	}
+	if (sent)
+		c->rx_quiet = 0;  /* what we sent is likely answered: read it every call again */
 	if (sent && more != c->more_held) {  /* a send without MSG_MORE pushed what was held */
 		c->more_held = more;
 		c->iface->n_more_held += more ? 1 : -1;
@@ -1185,6 +1187,7 @@ conn_rx(struct tcp_conn *c)
 		return n;  /* only complete frames waiting (stalled): nothing to read into */
 	r = recv(c->item.fd, c->rxbuf + c->rx_len, rx_want(c), MSG_DONTWAIT);
 	if (r > 0) {
+		c->rx_quiet = 0;
 		c->rx_len += (size_t)r;
 		if (rx_parse(c, &n) < 0)
 			return n + 1;  /* malformed, or failed in a handler: its ops completed */
@@ -1205,8 +1208,11 @@ conn_rx(struct tcp_conn *c)
 		}
 		return n + 1;
 	}
-	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+		if (c->rx_quiet < TCP_BUSY_COLD)
+			c->rx_quiet++;
 		return n;
+	}
 	tcp_conn_fail(c, tcp_status_from_errno(errno));
 	return n + 1;
 }

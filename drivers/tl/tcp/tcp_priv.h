@@ -52,6 +52,7 @@ extern int unio_logtype_tcp;
 #define TCP_PENDING_MAX    64                  /* accepted sockets awaiting HELLO */
 #define TCP_MIN_RCVBUF     (64 * 1024)         /* floor of UNIO_TCP_RCVBUF */
 #define TCP_BUSY_EPOLL_EVERY 16                /* busy mode: epoll every N progress calls */
+#define TCP_BUSY_COLD (1u << 16)             /* busy mode: empty reads before epoll's turn */
 #define TCP_IDLE_EPOLL_EVERY 256               /* the same for an iface with nothing but its
 						* listen socket (no connection, none pending) */
 #define TCP_BURST_MIN      2                   /* sends after a progress call before
@@ -176,6 +177,7 @@ struct tcp_conn {
 	uint64_t tx_epoch;            /* the iface's epoch at the last send */
 	unsigned int tx_epoch_sends;  /* sends in that epoch */
 	bool dual;                    /* the peer sends on its own connection (sim. connect) */
+	uint32_t rx_quiet;            /* busy mode: empty reads since data or a send */
 	bool move_pending;            /* ours loses the simultaneous connect: move when idle */
 	bool await_end;               /* ours survives: MOVE_START waits for the twin's END */
 	bool end_seen;                /* MOVE_END read on this (incoming) connection */
