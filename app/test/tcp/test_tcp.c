@@ -2215,6 +2215,61 @@ UNIO_TEST(tcp_idle_iface_epoll, fast)
 	return TEST_OK;
 }
 
+/*
+ * Busy mode reads every connection on every progress call, except one that gave nothing to
+ * TCP_BUSY_COLD reads in a row (unio-perf's idle rail beside its lane: one empty recv a
+ * call): epoll reports its next frame within TCP_BUSY_EPOLL_EVERY calls, and that frame
+ * makes it read every call again.  A raw peer's connection idles into that state once
+ * (rx_cold 1), its frame arrives within 16 calls, the next one within the first call.
+ */
+UNIO_TEST(tcp_cold_conn, fast)
+{
+	const char *set[] = { "TCP_POLL_MODE", "busy", NULL };
+	struct unio_tl_tcp_stats s;
+	const struct tcp_addr *aa;
+	unsigned int calls;
+	uint8_t buf[128];
+	struct tpeer a;
+	size_t n;
+	int fd;
+
+	TEST_ASSERT_EQ(tpeer_open_set(&a, "lo", set), 0);
+	aa = (const struct tcp_addr *)a.addr;
+	n = raw_hello(buf, aa, 1);
+	fd = raw_connect(aa);
+	TEST_ASSERT(fd >= 0 && send_all(fd, buf, n) == 0, "raw connect");
+	unio_tl_tcp_stats(a.iface, &s);
+	for (calls = 0; calls < 100000 && s.conns_accepted == 0; calls++) {
+		unio_tl_iface_progress(a.iface);
+		unio_tl_tcp_stats(a.iface, &s);
+	}
+	TEST_ASSERT_EQ(s.conns_accepted, 1);
+	for (unsigned int i = 0; i < TCP_BUSY_COLD + 64; i++)
+		unio_tl_iface_progress(a.iface);
+	unio_tl_tcp_stats(a.iface, &s);
+	TEST_ASSERT_EQ(s.rx_cold, 1);
+	for (int round = 0; round < 2; round++) {
+		uint64_t before = a.raw_frames;
+
+		/* on loopback the frame is in a's socket when send() returns */
+		n = raw_am(buf);
+		TEST_ASSERT_EQ(send_all(fd, buf, n), 0);
+		for (calls = 0; calls < 100000 && a.raw_frames == before; calls++)
+			unio_tl_iface_progress(a.iface);
+		TEST_LOG("%s connection: frame after %u progress calls",
+			 round == 0 ? "cold" : "warm", calls);
+		TEST_ASSERT_EQ(a.raw_frames, before + 1);
+		TEST_ASSERT(calls <= (round == 0 ? TCP_BUSY_EPOLL_EVERY : 1u), "%u calls",
+			    calls);
+	}
+	unio_tl_tcp_stats(a.iface, &s);
+	TEST_ASSERT_EQ(s.rx_cold, 1);
+	TEST_ASSERT_EQ(s.open_conns, 1);
+	close(fd);
+	tpeer_close(&a);
+	return TEST_OK;
+}
+
 /* ---- driver-level benchmark (slow suite: prints numbers, asserts only on data) ---- */
 
 #define B_AM_PING  6

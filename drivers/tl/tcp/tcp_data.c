@@ -1209,8 +1209,8 @@ conn_rx(struct tcp_conn *c)
 		return n + 1;
 	}
 	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-		if (c->rx_quiet < TCP_BUSY_COLD)
-			c->rx_quiet++;
+		if (c->rx_quiet < TCP_BUSY_COLD && ++c->rx_quiet == TCP_BUSY_COLD)
+			c->iface->stats.rx_cold++;
 		return n;
 	}
 	tcp_conn_fail(c, tcp_status_from_errno(errno));

@@ -970,11 +970,11 @@ tcp_iface_progress(struct unio_tl_iface *iface)
 			if (c->dual && c->n_gets == 0)
 				continue;
 			/*
-			 * Nor is a connection that gave nothing to TCP_BUSY_COLD reads in a row and
-			 * carried no send since (unio-perf's rail to the peer's eth0 while the lane
-			 * on lo carries 8-byte messages: two recv calls a progress call, one of them
-			 * always empty): epoll reports its next bytes within 16 calls, and the
-			 * first read that returns some, or a send on it, makes it read every call.
+			 * Nor is one that gave nothing to TCP_BUSY_COLD reads in a row and carried
+			 * no send since (unio-perf's rail to the peer's eth0 while the lane on lo
+			 * carries 8-byte messages: two recv calls a progress call, one always
+			 * empty): epoll reports its next bytes within 16 calls, and the first
+			 * read that returns some, or a send on it, makes it read every call.
 			 */
 			if (c->rx_quiet >= TCP_BUSY_COLD)
 				continue;

@@ -43,6 +43,9 @@ struct unio_tl_tcp_stats {
 				    *   already had a live incoming connection */
 	uint64_t epoll_calls;      /**< epoll_wait calls of progress (busy mode: one call in 16,
 				    *   one in 256 with nothing but the listen socket) */
+	uint64_t rx_cold;          /**< busy mode: connections left to epoll after 65536
+				    *   empty reads in a row (read every call again once
+				    *   bytes arrive or something is sent on them) */
 };
 
 /**
