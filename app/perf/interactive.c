@@ -7,9 +7,11 @@
  * HOST was given); "stop" ends it early and prints the table.
  */
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmdline.h>
 #include <cmdline_parse.h>
@@ -270,9 +272,18 @@ perf_interactive(struct perf_opts *o)
 		fprintf(stderr, "unio-perf: out of memory\n");
 		return PERF_EXIT_ERR;
 	}
-	if (o->cmdline_file != NULL)
-		cl = cmdline_file_new(ia_ctx, "unio-perf> ", o->cmdline_file);
-	else
+	if (o->cmdline_file != NULL) {
+		/*
+		 * cmdline_file_new() writes nothing back: a mistyped command vanished without a
+		 * word.  With stdout as its output the script is echoed after the prompt and a
+		 * bad line answered ("Command not found", "Bad arguments"), as on a terminal.
+		 */
+		int fd = open(o->cmdline_file, O_RDONLY);
+
+		cl = fd >= 0 ? cmdline_new(ia_ctx, "unio-perf> ", fd, STDOUT_FILENO) : NULL;
+		if (cl == NULL && fd >= 0)
+			close(fd);
+	} else
 		cl = cmdline_stdin_new(ia_ctx, "unio-perf> ");
 	if (cl == NULL) {
 		fprintf(stderr, "unio-perf: cannot open %s\n",

@@ -338,8 +338,8 @@ UNIO_TEST(perf_interactive_script, mp)
 
 /*
  * Interactive mode refuses at "start" what the command line refuses (put_lat below 8 bytes
- * used to start and fail in both threads), and a SIGINT at the prompt while a test runs
- * stops it and exits 1 (it exited 0 without a word).
+ * used to start and fail in both threads), answers a bad line of a --cmdline-file, and a
+ * SIGINT at the prompt while a test runs stops it and exits 1 (it exited 0 without a word).
  */
 UNIO_TEST(perf_interactive_refusals, mp)
 {
@@ -355,12 +355,15 @@ UNIO_TEST(perf_interactive_refusals, mp)
 	path_of(&e, "ia.out", out, sizeof(out));
 	f = fopen(script, "w");
 	TEST_ASSERT(f != NULL, "cannot write %s", script);
-	fprintf(f, "set test put_lat\nset size 4\nstart\nshow stats\nquit\n");
+	fprintf(f, "set test put_lat\nset size 4\nstart\nshow stats\nfoo\nquit\n");
 	fclose(f);
 	rc = test_wait(perf_start(&e, out, args), 50000);
 	read_file(out, buf, sizeof(buf));
+	/* the script is echoed and a bad line answered (a file's typo used to vanish) */
 	TEST_ASSERT(rc == 0 && strstr(buf, "put_lat: sizes start at 8 bytes") != NULL &&
-		    strstr(buf, "not started\nnot started\n") != NULL &&
+		    strstr(buf, "unio-perf> start\r\n") != NULL &&
+		    strstr(buf, "unio-perf> show stats\r\nnot started\n") != NULL &&
+		    strstr(buf, "unio-perf> foo\r\nCommand not found\n") != NULL &&
 		    strstr(buf, "started put_lat") == NULL, "exit %d, output:\n%s", rc, buf);
 
 	/* the prompt on a FIFO that stays open; SIGINT once the test runs */
