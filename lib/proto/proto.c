@@ -70,7 +70,12 @@ proto_req_tl_release(struct unio_request *req)
 struct unio_request *
 proto_req_lookup(struct unio_worker *w, uint64_t id)
 {
-	uint64_t slot = proto_id_open(w->id_key, id);
+	return proto_req_at_slot(w, proto_id_open(w->id_key, id));
+}
+
+struct unio_request *
+proto_req_at_slot(struct unio_worker *w, uint64_t slot)
+{
 	uint32_t idx = (uint32_t)slot, gen = (uint32_t)(slot >> 32);
 	struct unio_request *req;
 

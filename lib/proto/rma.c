@@ -708,7 +708,7 @@ rkey_check(struct unio_rkey *rk, uint64_t raddr, size_t len)
 /* A request waiting for transport room, named by its id: the ep may fail it meanwhile. */
 struct rma_wait {
 	TAILQ_ENTRY(rma_wait) link;
-	uint64_t req_id;
+	uint64_t req_slot;   /* proto_req_slot(); 0: a fence marker */
 };
 
 static size_t
@@ -774,7 +774,7 @@ op_wait(struct unio_worker *w, struct unio_request *req)
 		free(q);
 		return UNIO_ERR_NO_MEMORY;
 	}
-	q->req_id = proto_req_id(req);
+	q->req_slot = proto_req_slot(req);
 	TAILQ_INSERT_TAIL(&r->chunk_wait, q, link);
 	w->n_rma_pending++;   /* worker progress calls proto_am_progress, which retries these */
 	return UNIO_OK;
@@ -793,7 +793,7 @@ proto_rma_progress(struct unio_worker *w)
 		n += fence_drain(w);
 
 	while (r != NULL && (q = TAILQ_FIRST(&r->chunk_wait)) != NULL) {
-		struct unio_request *req = proto_req_lookup(w, q->req_id);
+		struct unio_request *req = proto_req_at_slot(w, q->req_slot);
 
 		/* still ours unless the ep failed it (proto_ep_fail_requests): then let go */
 		if (req != NULL && req->tl_held) {
@@ -821,7 +821,7 @@ chunk_wait_drop(struct unio_worker *w)
 	struct rma_wait *q;
 
 	while ((q = TAILQ_FIRST(&w->rma->chunk_wait)) != NULL) {
-		struct unio_request *req = proto_req_lookup(w, q->req_id);
+		struct unio_request *req = proto_req_at_slot(w, q->req_slot);
 
 		TAILQ_REMOVE(&w->rma->chunk_wait, q, link);
 		free(q);
@@ -916,7 +916,7 @@ op_start(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_
 		op_issue_counted(req);
 	} else {   /* behind a fence: issued by fence_drain() */
 		req->proto = RMA_PROTO_FENCED;
-		q->req_id = proto_req_id(req);
+		q->req_slot = proto_req_slot(req);
 		TAILQ_INSERT_TAIL(&w->rma->fence_q, q, link);
 		w->rma->fq_marker_last = false;
 		w->rma->fq_ops++;
@@ -973,11 +973,11 @@ fence_drain(struct unio_worker *w)
 	unsigned int n = 0;
 
 	while ((q = TAILQ_FIRST(&r->fence_q)) != NULL) {
-		if (q->req_id == 0) {   /* a fence */
+		if (q->req_slot == 0) {   /* a fence */
 			if (r->n_inflight != 0)
 				break;
 		} else {
-			struct unio_request *req = proto_req_lookup(w, q->req_id);
+			struct unio_request *req = proto_req_at_slot(w, q->req_slot);
 
 			r->fq_ops--;
 			if (req != NULL && req->tl_held)   /* failed with its ep meanwhile */
@@ -1005,7 +1005,8 @@ fence_drop(struct unio_worker *w)
 	struct rma_wait *q;
 
 	while ((q = TAILQ_FIRST(&w->rma->fence_q)) != NULL) {
-		struct unio_request *req = q->req_id != 0 ? proto_req_lookup(w, q->req_id) : NULL;
+		struct unio_request *req =
+			q->req_slot != 0 ? proto_req_at_slot(w, q->req_slot) : NULL;
 
 		TAILQ_REMOVE(&w->rma->fence_q, q, link);
 		free(q);
@@ -1117,7 +1118,7 @@ unio_worker_fence(unio_worker_t *w)
 		st = UNIO_ERR_NO_MEMORY;
 		goto out;
 	}
-	q->req_id = 0;
+	q->req_slot = 0;
 	TAILQ_INSERT_TAIL(&r->fence_q, q, link);
 	r->fq_marker_last = true;
 	w->n_rma_fenced++;

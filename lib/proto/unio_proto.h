@@ -504,7 +504,15 @@ proto_req_tl_done(struct unio_request *req)
 	proto_req_tl_release(req);
 	return true;
 }
+
+/** The live request with sealed id @p id (proto_req_id()), or NULL. */
 struct unio_request *proto_req_lookup(struct unio_worker *w, uint64_t id);
+
+/**
+ * The live request in slot @p slot (proto_req_slot()), or NULL when that request was freed
+ * or its slot reused since.  For queues that stay in this worker: no peer sees a slot.
+ */
+struct unio_request *proto_req_at_slot(struct unio_worker *w, uint64_t slot);
 
 /** proto_req_hand_out() of a request that is done already (callback and user_data set). */
 unio_status_t proto_req_hand_out_done(struct unio_request *req,
@@ -623,11 +631,18 @@ proto_id_key_init(uint32_t *rk, const uint32_t key[4])
 	}
 }
 
+/** The slot of @p req, gen << 32 | idx: never 0 (gen skips 0), never sent to a peer. */
+static inline uint64_t
+proto_req_slot(const struct unio_request *req)
+{
+	return ((uint64_t)req->gen << 32) | req->idx;
+}
+
 /** The id of @p req as peers see it (sealed; proto_req_lookup() opens it). */
 static inline uint64_t
 proto_req_id(const struct unio_request *req)
 {
-	return proto_id_seal(req->worker->id_key, ((uint64_t)req->gen << 32) | req->idx);
+	return proto_id_seal(req->worker->id_key, proto_req_slot(req));
 }
 
 /** The ep with id @p id, NULL when unknown or dead. */
