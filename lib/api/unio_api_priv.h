@@ -40,7 +40,9 @@ enum wire_ctl_type {
 	WIRE_VERSION = 4,      /**< server -> client: another wire version, refused */
 	WIRE_CLOSE = 5,        /**< either way: orderly close of the endpoint */
 	WIRE_REFUSED = 6,      /**< server -> client over a driver: no listener there, or
-				*   the request could not be served (wire_conn.reason) */
+				*   the request could not be served (wire_conn.reason);
+				*   over the control connection: none of the server's
+				*   ifaces reaches the client (its worker address follows) */
 };
 
 /** wire_conn.reason of a REFUSED: why (0 from peers before it was sent: no listener). */

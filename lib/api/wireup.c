@@ -301,10 +301,11 @@ iface_faster(const struct unio_tl_iface *a, const struct unio_tl_iface *b)
  */
 /*
  * Why no lane: the peer's ifaces and this worker's, each as driver/device (UNIO_TLS and
- * UNIO_NET_DEVICES, on either side, decide them).  @p a passed addr_parse().
+ * UNIO_NET_DEVICES, on either side, decide them).  @p a passed addr_parse().  @p by_peer:
+ * the peer (a server answering REFUSED) found no lane to this worker.
  */
 static void
-log_unreachable(const struct unio_worker *w, const uint8_t *a)
+log_unreachable(const struct unio_worker *w, const uint8_t *a, bool by_peer)
 {
 	char offers[256] = "", has[256] = "";
 	size_t off = sizeof(struct wire_addr_hdr), no = 0, nh = 0;
@@ -325,9 +326,15 @@ log_unreachable(const struct unio_worker *w, const uint8_t *a)
 		nh += (size_t)snprintf(has + nh, nh < sizeof(has) ? sizeof(has) - nh : 0,
 				       "%s%s/%s", i != 0 ? ", " : "", w->ifaces[i]->driver->name,
 				       w->ifaces[i]->dev_name);
-	API_LOG(ERR, "no transport reaches the peer: it offers %s; this worker has %s "
-		"(UNIO_TLS and UNIO_NET_DEVICES choose them, on either side)",
-		offers[0] != '\0' ? offers : "nothing", has[0] != '\0' ? has : "no iface");
+	if (by_peer)
+		API_LOG(ERR, "the peer reaches none of this worker's ifaces: it has %s; this "
+			"worker offers %s (UNIO_TLS and UNIO_NET_DEVICES choose them, on either "
+			"side)", offers[0] != '\0' ? offers : "nothing",
+			has[0] != '\0' ? has : "no iface");
+	else
+		API_LOG(ERR, "no transport reaches the peer: it offers %s; this worker has %s "
+			"(UNIO_TLS and UNIO_NET_DEVICES choose them, on either side)",
+			offers[0] != '\0' ? offers : "nothing", has[0] != '\0' ? has : "no iface");
 }
 
 static unio_status_t
@@ -367,7 +374,7 @@ ep_connect_lanes(struct unio_ep *ep, const uint8_t *addr, size_t len)
 			return UNIO_OK;
 		}
 	}
-	log_unreachable(w, addr);
+	log_unreachable(w, addr, false);
 	return UNIO_ERR_UNREACHABLE;
 }
 
@@ -1017,10 +1024,18 @@ ep_connect_sockaddr(struct unio_ep *ep, const struct unio_ep_params *p)
 			proto_wire_version());
 		return st;
 	}
-	if (st == UNIO_OK && h.type == WIRE_REJECT)
+	if (st == UNIO_OK && h.type == WIRE_REJECT) {
 		st = UNIO_ERR_REJECTED;
-	else if (st == UNIO_OK && h.type != WIRE_ACCEPT)
+	} else if (st == UNIO_OK && h.type == WIRE_REFUSED) {
+		/* the server's handler accepted, but none of its ifaces reaches ours */
+		struct wire_addr_hdr ah;
+
+		if (addr_parse(addr, h.addr_len, &ah) >= 0)
+			log_unreachable(w, addr, true);
+		st = UNIO_ERR_UNREACHABLE;
+	} else if (st == UNIO_OK && h.type != WIRE_ACCEPT) {
 		st = UNIO_ERR_PROTO;
+	}
 	if (st == UNIO_OK) {
 		ep->remote_id = h.ep_id;
 		st = ep_connect_lanes(ep, addr, h.addr_len);
@@ -1055,6 +1070,11 @@ ep_accept(struct unio_ep *ep, struct unio_conn_request *cr)
 		return conn_send(ep->worker, tl_ep, WIRE_ACCEPT, ep->id, ep->remote_id, NULL, true);
 	}
 	st = ep_connect_lanes(ep, cr->addr, cr->addr_len);
+	if (st == UNIO_ERR_UNREACHABLE) {   /* the client learns why, with our ifaces */
+		send_own_address(ep, cr->fd, WIRE_REFUSED);
+		conn_request_free(cr);
+		return st;
+	}
 	if (st != UNIO_OK) {
 		send_ctl(cr->fd, WIRE_REJECT, 0, NULL, 0);
 		conn_request_free(cr);

@@ -142,3 +142,91 @@ UNIO_TEST(api_listener_reject_tcp, fast)
 {
 	return reject("tcp,self", "tcp");
 }
+
+static void
+on_conn_accept(unio_conn_request_t *cr, void *arg)
+{
+	struct server *s = arg;
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_CONN_REQUEST,
+				    .conn_request = cr };
+	unio_status_t st = UNIO_OK;
+
+	s->calls++;
+	s->accepted = unio_ep_create(s->w, &p, &st);
+	/* nothing reaches the client: the accept fails, the client is told why */
+	if (s->accepted != NULL || st != UNIO_ERR_UNREACHABLE)
+		__atomic_store_n(&s->failed, 1, __ATOMIC_RELAXED);
+}
+
+static void *
+serve_only(void *arg)
+{
+	struct server *s = arg;
+
+	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE))
+		unio_worker_progress(s->w);
+	return NULL;
+}
+
+/*
+ * A server whose handler accepts but whose worker reaches none of the client's ifaces
+ * (the server allowed only self, the client shm and self): the client's unio_ep_create()
+ * fails with UNIO_ERR_UNREACHABLE and logs both sides' ifaces from the server's view.  It
+ * failed with UNIO_ERR_REJECTED, "rejected by peer", as if the handler had said no, and
+ * only the server's log said why.
+ */
+UNIO_TEST(api_listener_unreachable_client, fast)
+{
+	static const char *const only_self[] = { "TLS", "self", NULL };
+	static const char *const shm_self[] = { "TLS", "shm,self", NULL };
+	unio_context_t *cs = api_ctx(only_self), *cc = api_ctx(shm_self);
+	struct server s = { 0 };
+	int port = test_free_port();
+	struct sockaddr_in a = api_loopback(port);
+	struct unio_listener_params lp = {
+		.field_mask = UNIO_LISTENER_PARAM_SOCKADDR | UNIO_LISTENER_PARAM_HANDLER,
+		.sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a),
+		.conn_handler = on_conn_accept, .arg = &s,
+	};
+	struct unio_ep_params cp = { .field_mask = UNIO_EP_PARAM_SOCKADDR,
+				     .sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a) };
+	unio_status_t st = UNIO_OK;
+	unio_worker_t *w;
+	unio_ep_t *ep;
+	char *text = NULL;
+	size_t len = 0;
+	pthread_t t;
+	FILE *f;
+	int ok;
+
+	TEST_ASSERT(cs != NULL && cc != NULL, "contexts");
+	w = unio_worker_create(cc, NULL, NULL);
+	s.w = unio_worker_create(cs, NULL, NULL);
+	TEST_ASSERT(w != NULL && s.w != NULL, "workers");
+	s.l = unio_listener_create(s.w, &lp, &st);
+	TEST_ASSERT(s.l != NULL, "listener: %s", unio_status_string(st));
+	TEST_ASSERT_EQ(pthread_create(&t, NULL, serve_only, &s), 0);
+	f = open_memstream(&text, &len);
+	TEST_ASSERT(f != NULL, "memstream");
+	rte_openlog_stream(f);
+	/* once: api_connect() retries UNREACHABLE, a listener not up yet (it is here) */
+	ep = unio_ep_create(w, &cp, &st);
+	rte_openlog_stream(NULL);
+	fclose(f);
+	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	ok = ep == NULL && st == UNIO_ERR_UNREACHABLE && text != NULL &&
+	     strstr(text, "the peer reaches none of this worker's ifaces: it has self/") != NULL &&
+	     strstr(text, "; this worker offers ") != NULL && strstr(text, "shm/") != NULL;
+	TEST_LOG("client: %s; log: %s", unio_status_string(st), text != NULL ? text : "");
+	free(text);
+	TEST_ASSERT(ok, "the client was not told why");
+	TEST_ASSERT_EQ(s.calls, 1);
+	TEST_ASSERT_EQ(s.failed, 0);
+	unio_listener_destroy(s.l);
+	unio_worker_destroy(s.w);
+	unio_worker_destroy(w);
+	unio_context_destroy(cs);
+	unio_context_destroy(cc);
+	return TEST_OK;
+}
