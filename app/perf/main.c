@@ -88,9 +88,13 @@ main(int argc, char **argv)
 	argc -= n;
 	argv += n;
 	rc = perf_parse_opts(argc, argv, &o);
-	if (rc != 0) {
-		perf_usage(rc > 0 ? stdout : stderr);
-		return rc > 0 ? PERF_EXIT_OK : PERF_EXIT_USAGE;
+	if (rc > 0) {
+		perf_usage(stdout);
+		return PERF_EXIT_OK;
+	}
+	if (rc < 0) {   /* the line above says what: the 25 lines of usage would bury it */
+		fprintf(stderr, "unio-perf: -h lists the options\n");
+		return PERF_EXIT_USAGE;
 	}
 	if (perf_check_supported(&o) != 0)
 		return PERF_EXIT_USAGE;

@@ -199,9 +199,9 @@ parse_one(int opt, const char *arg, struct perf_opts *o)
 		}
 		return 0;
 	case 'D':
-		if (parse_u64(arg, &v) != 0 || v == 0)
+		if (parse_u64(arg, &v) != 0 || v == 0 || v > 1024)
 			return bad("-D", arg);
-		o->iov = (unsigned int)(v > 1024 ? 1024 : v);
+		o->iov = (unsigned int)v;
 		return 0;
 	case OPT_TIMEOUT:
 		if (parse_u64(arg, &v) != 0 || v == 0 || v > 3600)
@@ -230,7 +230,7 @@ parse_one(int opt, const char *arg, struct perf_opts *o)
 
 /*
  * Parse argv[1..] (argv[0] is the program name).  Returns 0, 1 for -h (help printed), or -1
- * (message printed; the caller prints the usage and exits 2).
+ * (message printed; the caller points to -h and exits 2).
  */
 int
 perf_parse_opts(int argc, char **argv, struct perf_opts *o)

@@ -384,7 +384,7 @@ UNIO_TEST(perf_bad_options, mp)
 {
 	static const char *const bad[] = {
 		"-x", "-t nosuchtest", "-s 0", "-s 64:8", "-O 0", "-n 0", "-p 70000",
-		"-m cuda", "-D 2", "-t put_lat -s 4", "-t tag_lat 127.0.0.1 extra",
+		"-m cuda", "-D 2", "-D 2048", "-t put_lat -s 4", "-t tag_lat 127.0.0.1 extra",
 	};
 	static char eal_out[OUT_MAX];   /* EAL prints its whole usage */
 	struct perf_env e = { 0 };
@@ -400,7 +400,15 @@ UNIO_TEST(perf_bad_options, mp)
 			TEST_LOG("'%s' gave %d:\n%s", bad[i], rc, out);
 		TEST_ASSERT_EQ(rc, 2);
 		TEST_ASSERT(strstr(out, "unio-perf") != NULL, "no message for '%s'", bad[i]);
+		/* the one line that says what, not buried under the 25 of the usage */
+		TEST_ASSERT(strstr(out, "usage: unio-perf") == NULL, "'%s': the usage:\n%s",
+			    bad[i], out);
 	}
+	/* a value refused: what and where to look; -D above 1024 is refused, not clamped */
+	TEST_ASSERT_EQ(test_capture(out, sizeof(out), "timeout 30 '%s' -l %s -- -D 2048",
+				    e.exe, e.cpu[0]), 2);
+	TEST_ASSERT(strstr(out, "unio-perf: invalid value '2048' for -D\n"
+			   "unio-perf: -h lists the options\n") != NULL, "%s", out);
 	/* EAL arguments EAL refuses and a malformed UNIO_* value are bad usage too (were 1) */
 	TEST_ASSERT_EQ(test_capture(eal_out, sizeof(eal_out), "timeout 30 '%s' -l %s "
 				    "--bogus-eal -- -n 10", e.exe, e.cpu[0]), 2);
