@@ -298,3 +298,34 @@ api_worker_iface(unio_worker_t *w, const char *driver, const char *dev)
 			return w->ifaces[i];
 	return NULL;
 }
+
+struct raw_msg {
+	const void *p;
+	size_t n;
+};
+
+static size_t
+raw_pack(void *dest, void *arg)
+{
+	const struct raw_msg *r = arg;
+
+	memcpy(dest, r->p, r->n);
+	return r->n;
+}
+
+int
+api_raw_am(unio_worker_t *w, struct unio_tl_ep *tl, uint8_t id, const void *p, size_t n)
+{
+	struct raw_msg r = { p, n };
+
+	for (int i = 0; i < 1000000; i++) {
+		ssize_t s = unio_tl_ep_am_bcopy(tl, id, raw_pack, &r, 0);
+
+		if (s >= 0)
+			return 0;
+		if (s != UNIO_ERR_NO_RESOURCE)
+			return 1;
+		unio_worker_progress(w);
+	}
+	return 1;
+}

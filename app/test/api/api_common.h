@@ -58,6 +58,15 @@ unio_ep_t *api_connect(unio_worker_t *w, int port, unio_ep_err_handler_t eh, voi
 unio_listener_t *api_listen(unio_worker_t *w, int port, unio_ep_t **ep_slot,
 			    unio_ep_err_handler_t eh, void *arg);
 
+struct unio_tl_ep;
+
+/**
+ * Send @p n bytes at @p p as AM @p id on transport ep @p tl, bypassing the protocol stage
+ * (a forged or malformed message), progressing @p w while there is no room: 0, or 1 when
+ * the transport refused it or found no room within a million tries.
+ */
+int api_raw_am(unio_worker_t *w, struct unio_tl_ep *tl, uint8_t id, const void *p, size_t n);
+
 /** Progress @p w until *@p flag is nonzero or @p ms pass; returns the flag. */
 int api_progress_until(unio_worker_t *w, volatile int *flag, int ms);
 

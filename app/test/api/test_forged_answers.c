@@ -133,37 +133,6 @@ UNIO_TEST_CHILD(idsec_peer)
 	return 0;
 }
 
-struct raw {
-	const void *p;
-	size_t n;
-};
-
-static size_t
-raw_pack(void *dest, void *arg)
-{
-	const struct raw *r = arg;
-
-	memcpy(dest, r->p, r->n);
-	return r->n;
-}
-
-static int
-raw_send(unio_worker_t *w, struct unio_tl_ep *tl, uint8_t id, const void *p, size_t n)
-{
-	struct raw r = { p, n };
-
-	for (int i = 0; i < 1000000; i++) {
-		ssize_t s = unio_tl_ep_am_bcopy(tl, id, raw_pack, &r, 0);
-
-		if (s >= 0)
-			return 0;
-		if (s != UNIO_ERR_NO_RESOURCE)
-			return 1;
-		unio_worker_progress(w);
-	}
-	return 1;
-}
-
 UNIO_TEST_CHILD(idsec_forger)
 {
 	unio_context_t *ctx = api_ctx(NULL);
@@ -193,9 +162,9 @@ UNIO_TEST_CHILD(idsec_forger)
 		struct proto_ack_hdr ats = { .sreq_id = ids.s_ats, .status = UNIO_OK };
 		struct proto_ack_hdr ack = { .sreq_id = ids.s_sync, .status = UNIO_OK };
 
-		if (raw_send(w, tl, PROTO_AM_RTR, &rtr, sizeof(rtr)) != 0 ||
-		    raw_send(w, tl, PROTO_AM_ATS, &ats, sizeof(ats)) != 0 ||
-		    raw_send(w, tl, PROTO_AM_SYNC_ACK, &ack, sizeof(ack)) != 0)
+		if (api_raw_am(w, tl, PROTO_AM_RTR, &rtr, sizeof(rtr)) != 0 ||
+		    api_raw_am(w, tl, PROTO_AM_ATS, &ats, sizeof(ats)) != 0 ||
+		    api_raw_am(w, tl, PROTO_AM_SYNC_ACK, &ack, sizeof(ack)) != 0)
 			return 5;
 	}
 	if (api_send(w, ep, &done, sizeof(done), TAG_DONE, 0) != UNIO_OK)
@@ -210,7 +179,7 @@ UNIO_TEST_CHILD(idsec_forger)
 
 		memcpy(m, &fr, sizeof(fr));
 		memset(m + sizeof(fr), 0x66, INJECT_LEN);
-		if (raw_send(w, tl, PROTO_AM_PIPE, m, sizeof(m)) != 0)
+		if (api_raw_am(w, tl, PROTO_AM_PIPE, m, sizeof(m)) != 0)
 			return 8;
 	}
 	if (api_send(w, ep, &done, sizeof(done), TAG_DONE, 0) != UNIO_OK)

@@ -132,37 +132,6 @@ UNIO_TEST_CHILD(shm_third_owner)
 	return 0;
 }
 
-struct raw {
-	const void *p;
-	size_t n;
-};
-
-static size_t
-raw_pack(void *dest, void *arg)
-{
-	const struct raw *r = arg;
-
-	memcpy(dest, r->p, r->n);
-	return r->n;
-}
-
-static int
-raw_send(unio_worker_t *w, struct unio_tl_ep *tl, uint8_t id, const void *p, size_t n)
-{
-	struct raw r = { p, n };
-
-	for (int i = 0; i < 1000000; i++) {
-		ssize_t s = unio_tl_ep_am_bcopy(tl, id, raw_pack, &r, 0);
-
-		if (s >= 0)
-			return 0;
-		if (s != UNIO_ERR_NO_RESOURCE)
-			return 1;
-		unio_worker_progress(w);
-	}
-	return 1;
-}
-
 /* A shm key for [base, base + len) of T, as M can make it: M's own key, its fields changed. */
 static size_t
 forge_key(struct unio_tl_iface *ifc, const struct third_info *ti, uint64_t base, size_t len,
@@ -214,7 +183,7 @@ UNIO_TEST_CHILD(shm_third_attacker)
 		return 5;
 	rts.rkey_len = (uint16_t)kl;
 	memcpy(m, &rts, sizeof(rts));
-	if (raw_send(w, ep->lane.tl_ep, PROTO_AM_RTS, m, sizeof(rts) + kl) != 0)
+	if (api_raw_am(w, ep->lane.tl_ep, PROTO_AM_RTS, m, sizeof(rts) + kl) != 0)
 		return 6;
 	/* the RTP: V would put the second half of its send to T into T's target */
 	rtp.r.sreq_id = ti.v_sreq;
@@ -223,7 +192,7 @@ UNIO_TEST_CHILD(shm_third_attacker)
 	kl = forge_key(ifc, &ti, ti.target_addr, SEND_LEN / 2, m + sizeof(rtp));
 	rtp.rkey_len = (uint16_t)kl;
 	memcpy(m, &rtp, sizeof(rtp));
-	if (raw_send(w, ep->lane.tl_ep, PROTO_AM_RTR, m, sizeof(rtp) + kl) != 0)
+	if (api_raw_am(w, ep->lane.tl_ep, PROTO_AM_RTR, m, sizeof(rtp) + kl) != 0)
 		return 7;
 	if (api_send(w, ep, &done, sizeof(done), TAG_CHECK, 0) != UNIO_OK)
 		return 8;
