@@ -2,7 +2,11 @@
 /* Helpers of the API tests (see api_common.h). */
 
 #include <arpa/inet.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <time.h>
+
+#include <rte_cycles.h>
 
 #include "api_common.h"
 #include "unio_proto.h"
@@ -328,4 +332,32 @@ api_raw_am(unio_worker_t *w, struct unio_tl_ep *tl, uint8_t id, const void *p, s
 		unio_worker_progress(w);
 	}
 	return 1;
+}
+
+unio_ep_t *
+api_accept_child(unio_worker_t *w, unio_ep_t *volatile *slot, pid_t pid)
+{
+	while (*slot == NULL && waitpid(pid, NULL, WNOHANG) == 0)
+		api_progress_until(w, (volatile int *)slot, 100);
+	return *slot;
+}
+
+int
+api_reap_child(unio_worker_t *w, pid_t pid, const char *who)
+{
+	int status = 0;
+
+	for (uint64_t t0 = rte_get_timer_cycles();; ) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			break;
+		unio_worker_progress(w);
+		if (rte_get_timer_cycles() - t0 > 30 * rte_get_timer_hz()) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			break;
+		}
+	}
+	TEST_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s exit status %#x", who,
+		    status);
+	return TEST_OK;
 }

@@ -10,6 +10,7 @@
 
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "unio.h"
 #include "unio_test.h"
@@ -66,6 +67,18 @@ struct unio_tl_ep;
  * the transport refused it or found no room within a million tries.
  */
 int api_raw_am(unio_worker_t *w, struct unio_tl_ep *tl, uint8_t id, const void *p, size_t n);
+
+/**
+ * Progress @p w until a listener put an ep into *@p slot or child @p pid exited; the ep,
+ * or NULL.
+ */
+unio_ep_t *api_accept_child(unio_worker_t *w, unio_ep_t *volatile *slot, pid_t pid);
+
+/**
+ * Progress @p w until child @p pid exits (killed after 30 s); TEST_OK when it exited 0,
+ * else TEST_FAIL with @p who and its status logged.
+ */
+int api_reap_child(unio_worker_t *w, pid_t pid, const char *who);
 
 /** Progress @p w until *@p flag is nonzero or @p ms pass; returns the flag. */
 int api_progress_until(unio_worker_t *w, volatile int *flag, int ms);

@@ -329,34 +329,6 @@ out:
 	return rc;
 }
 
-static unio_ep_t *
-accept_one(unio_worker_t *w, unio_ep_t *volatile *slot, pid_t pid)
-{
-	while (*slot == NULL && waitpid(pid, NULL, WNOHANG) == 0)
-		api_progress_until(w, (volatile int *)slot, 100);
-	return *slot;
-}
-
-static int
-reap(unio_worker_t *w, pid_t pid, const char *who)
-{
-	int status = 0;
-
-	for (uint64_t t0 = rte_get_timer_cycles();; ) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			break;
-		unio_worker_progress(w);
-		if (rte_get_timer_cycles() - t0 > 30 * rte_get_timer_hz()) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			break;
-		}
-	}
-	TEST_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s exit status %#x", who,
-		    status);
-	return TEST_OK;
-}
-
 /* V, A and M over driver @p drv (UNIO_TLS=drv,self). */
 static int
 answers_third_process(const char *drv)
@@ -388,11 +360,11 @@ answers_third_process(const char *drv)
 	TEST_ASSERT(l != NULL, "listener");
 	snprintf(port_s, sizeof(port_s), "%d", port);
 	pa = test_spawn("idsec_peer", args);
-	ep_a = accept_one(w, &slot, pa);
+	ep_a = api_accept_child(w, &slot, pa);
 	slot = NULL;
 	if (ep_a != NULL) {
 		pm = test_spawn("idsec_forger", args);
-		ep_m = accept_one(w, &slot, pm);
+		ep_m = api_accept_child(w, &slot, pm);
 		if (ep_m != NULL) {
 			rte_log_set_level_pattern("unio.*", RTE_LOG_CRIT);
 			rc = victim(w, ep_a, ep_m, flag, drv);
@@ -406,9 +378,9 @@ answers_third_process(const char *drv)
 	unsetenv("UNIO_TLS");
 	unsetenv("UNIO_RNDV_SCHEME");
 	unsetenv("UNIO_RNDV_THRESH");
-	if (reap(w, pa, "A") != TEST_OK)
+	if (api_reap_child(w, pa, "A") != TEST_OK)
 		rc = TEST_FAIL;
-	if (pm > 0 && reap(w, pm, "M") != TEST_OK)
+	if (pm > 0 && api_reap_child(w, pm, "M") != TEST_OK)
 		rc = TEST_FAIL;
 	unlink(flag);
 	unio_listener_destroy(l);

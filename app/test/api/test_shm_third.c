@@ -204,34 +204,6 @@ UNIO_TEST_CHILD(shm_third_attacker)
 	return 0;
 }
 
-static unio_ep_t *
-accept_one(unio_worker_t *w, unio_ep_t *volatile *slot, pid_t pid)
-{
-	while (*slot == NULL && waitpid(pid, NULL, WNOHANG) == 0)
-		api_progress_until(w, (volatile int *)slot, 100);
-	return *slot;
-}
-
-static int
-reap(unio_worker_t *w, pid_t pid, const char *who)
-{
-	int status = 0;
-
-	for (uint64_t t0 = rte_get_timer_cycles();; ) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			break;
-		unio_worker_progress(w);
-		if (rte_get_timer_cycles() - t0 > 30 * rte_get_timer_hz()) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			break;
-		}
-	}
-	TEST_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s exit status %#x", who,
-		    status);
-	return TEST_OK;
-}
-
 static int
 victim(unio_worker_t *w, unio_ep_t *ep_t, unio_ep_t *ep_m, uint8_t *send_buf)
 {
@@ -316,11 +288,11 @@ UNIO_TEST(shm_rkey_third_process, mp)
 	TEST_ASSERT(l != NULL, "listener");
 	snprintf(port_s, sizeof(port_s), "%d", port);
 	pt = test_spawn("shm_third_owner", args);
-	ep_t = accept_one(w, &slot, pt);
+	ep_t = api_accept_child(w, &slot, pt);
 	slot = NULL;
 	if (ep_t != NULL) {
 		pm = test_spawn("shm_third_attacker", args);
-		ep_m = accept_one(w, &slot, pm);
+		ep_m = api_accept_child(w, &slot, pm);
 		if (ep_m != NULL) {
 			rte_log_set_level_pattern("unio.*", RTE_LOG_CRIT);
 			rc = victim(w, ep_t, ep_m, send_buf);
@@ -331,9 +303,9 @@ UNIO_TEST(shm_rkey_third_process, mp)
 	}
 	unsetenv("UNIO_TLS");
 	unsetenv("UNIO_RNDV_SCHEME");
-	if (reap(w, pt, "T") != TEST_OK)
+	if (api_reap_child(w, pt, "T") != TEST_OK)
 		rc = TEST_FAIL;
-	if (pm > 0 && reap(w, pm, "M") != TEST_OK)
+	if (pm > 0 && api_reap_child(w, pm, "M") != TEST_OK)
 		rc = TEST_FAIL;
 	unio_listener_destroy(l);
 	unio_worker_destroy(w);
