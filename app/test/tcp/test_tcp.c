@@ -2164,6 +2164,39 @@ UNIO_TEST(tcp_duplicate_hello, fast)
 }
 
 /*
+ * A raw client's connection to @p p with a HELLO from a made-up iface (port @p hello_port),
+ * progressed until @p p attached it (at most 100,000 calls, their count in *@p calls): the
+ * socket, or -1 when it could not connect or was never attached.  On loopback the
+ * connection and its HELLO are in @p p's sockets when send() returns.
+ */
+static int
+raw_attach(struct tpeer *p, uint16_t hello_port, unsigned int *calls)
+{
+	const struct tcp_addr *pa = (const struct tcp_addr *)p->addr;
+	struct unio_tl_tcp_stats s;
+	uint8_t buf[128];
+	size_t n = raw_hello(buf, pa, hello_port);
+	int fd = raw_connect(pa);
+
+	*calls = 0;
+	if (fd < 0 || send_all(fd, buf, n) != 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	unio_tl_tcp_stats(p->iface, &s);
+	for (; *calls < 100000 && s.conns_accepted == 0; (*calls)++) {
+		unio_tl_iface_progress(p->iface);
+		unio_tl_tcp_stats(p->iface, &s);
+	}
+	if (s.conns_accepted == 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
  * Busy mode asks epoll every 16 progress calls, and an iface with nothing but its listen
  * socket every 256 (unio-perf's server over tcp has such an iface on eth0 besides lo's: half
  * of its epoll calls went there): exactly 16 epoll calls in 4096 progress calls while idle,
@@ -2174,15 +2207,11 @@ UNIO_TEST(tcp_idle_iface_epoll, fast)
 {
 	const char *set[] = { "TCP_POLL_MODE", "busy", NULL };
 	struct unio_tl_tcp_stats s0, s1;
-	const struct tcp_addr *aa;
-	uint8_t buf[128];
-	unsigned int calls = 0;
+	unsigned int calls;
 	struct tpeer a;
-	size_t n;
 	int fd;
 
 	TEST_ASSERT_EQ(tpeer_open_set(&a, "lo", set), 0);
-	aa = (const struct tcp_addr *)a.addr;
 	unio_tl_tcp_stats(a.iface, &s0);
 	for (int i = 0; i < 4096; i++)
 		unio_tl_iface_progress(a.iface);
@@ -2190,18 +2219,13 @@ UNIO_TEST(tcp_idle_iface_epoll, fast)
 	TEST_LOG("idle: %" PRIu64 " epoll calls in 4096 progress calls",
 		 s1.epoll_calls - s0.epoll_calls);
 	TEST_ASSERT_EQ(s1.epoll_calls - s0.epoll_calls, 4096 / TCP_IDLE_EPOLL_EVERY);
-	/* on loopback the connection and its HELLO are in a's sockets when send() returns */
-	n = raw_hello(buf, aa, 1);
-	fd = raw_connect(aa);
-	TEST_ASSERT(fd >= 0 && send_all(fd, buf, n) == 0, "raw connect");
-	for (; calls < 100000 && s1.conns_accepted == 0; calls++) {
-		unio_tl_iface_progress(a.iface);
-		unio_tl_tcp_stats(a.iface, &s1);
-	}
+	fd = raw_attach(&a, 1, &calls);
+	unio_tl_tcp_stats(a.iface, &s1);
 	TEST_LOG("accepted and attached after %u progress calls", calls);
 	TEST_ASSERT(s1.conns_accepted == 1 && calls <= TCP_IDLE_EPOLL_EVERY +
 		    TCP_BUSY_EPOLL_EVERY, "%u calls, %" PRIu64 " accepted", calls,
 		    s1.conns_accepted);
+	TEST_ASSERT(fd >= 0, "raw connect");
 	s0 = s1;
 	for (int i = 0; i < 4096; i++)
 		unio_tl_iface_progress(a.iface);
@@ -2226,7 +2250,6 @@ UNIO_TEST(tcp_cold_conn, fast)
 {
 	const char *set[] = { "TCP_POLL_MODE", "busy", NULL };
 	struct unio_tl_tcp_stats s;
-	const struct tcp_addr *aa;
 	unsigned int calls;
 	uint8_t buf[128];
 	struct tpeer a;
@@ -2234,15 +2257,9 @@ UNIO_TEST(tcp_cold_conn, fast)
 	int fd;
 
 	TEST_ASSERT_EQ(tpeer_open_set(&a, "lo", set), 0);
-	aa = (const struct tcp_addr *)a.addr;
-	n = raw_hello(buf, aa, 1);
-	fd = raw_connect(aa);
-	TEST_ASSERT(fd >= 0 && send_all(fd, buf, n) == 0, "raw connect");
+	fd = raw_attach(&a, 1, &calls);
+	TEST_ASSERT(fd >= 0, "raw connect, attached after %u calls", calls);
 	unio_tl_tcp_stats(a.iface, &s);
-	for (calls = 0; calls < 100000 && s.conns_accepted == 0; calls++) {
-		unio_tl_iface_progress(a.iface);
-		unio_tl_tcp_stats(a.iface, &s);
-	}
 	TEST_ASSERT_EQ(s.conns_accepted, 1);
 	for (unsigned int i = 0; i < TCP_BUSY_COLD + 64; i++)
 		unio_tl_iface_progress(a.iface);
