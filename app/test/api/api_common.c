@@ -361,3 +361,22 @@ api_reap_child(unio_worker_t *w, pid_t pid, const char *who)
 		    status);
 	return TEST_OK;
 }
+
+uint64_t
+api_worker_counter(unio_worker_t *w, const char *line)
+{
+	char *txt = NULL, *p;
+	size_t n = 0;
+	uint64_t v = UINT64_MAX;
+	FILE *f = open_memstream(&txt, &n);
+
+	if (f == NULL)
+		return v;
+	unio_worker_print_info(w, f);
+	fclose(f);
+	p = txt != NULL ? strstr(txt, line) : NULL;
+	if (p != NULL)
+		v = strtoull(p + strlen(line), NULL, 10);
+	free(txt);
+	return v;
+}

@@ -59,6 +59,15 @@ unio_ep_t *api_connect(unio_worker_t *w, int port, unio_ep_err_handler_t eh, voi
 unio_listener_t *api_listen(unio_worker_t *w, int port, unio_ep_t **ep_slot,
 			    unio_ep_err_handler_t eh, void *arg);
 
+/** The line of unio_worker_print_info() that counts messages dropped from peers. */
+#define API_DROPPED_FROM_PEERS "# dropped from peers: "
+
+/**
+ * The number after @p line (e.g. API_DROPPED_FROM_PEERS) in unio_worker_print_info() of
+ * @p w; UINT64_MAX when there is no such line.
+ */
+uint64_t api_worker_counter(unio_worker_t *w, const char *line);
+
 struct unio_tl_ep;
 
 /**

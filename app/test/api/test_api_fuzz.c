@@ -52,24 +52,11 @@ rnd(uint64_t *s)
 	return *s;
 }
 
-/* The counter as unio_worker_print_info() shows it. */
+/* The "dropped from peers" line of unio_worker_print_info(). */
 static uint64_t
 dropped(unio_worker_t *w)
 {
-	char *txt = NULL, *p;
-	size_t n = 0;
-	uint64_t v = UINT64_MAX;
-	FILE *f = open_memstream(&txt, &n);
-
-	if (f == NULL)
-		return v;
-	unio_worker_print_info(w, f);
-	fclose(f);
-	p = txt != NULL ? strstr(txt, "# dropped from peers: ") : NULL;
-	if (p != NULL)
-		v = strtoull(p + strlen("# dropped from peers: "), NULL, 10);
-	free(txt);
-	return v;
+	return api_worker_counter(w, API_DROPPED_FROM_PEERS);
 }
 
 static void

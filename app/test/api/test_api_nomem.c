@@ -22,28 +22,8 @@ struct nm {
 	unio_ep_t *ep;      /* b -> a */
 };
 
-/* The "# NAME: N" line of unio_worker_print_info(). */
-static uint64_t
-counter(unio_worker_t *w, const char *name)
-{
-	char *txt = NULL, *p;
-	size_t n = 0;
-	uint64_t v = UINT64_MAX;
-	FILE *f = open_memstream(&txt, &n);
-
-	if (f == NULL)
-		return v;
-	unio_worker_print_info(w, f);
-	fclose(f);
-	p = txt != NULL ? strstr(txt, name) : NULL;
-	if (p != NULL)
-		v = strtoull(p + strlen(name), NULL, 10);
-	free(txt);
-	return v;
-}
-
 #define NOMEM "# dropped: no memory: "
-#define MALFORMED "# dropped from peers: "
+#define MALFORMED API_DROPPED_FROM_PEERS
 
 static void
 progress(struct nm *m, unsigned int n)
@@ -124,10 +104,10 @@ static int
 counters(struct nm *m, uint64_t nomem)
 {
 	progress(m, 2000);
-	TEST_ASSERT_EQ(counter(m->a, NOMEM), nomem);
-	TEST_ASSERT_EQ(counter(m->a, MALFORMED), 0);
-	TEST_ASSERT_EQ(counter(m->b, NOMEM), 0);
-	TEST_ASSERT_EQ(counter(m->b, MALFORMED), 0);
+	TEST_ASSERT_EQ(api_worker_counter(m->a, NOMEM), nomem);
+	TEST_ASSERT_EQ(api_worker_counter(m->a, MALFORMED), 0);
+	TEST_ASSERT_EQ(api_worker_counter(m->b, NOMEM), 0);
+	TEST_ASSERT_EQ(api_worker_counter(m->b, MALFORMED), 0);
 	return TEST_OK;
 }
 
