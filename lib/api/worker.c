@@ -431,7 +431,7 @@ worker_efd_watch(struct unio_worker *w, int fd)
 }
 
 static unio_status_t
-efd_create(struct unio_worker *w)
+efd_build(struct unio_worker *w)
 {
 	int fd;
 
@@ -454,6 +454,25 @@ efd_create(struct unio_worker *w)
 	return wireup_efd_add_all(w);
 }
 
+/*
+ * The worker's event fd, or none at all: a half-built one (an iface without an event fd)
+ * is closed, so that the next call fails the same way instead of handing it out.
+ */
+static unio_status_t
+efd_create(struct unio_worker *w)
+{
+	unio_status_t st = efd_build(w);
+
+	if (st != UNIO_OK) {
+		if (w->efd >= 0)
+			close(w->efd);
+		if (w->sig_fd >= 0)
+			close(w->sig_fd);
+		w->efd = w->sig_fd = -1;
+	}
+	return st;
+}
+
 unio_status_t
 unio_worker_get_efd(unio_worker_t *w, int *fd)
 {
@@ -466,15 +485,6 @@ unio_worker_get_efd(unio_worker_t *w, int *fd)
 	worker_lock(w);
 	if (w->efd < 0)
 		st = efd_create(w);
-	if (st != UNIO_OK && w->efd >= 0) {
-		/* half built (an iface without an event fd): no fd, and the next call fails too */
-		close(w->efd);
-		w->efd = -1;
-	}
-	if (st != UNIO_OK && w->sig_fd >= 0) {
-		close(w->sig_fd);
-		w->sig_fd = -1;
-	}
 	if (st == UNIO_OK)
 		*fd = w->efd;
 	worker_unlock(w);
