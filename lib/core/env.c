@@ -74,21 +74,30 @@ has_opt(int argc, char **argv, const char *const *opts)
 	return 0;
 }
 
+/* The number in file @p dir/@p name ("max": LONG_MAX); -1 when there is no such file. */
+static long
+read_limit(const char *dir, const char *name)
+{
+	char path[PATH_MAX + 64], v[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	if (fgets(v, sizeof(v), f) == NULL)
+		v[0] = '\0';
+	fclose(f);
+	return strncmp(v, "max", 3) == 0 ? LONG_MAX : strtol(v, NULL, 10);
+}
+
+/* The count in the 2 MiB hugepage sysfs file @p name (0 when unreadable). */
 static long
 hugepage_count(const char *name)
 {
-	char path[128];
-	FILE *f;
-	long n = 0;
+	long n = read_limit(ENV_HUGE_DIR, name);
 
-	snprintf(path, sizeof(path), ENV_HUGE_DIR "/%s", name);
-	f = fopen(path, "r");
-	if (f == NULL)
-		return 0;
-	if (fscanf(f, "%ld", &n) != 1)
-		n = 0;
-	fclose(f);
-	return n;
+	return n > 0 ? n : 0;
 }
 
 /*
@@ -151,23 +160,6 @@ hugepages_reservable(long n)
 		return false;
 	munmap(p, len);
 	return true;
-}
-
-/* The number in file @p dir/@p name ("max": LONG_MAX); -1 when there is no such file. */
-static long
-read_limit(const char *dir, const char *name)
-{
-	char path[PATH_MAX + 64], v[32] = "";
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "r");
-	if (f == NULL)
-		return -1;
-	if (fgets(v, sizeof(v), f) == NULL)
-		v[0] = '\0';
-	fclose(f);
-	return strncmp(v, "max", 3) == 0 ? LONG_MAX : strtol(v, NULL, 10);
 }
 
 /*
