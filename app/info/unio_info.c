@@ -47,15 +47,23 @@ reach_name(enum unio_tl_reach r)
 	       r == UNIO_TL_REACH_HOST ? "host (processes on this host)" : "network";
 }
 
+/* a size in bytes: the largest binary unit that divides it exactly (64 KiB, 1 GiB), else
+ * bytes (262016 B), so that every size line reads the same way */
 static void
 print_size(FILE *f, const char *name, size_t v)
 {
-	if (v == SIZE_MAX)
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	unsigned int u = 0;
+
+	if (v == SIZE_MAX) {
 		fprintf(f, "      %-15s unlimited\n", name);
-	else if (v >= ((size_t)1 << 30) && v % ((size_t)1 << 30) == 0)
-		fprintf(f, "      %-15s %zu GiB\n", name, v >> 30);
-	else
-		fprintf(f, "      %-15s %zu\n", name, v);
+		return;
+	}
+	while (v != 0 && v % 1024 == 0 && u + 1 < sizeof(unit) / sizeof(unit[0])) {
+		v /= 1024;
+		u++;
+	}
+	fprintf(f, "      %-15s %zu %s\n", name, v, unit[u]);
 }
 
 /* open the device once to learn what an iface on it offers */
@@ -81,7 +89,7 @@ print_iface(FILE *f, const struct unio_tl_driver *drv, const struct unio_config 
 	print_size(f, "max_bcopy", a->max_bcopy);
 	print_size(f, "max_zcopy", a->max_zcopy);
 	print_size(f, "max_zcopy_hdr", a->max_zcopy_hdr);
-	print_size(f, "max_iov", a->max_iov);
+	fprintf(f, "      %-15s %zu\n", "max_iov", a->max_iov);
 	print_size(f, "max_put_zcopy", a->max_put_zcopy);
 	print_size(f, "max_get_zcopy", a->max_get_zcopy);
 	print_size(f, "iface_addr", a->iface_addr_len);

@@ -568,8 +568,8 @@ UNIO_TEST(tl_bad_input, fast)
 	return tl_for_each_driver(case_bad_input);
 }
 
-/* unio-info -d: every driver with devices shows its capabilities and estimates, and a
- * driver that UNIO_TLS denies shows why it has no device */
+/* unio-info -d: every driver with devices shows its capabilities, sizes with their units
+ * and estimates, and a driver that UNIO_TLS denies shows why it has no device */
 UNIO_TEST(tl_info_drivers, fast)
 {
 	static char out[65536];
@@ -584,6 +584,16 @@ UNIO_TEST(tl_info_drivers, fast)
 	}
 	TEST_ASSERT(strstr(out, "capabilities    am_short") != NULL, "no capabilities");
 	TEST_ASSERT(strstr(out, "estimates       latency") != NULL, "no estimates");
+	/* every size reads with its unit: "64 KiB", "262016 B", "unlimited" */
+	for (p = strstr(out, "      max_"); p != NULL; p = strstr(p + 1, "      max_")) {
+		const char *eol = strchr(p, '\n');
+
+		TEST_ASSERT(eol != NULL, "unterminated line");
+		if (strncmp(p + 6, "max_iov ", 8) == 0)
+			continue;
+		TEST_ASSERT(eol[-1] == 'B' || strncmp(eol - 9, "unlimited", 9) == 0,
+			    "a size without its unit: %.*s", (int)(eol - p), p);
+	}
 	TEST_ASSERT(unio_tl_driver_count() > 0, "no driver registered");
 	name = unio_tl_driver_get(0)->name;
 	TEST_ASSERT_EQ(test_capture(out, sizeof(out), "UNIO_TLS=^%s %s/app/info/unio-info -d",
