@@ -2241,16 +2241,32 @@ UNIO_TEST(tcp_idle_iface_epoll, fast)
 
 /*
  * Busy mode reads every connection on every progress call, except one that gave nothing to
- * TCP_BUSY_COLD reads in a row (unio-perf's idle rail beside its lane: one empty recv a
- * call): epoll reports its next frame within TCP_BUSY_EPOLL_EVERY calls, and that frame
- * makes it read every call again.  A raw peer's connection idles into that state once
- * (rx_cold 1), its frame arrives within 16 calls, the next one within the first call.
+ * TCP_BUSY_COLD reads in a row, or TCP_BUSY_COLD_FRESH if it never carried a data frame
+ * (unio-perf's rendezvous rail beside its lane before its first rendezvous: one empty recv
+ * a call): epoll reports its next frame within TCP_BUSY_EPOLL_EVERY calls, and that frame
+ * makes it read every call again.  A raw peer's connection that sent only its HELLO idles
+ * into that state after TCP_BUSY_COLD_FRESH reads (rx_cold 1, not before), its frame
+ * arrives within 16 calls, the next one within the first call; having carried frames, it
+ * is still read after TCP_BUSY_COLD_FRESH idle calls and idles again only after
+ * TCP_BUSY_COLD (rx_cold 2), its next frame again within 16 calls.
  */
+static void
+cold_progress(struct tpeer *a, unsigned int calls, uint64_t *rx_cold)
+{
+	struct unio_tl_tcp_stats s;
+
+	for (unsigned int i = 0; i < calls; i++)
+		unio_tl_iface_progress(a->iface);
+	unio_tl_tcp_stats(a->iface, &s);
+	*rx_cold = s.rx_cold;
+}
+
 UNIO_TEST(tcp_cold_conn, fast)
 {
 	const char *set[] = { "TCP_POLL_MODE", "busy", NULL };
 	struct unio_tl_tcp_stats s;
 	unsigned int calls;
+	uint64_t cold;
 	uint8_t buf[128];
 	struct tpeer a;
 	size_t n;
@@ -2261,26 +2277,32 @@ UNIO_TEST(tcp_cold_conn, fast)
 	TEST_ASSERT(fd >= 0, "raw connect, attached after %u calls", calls);
 	unio_tl_tcp_stats(a.iface, &s);
 	TEST_ASSERT_EQ(s.conns_accepted, 1);
-	for (unsigned int i = 0; i < TCP_BUSY_COLD + 64; i++)
-		unio_tl_iface_progress(a.iface);
-	unio_tl_tcp_stats(a.iface, &s);
-	TEST_ASSERT_EQ(s.rx_cold, 1);
-	for (int round = 0; round < 2; round++) {
+	cold_progress(&a, TCP_BUSY_COLD_FRESH - 64, &cold);
+	TEST_ASSERT_EQ(cold, 0);
+	cold_progress(&a, 128, &cold);
+	TEST_ASSERT_EQ(cold, 1);
+	for (int round = 0; round < 4; round++) {
 		uint64_t before = a.raw_frames;
 
+		if (round == 2) {  /* it carried frames: the fresh limit no longer applies */
+			cold_progress(&a, TCP_BUSY_COLD_FRESH + 64, &cold);
+			TEST_ASSERT_EQ(cold, 1);
+			cold_progress(&a, TCP_BUSY_COLD - TCP_BUSY_COLD_FRESH, &cold);
+			TEST_ASSERT_EQ(cold, 2);
+		}
 		/* on loopback the frame is in a's socket when send() returns */
 		n = raw_am(buf);
 		TEST_ASSERT_EQ(send_all(fd, buf, n), 0);
 		for (calls = 0; calls < 100000 && a.raw_frames == before; calls++)
 			unio_tl_iface_progress(a.iface);
 		TEST_LOG("%s connection: frame after %u progress calls",
-			 round == 0 ? "cold" : "warm", calls);
+			 round % 2 == 0 ? "cold" : "warm", calls);
 		TEST_ASSERT_EQ(a.raw_frames, before + 1);
-		TEST_ASSERT(calls <= (round == 0 ? TCP_BUSY_EPOLL_EVERY : 1u), "%u calls",
+		TEST_ASSERT(calls <= (round % 2 == 0 ? TCP_BUSY_EPOLL_EVERY : 1u), "%u calls",
 			    calls);
 	}
 	unio_tl_tcp_stats(a.iface, &s);
-	TEST_ASSERT_EQ(s.rx_cold, 1);
+	TEST_ASSERT_EQ(s.rx_cold, 2);
 	TEST_ASSERT_EQ(s.open_conns, 1);
 	close(fd);
 	tpeer_close(&a);

@@ -319,6 +319,7 @@ tcp_ep_am_short(struct unio_tl_ep *ep, uint8_t id, uint64_t hdr, const void *pay
 	p = tx_reserve(c, HDR_LEN + sizeof(hdr) + len);
 	if (p == NULL)
 		return UNIO_ERR_NO_RESOURCE;
+	tcp_conn_used(c);
 	tcp_hdr_set((struct tcp_hdr *)p, (uint32_t)(sizeof(hdr) + len), TCP_F_AM, id);
 	memcpy(p + HDR_LEN, &hdr, sizeof(hdr));
 	if (len != 0)
@@ -342,6 +343,7 @@ tcp_ep_am_bcopy(struct unio_tl_ep *ep, uint8_t id, unio_tl_pack_cb_t pack, void 
 	p = tx_reserve(c, HDR_LEN + TCP_MAX_BCOPY);
 	if (p == NULL)
 		return UNIO_ERR_NO_RESOURCE;
+	tcp_conn_used(c);
 	len = pack(p + HDR_LEN, arg);
 	RTE_VERIFY(len <= TCP_MAX_BCOPY);
 	tcp_hdr_set((struct tcp_hdr *)p, (uint32_t)len, TCP_F_AM, id);
@@ -398,6 +400,7 @@ zc_queue(struct tcp_conn *c, const void *hdr, size_t hdr_len, const struct iovec
 		    conn_pipe(c);
 	c->zq_tail++;
 	c->dirty = true;
+	tcp_conn_used(c);
 	if (tx_kick(c) != UNIO_OK)
 		return c->err;
 	/* it was the last entry: the queue is empty when the kernel took all of it */
@@ -578,6 +581,7 @@ tcp_ep_get_zcopy(struct unio_tl_ep *ep, const struct iovec *iov, size_t iovcnt,
 	st = send_small(c, h, sizeof(h));
 	if (st != UNIO_OK)
 		return st;
+	tcp_conn_used(c);
 	*g = (struct tcp_get){ .used = true, .req_id = c->get_seq, .length = len,
 			       .iovcnt = (unsigned int)iovcnt, .comp = comp };
 	memcpy(g->iov, iov, iovcnt * sizeof(*iov));
@@ -607,6 +611,7 @@ send_flush(struct tcp_conn *c, struct unio_tl_completion *comp)
 	st = send_small(c, h, sizeof(h));
 	if (st != UNIO_OK)
 		return st;
+	tcp_conn_used(c);
 	*g = (struct tcp_get){ .used = true, .put = true, .req_id = c->get_seq, .comp = comp };
 	c->get_seq++;
 	c->n_gets++;
@@ -1091,6 +1096,8 @@ rx_parse(struct tcp_conn *c, unsigned int *n)
 			return -1;
 		}
 		need = HDR_LEN + len;
+		if (h.type != TCP_F_MOVE_END && h.type != TCP_F_MOVE_START)
+			tcp_conn_used(c);
 		if ((h.type == TCP_F_PUT || h.type == TCP_F_GET_RESP) && len >= TCP_DIRECT_MIN)
 			c->rx_bulk = TCP_BULK_FRAMES;
 		else if (c->rx_bulk > 0)
@@ -1209,7 +1216,7 @@ conn_rx(struct tcp_conn *c)
 		return n + 1;
 	}
 	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-		if (c->rx_quiet < TCP_BUSY_COLD && ++c->rx_quiet == TCP_BUSY_COLD)
+		if (c->rx_quiet < c->cold_at && ++c->rx_quiet == c->cold_at)
 			c->iface->stats.rx_cold++;
 		return n;
 	}

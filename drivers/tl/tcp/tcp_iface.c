@@ -314,6 +314,7 @@ conn_new(struct tcp_iface *ti, const struct tcp_addr *peer)
 	}
 	c->item = (struct tcp_item){ TCP_ITEM_CONN, -1 };
 	c->pipe[0] = c->pipe[1] = -1;
+	c->cold_at = TCP_BUSY_COLD_FRESH;
 	c->iface = ti;
 	c->peer = *peer;
 	c->err = UNIO_OK;
@@ -973,10 +974,12 @@ tcp_iface_progress(struct unio_tl_iface *iface)
 			 * Nor is one that gave nothing to TCP_BUSY_COLD reads in a row and carried
 			 * no send since (unio-perf's rail to the peer's eth0 while the lane on lo
 			 * carries 8-byte messages: two recv calls a progress call, one always
-			 * empty): epoll reports its next bytes within 16 calls, and the first
-			 * read that returns some, or a send on it, makes it read every call.
+			 * empty), TCP_BUSY_COLD_FRESH if it never carried a data frame (that
+			 * rail before its first rendezvous): epoll reports its next bytes within
+			 * 16 calls, and the first read that returns some, or a send on it, makes
+			 * it read every call.
 			 */
-			if (c->rx_quiet >= TCP_BUSY_COLD)
+			if (c->rx_quiet >= c->cold_at)
 				continue;
 			n += tcp_conn_rx(c);
 		}

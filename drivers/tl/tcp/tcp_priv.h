@@ -52,7 +52,9 @@ extern int unio_logtype_tcp;
 #define TCP_PENDING_MAX    64                  /* accepted sockets awaiting HELLO */
 #define TCP_MIN_RCVBUF     (64 * 1024)         /* floor of UNIO_TCP_RCVBUF */
 #define TCP_BUSY_EPOLL_EVERY 16                /* busy mode: epoll every N progress calls */
-#define TCP_BUSY_COLD (1u << 16)             /* busy mode: empty reads before epoll's turn */
+#define TCP_BUSY_COLD (1u << 16)               /* busy mode: empty reads before epoll's turn */
+#define TCP_BUSY_COLD_FRESH 1024               /* the same for a connection that has carried
+						* no data frame yet (a rendezvous rail) */
 #define TCP_IDLE_EPOLL_EVERY 256               /* the same for an iface with nothing but its
 						* listen socket (no connection, none pending) */
 #define TCP_BURST_MIN      2                   /* sends after a progress call before
@@ -178,6 +180,7 @@ struct tcp_conn {
 	unsigned int tx_epoch_sends;  /* sends in that epoch */
 	bool dual;                    /* the peer sends on its own connection (sim. connect) */
 	uint32_t rx_quiet;            /* busy mode: empty reads since data or a send */
+	uint32_t cold_at;             /* rx_quiet from which it is not read blindly */
 	bool move_pending;            /* ours loses the simultaneous connect: move when idle */
 	bool await_end;               /* ours survives: MOVE_START waits for the twin's END */
 	bool end_seen;                /* MOVE_END read on this (incoming) connection */
@@ -308,6 +311,17 @@ static inline struct tcp_conn *
 tcp_conn_of(struct unio_tl_ep *ep)
 {
 	return ((struct tcp_ep *)ep)->conn;
+}
+
+/*
+ * A data frame went out or came in on @p c: from now on busy mode reads it blindly until
+ * TCP_BUSY_COLD empty reads, where a connection that carried only HELLO and MOVE frames
+ * (a rendezvous rail not used yet) stops after TCP_BUSY_COLD_FRESH.
+ */
+static inline void
+tcp_conn_used(struct tcp_conn *c)
+{
+	c->cold_at = TCP_BUSY_COLD;
 }
 
 static inline void
