@@ -189,8 +189,20 @@ lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *
 			     RTE_MIN(lane->max_short, (size_t)PROTO_AM_SHORT_MAX) + 1 : 0;
 	lane->max_eager = a->max_bcopy > sizeof(struct proto_rts_hdr) + UNIO_TL_RKEY_MAX ?
 			  a->max_bcopy - sizeof(struct proto_eager_hdr) : 0;
-	lane->frag = lane->max_eager > 64 ? a->max_bcopy - sizeof(struct proto_eager_first_hdr)
-					  : 0;
+	/*
+	 * Further fragments (EAGER_MID, PIPE) carry a whole number of cache lines, so that they
+	 * land line-aligned in an aligned buffer and a power-of-two message divides evenly
+	 * (shm: 8 KiB, a 64 KiB message in 8 fragments); the last takes what is left up to
+	 * what its header leaves room for, so no message ends with a fragment of a few bytes.
+	 * The first fragment of an eager message has the longer header.
+	 */
+	if (lane->max_eager > 64) {
+		lane->frag_last = a->max_bcopy - sizeof(struct proto_frag_hdr);
+		lane->frag = RTE_ALIGN_FLOOR(lane->frag_last, (size_t)RTE_CACHE_LINE_SIZE);
+		lane->frag_first = a->max_bcopy - sizeof(struct proto_eager_first_hdr);
+	} else {
+		lane->frag = lane->frag_last = lane->frag_first = 0;
+	}
 	lane->rndv_scheme = cfg->rndv_scheme;
 	/*
 	 * auto: on one host the pipelined scheme (both cores copy through the FIFO at once)

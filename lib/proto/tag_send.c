@@ -30,11 +30,23 @@ pack_eager(void *dest, void *arg)
 	return sizeof(h) + req->slen;
 }
 
+/* payload bytes of the fragment at req->offset (proto_lane: frag, frag_last, frag_first) */
+static inline size_t
+frag_len(const struct unio_request *req)
+{
+	const struct proto_lane *lane = &req->ep->lane;
+	size_t left = req->slen - req->offset;
+
+	if (req->offset == 0 && req->proto == SEND_FRAGS)
+		return RTE_MIN(left, lane->frag_first);
+	return left <= lane->frag_last ? left : lane->frag;
+}
+
 static size_t
 pack_frag(void *dest, void *arg)
 {
 	struct unio_request *req = arg;
-	size_t chunk = RTE_MIN(req->slen - req->offset, req->ep->lane.frag);
+	size_t chunk = frag_len(req);
 	uint8_t *p = dest;
 
 	if (req->offset == 0 && req->proto == SEND_FRAGS) {
@@ -120,7 +132,7 @@ send_frags(struct unio_request *req, uint8_t first_id, uint8_t mid_id)
 		st = send_bcopy(req, id, pack_frag);
 		if (st != UNIO_OK)
 			return st;
-		req->offset += RTE_MIN(req->slen - req->offset, req->ep->lane.frag);
+		req->offset += frag_len(req);
 	} while (req->offset < req->slen);
 	return UNIO_OK;
 }

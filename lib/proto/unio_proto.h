@@ -247,7 +247,9 @@ struct proto_lane {
 	size_t max_short;      /**< eager short up to this payload */
 	size_t am_short_end;   /**< AM through am_short below this (0: none; proto.c) */
 	size_t max_eager;      /**< single eager bcopy up to this payload */
-	size_t frag;           /**< payload bytes per fragment */
+	size_t frag;           /**< payload of a further fragment: whole cache lines (proto.c) */
+	size_t frag_last;      /**< ... of the last one, which takes what is left up to this */
+	size_t frag_first;     /**< ... of a multi-fragment eager message's first fragment */
 	size_t rndv_thresh;
 	int rndv_scheme;       /**< enum unio_rndv_scheme, resolved */
 	size_t split_min;      /**< tag rendezvous from this size: split get / put (or inf) */
