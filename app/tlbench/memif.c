@@ -54,12 +54,12 @@ struct mf_side {
 };
 
 static unio_status_t
-mf_cb(void *arg, const void *data, size_t length, unsigned int flags)
+mf_cb(void *arg, const void *data, size_t length, unsigned int flags, unio_tl_conn_id_t conn_id)
 {
 	struct mf_side *s = arg;
 	uint64_t hdr;
 
-	RTE_SET_USED(flags);
+	RTE_SET_USED(flags), RTE_SET_USED(conn_id);
 	if (length != sizeof(hdr)) {
 		s->bad++;
 		return UNIO_OK;

@@ -174,12 +174,13 @@ median(double *v, unsigned int n)
 /* ---- the child: answers whatever the parent measures ---- */
 
 static unio_status_t
-child_ping_cb(void *arg, const void *data, size_t length, unsigned int flags)
+child_ping_cb(void *arg, const void *data, size_t length, unsigned int flags,
+	      unio_tl_conn_id_t conn_id)
 {
 	struct side *s = arg;
 	uint64_t hdr;
 
-	RTE_SET_USED(length), RTE_SET_USED(flags);
+	RTE_SET_USED(length), RTE_SET_USED(flags), RTE_SET_USED(conn_id);
 	memcpy(&hdr, data, sizeof(hdr));
 	while (unio_tl_ep_am_short(s->ep, AM_PING, hdr, NULL, 0) != UNIO_OK)
 		;
@@ -401,11 +402,12 @@ measure_rte(struct side *s, struct lat *l, uint64_t *seq)
 }
 
 static unio_status_t
-parent_pong_cb(void *arg, const void *data, size_t length, unsigned int flags)
+parent_pong_cb(void *arg, const void *data, size_t length, unsigned int flags,
+	       unio_tl_conn_id_t conn_id)
 {
 	struct side *s = arg;
 
-	RTE_SET_USED(data), RTE_SET_USED(length), RTE_SET_USED(flags);
+	RTE_SET_USED(data), RTE_SET_USED(length), RTE_SET_USED(flags), RTE_SET_USED(conn_id);
 	s->got++;
 	return UNIO_OK;
 }
@@ -642,9 +644,9 @@ parse(int argc, char **argv, struct opts *o)
 }
 
 static unio_status_t
-count_cb(void *arg, const void *data, size_t length, unsigned int flags)
+count_cb(void *arg, const void *data, size_t length, unsigned int flags, unio_tl_conn_id_t conn_id)
 {
-	RTE_SET_USED(data), RTE_SET_USED(length), RTE_SET_USED(flags);
+	RTE_SET_USED(data), RTE_SET_USED(length), RTE_SET_USED(flags), RTE_SET_USED(conn_id);
 	(*(uint64_t *)arg)++;
 	return UNIO_OK;
 }

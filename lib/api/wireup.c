@@ -71,6 +71,7 @@ ifaces_progress(struct unio_worker *w)
 struct wireup_hello {
 	struct wireup_hello *next;
 	struct unio_tl_iface *ifc;   /* the iface it came on */
+	unio_tl_conn_id_t conn_id;   /* ... and the connection */
 	bool busy;             /* beyond UNIO_CONN_BACKLOG: refused when served */
 	size_t len;
 	uint8_t data[];        /* the whole PROTO_AM_CONN message */
@@ -1582,7 +1583,8 @@ wireup_owed_progress(struct unio_ep *ep)
 }
 
 static unio_status_t
-am_wireup_req(void *arg, const void *data, size_t length, unsigned int flags)
+am_wireup_req(void *arg, const void *data, size_t length, unsigned int flags,
+	      unio_tl_conn_id_t conn_id)
 {
 	struct unio_worker *w = arg;
 	struct wire_am_req h;
@@ -1602,6 +1604,8 @@ am_wireup_req(void *arg, const void *data, size_t length, unsigned int flags)
 		ep_free(ep);
 		return UNIO_OK;
 	}
+	/* the sender's lane, on which all of its frames come: maybe not the one chosen here */
+	ep->lane.rx_conn_id = conn_id;
 	ep->state = EP_CONNECTED;
 	if (wireup_send(ep, PROTO_AM_WIREUP_REP) != UNIO_OK)
 		API_LOG(ERR, "wireup reply to ep %#x failed", h.src_ep_id);
@@ -1613,7 +1617,8 @@ bad:
 }
 
 static unio_status_t
-am_wireup_rep(void *arg, const void *data, size_t length, unsigned int flags)
+am_wireup_rep(void *arg, const void *data, size_t length, unsigned int flags,
+	      unio_tl_conn_id_t conn_id)
 {
 	struct unio_worker *w = arg;
 	struct wire_am_rep h;
@@ -1628,6 +1633,7 @@ am_wireup_rep(void *arg, const void *data, size_t length, unsigned int flags)
 	ep = w->eps[h.dst_ep_id & 0xffff];
 	if (ep == NULL || ep->id != h.dst_ep_id || ep->state != EP_CONNECTING)
 		goto bad;
+	ep->lane.rx_conn_id = conn_id;   /* the peer's lane (see am_wireup_req()) */
 	ep->remote_id = h.src_ep_id;
 	ep->state = EP_CONNECTED;
 	if (!TAILQ_EMPTY(&ep->pending))
@@ -1785,15 +1791,17 @@ conn_refuse(struct unio_worker *w, struct unio_tl_ep *tl_ep, uint16_t type, uint
  */
 static bool
 hello_crossing(struct unio_worker *w, struct unio_tl_iface *ifc, const struct wire_conn *h,
-	       const uint8_t *addr)
+	       const uint8_t *addr, unio_tl_conn_id_t conn_id)
 {
 	struct wire_addr_hdr ah;
 
 	for (unsigned int i = 0; i < w->n_eps; i++) {
 		struct unio_ep *d = w->eps[i];
 
+		/* the HELLO came on the connection the dial made (src is the sender's word) */
 		if (d == NULL || d->lane.tl_ep == NULL || d->lane.iface != ifc ||
-		    memcmp(d->dial_dst, &h->src, sizeof(h->src)) != 0)
+		    memcmp(d->dial_dst, &h->src, sizeof(h->src)) != 0 ||
+		    !proto_ep_sent(d, conn_id))
 			continue;
 		if (d->state == EP_CONNECTED && d->remote_id == h->ctl.ep_id)
 			return true;   /* joined already, from the peer's side */
@@ -1883,12 +1891,19 @@ hello_serve(struct unio_worker *w, struct wireup_hello *q)
 					 .iface_addr_len = h.iface_addr_len };
 	st = unio_tl_ep_create(ifc, &tp, &tl_ep);
 	if (st == UNIO_ERR_EXISTS && h.ctl.addr_len == q->len - sizeof(h) - h.iface_addr_len &&
-	    hello_crossing(w, ifc, &h, q->data + sizeof(h) + h.iface_addr_len))
+	    hello_crossing(w, ifc, &h, q->data + sizeof(h) + h.iface_addr_len, q->conn_id))
 		goto out;
 	if (st != UNIO_OK) {
 		API_LOG(ERR, "connection request: no ep to its sender: %s",
 			unio_status_string(st));
 		hello_refuse(w, q, ifc, WIRE_REFUSED_NO_EP, UNIO_TL_CONN_NO_EP);
+		goto out;
+	}
+	/* the iface address it names is the sender's own: the answer goes where it came from */
+	if (tl_ep->conn_id != q->conn_id) {
+		API_LOG(ERR, "connection request naming another peer's iface: dropped");
+		unio_tl_ep_destroy(tl_ep);
+		w->n_dropped++;
 		goto out;
 	}
 	if (q->busy) {
@@ -1950,7 +1965,7 @@ hellos_progress(struct unio_worker *w)
 /* The answer to a HELLO of ours: the ep waiting in ep_connect_driver() takes it. */
 static void
 conn_answer(struct unio_worker *w, const struct wire_conn *h, const uint8_t *data,
-	    size_t length)
+	    size_t length, unio_tl_conn_id_t conn_id)
 {
 	const uint8_t *addr = data + sizeof(*h) + h->iface_addr_len;
 	struct wire_addr_hdr ah;
@@ -1963,7 +1978,8 @@ conn_answer(struct unio_worker *w, const struct wire_conn *h, const uint8_t *dat
 	    h->ctl.type == WIRE_ACCEPT && ep->remote_id == h->ctl.ep_id)
 		return;   /* a simultaneous open: the peer's HELLO connected us already */
 	if (ep == NULL || ep->id != h->dst_ep_id || ep->state != EP_CONNECTING ||
-	    ep->conn_status != UNIO_INPROGRESS)
+	    ep->conn_status != UNIO_INPROGRESS || ep->lane.tl_ep == NULL ||
+	    !proto_ep_sent(ep, conn_id))
 		goto bad;
 	ep->conn_answered = true;   /* a Unio worker serves that address: no kernel fallback */
 	switch (h->ctl.type) {
@@ -2012,13 +2028,13 @@ bad:
  * a control connection.
  */
 static void
-conn_close(struct unio_worker *w, const struct wire_conn *h)
+conn_close(struct unio_worker *w, const struct wire_conn *h, unio_tl_conn_id_t conn_id)
 {
 	struct unio_ep *ep = (h->dst_ep_id & 0xffff) < w->n_eps ?
 			     w->eps[h->dst_ep_id & 0xffff] : NULL;
 
 	if (ep == NULL || ep->id != h->dst_ep_id || ep->state != EP_CONNECTED ||
-	    !ep->by_driver || ep->remote_id != h->ctl.ep_id) {
+	    !ep->by_driver || ep->remote_id != h->ctl.ep_id || !proto_ep_sent(ep, conn_id)) {
 		API_LOG(ERR, "CLOSE for an unknown ep %#x", h->dst_ep_id);
 		w->n_dropped++;
 		return;
@@ -2029,7 +2045,8 @@ conn_close(struct unio_worker *w, const struct wire_conn *h)
 
 /* @p arg: the iface it came on, whose err_arg is its worker. */
 static unio_status_t
-am_conn(void *arg, const void *data, size_t length, unsigned int flags)
+am_conn(void *arg, const void *data, size_t length, unsigned int flags,
+	unio_tl_conn_id_t conn_id)
 {
 	struct unio_tl_iface *ifc = arg;
 	struct unio_worker *w = ifc->err_arg;
@@ -2045,11 +2062,11 @@ am_conn(void *arg, const void *data, size_t length, unsigned int flags)
 	    length - sizeof(h) < h.iface_addr_len)
 		goto bad;
 	if (h.ctl.type == WIRE_CLOSE) {
-		conn_close(w, &h);
+		conn_close(w, &h, conn_id);
 		return UNIO_OK;
 	}
 	if (h.ctl.type != WIRE_HELLO) {
-		conn_answer(w, &h, data, length);
+		conn_answer(w, &h, data, length, conn_id);
 		return UNIO_OK;
 	}
 	/*
@@ -2065,6 +2082,7 @@ am_conn(void *arg, const void *data, size_t length, unsigned int flags)
 	}
 	q->next = NULL;
 	q->ifc = ifc;
+	q->conn_id = conn_id;
 	q->busy = w->n_hellos >= backlog;
 	q->len = length;
 	memcpy(q->data, data, length);

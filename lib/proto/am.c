@@ -465,7 +465,8 @@ deliver_kept(struct unio_worker *w, struct am_handler *h, const uint8_t *hdr, si
 }
 
 static unio_status_t
-am_eager_rx(void *arg, const void *data, size_t length, unsigned int flags)
+am_eager_rx(void *arg, const void *data, size_t length, unsigned int flags,
+	    unio_tl_conn_id_t conn_id)
 {
 	struct unio_worker *w = arg;
 	struct unio_am_recv_param p = { 0, NULL };
@@ -478,6 +479,12 @@ am_eager_rx(void *arg, const void *data, size_t length, unsigned int flags)
 	if (unlikely(length < sizeof(h)))
 		goto bad;
 	memcpy(&h, data, sizeof(h));
+	/* the ep id is read only for a reply ep: it must be the sender's own */
+	if (h.hdr_len & AM_EAGER_REPLY) {
+		p.reply_ep = proto_ep_from(w, h.ep_id, conn_id);
+		if (unlikely(p.reply_ep == NULL))
+			goto bad;
+	}
 	hl = h.hdr_len & ~AM_EAGER_REPLY;
 	if (unlikely(hl > length - sizeof(h)))
 		goto bad;
@@ -487,8 +494,6 @@ am_eager_rx(void *arg, const void *data, size_t length, unsigned int flags)
 		w->n_dropped++;
 		return UNIO_OK;
 	}
-	if (h.hdr_len & AM_EAGER_REPLY)
-		p.reply_ep = proto_ep_lookup(w, h.ep_id);
 	d += sizeof(h);
 	length -= sizeof(h) + hl;
 	if (unlikely(hd->flags & UNIO_AM_HANDLER_FLAG_PERSISTENT_DATA))
@@ -497,7 +502,8 @@ am_eager_rx(void *arg, const void *data, size_t length, unsigned int flags)
 		hd->cb(hd->arg, d, hl, (void *)(uintptr_t)(d + hl), length, &p);
 	return UNIO_OK;
 bad:
-	PROTO_LOG(ERR, "am: malformed eager message (%zu bytes)", length);
+	PROTO_LOG(ERR, "am: malformed eager message, or its reply ep unknown or another peer's "
+		  "(%zu bytes)", length);
 	w->n_dropped++;
 	return UNIO_OK;
 }
@@ -542,7 +548,8 @@ rts_after(struct unio_ep *ep, struct am_desc *d, unio_status_t st)
 }
 
 static unio_status_t
-am_rts_rx(void *arg, const void *data, size_t length, unsigned int flags)
+am_rts_rx(void *arg, const void *data, size_t length, unsigned int flags,
+	  unio_tl_conn_id_t conn_id)
 {
 	struct unio_worker *w = arg;
 	struct unio_am_recv_param p = { UNIO_AM_RECV_ATTR_FLAG_RNDV, NULL };
@@ -556,7 +563,7 @@ am_rts_rx(void *arg, const void *data, size_t length, unsigned int flags)
 	if (unlikely(length < sizeof(h)))
 		goto bad;
 	memcpy(&h, data, sizeof(h));
-	ep = proto_ep_lookup(w, h.ep_id);
+	ep = proto_ep_from(w, h.ep_id, conn_id);
 	if (unlikely(ep == NULL || h.sreq_id == 0 || h.rkey_len > UNIO_TL_RKEY_MAX ||
 		     length != sizeof(h) + h.hdr_len + h.rkey_len || h.size > (1ull << 40)))
 		goto bad;
@@ -574,7 +581,8 @@ am_rts_rx(void *arg, const void *data, size_t length, unsigned int flags)
 	rts_after(ep, d, hd->cb(hd->arg, u, h.hdr_len, d, h.size, &p));
 	return UNIO_OK;
 bad:
-	PROTO_LOG(ERR, "am: malformed rendezvous message or unknown ep (%zu bytes)", length);
+	PROTO_LOG(ERR, "am: malformed rendezvous message, unknown or another peer's ep (%zu "
+		  "bytes)", length);
 	w->n_dropped++;
 	return UNIO_OK;
 }

@@ -117,19 +117,6 @@ proto_req_hand_out_done(struct unio_request *req, const struct unio_request_para
 	return UNIO_INPROGRESS;
 }
 
-struct unio_ep *
-proto_ep_lookup(struct unio_worker *w, uint32_t id)
-{
-	uint32_t idx = id & 0xffff;
-	struct unio_ep *ep;
-
-	if (unlikely(idx >= w->n_eps))
-		return NULL;
-	ep = w->eps[idx];
-	if (unlikely(ep == NULL || ep->id != id || ep->state != EP_CONNECTED))
-		return NULL;
-	return ep;
-}
 
 /* ---- lanes and thresholds ---- */
 
@@ -246,6 +233,7 @@ proto_lane_init(struct unio_worker *w, struct proto_lane *lane, struct unio_tl_e
 {
 	lane->tl_ep = tl_ep;
 	lane->iface = tl_ep->iface;
+	lane->rx_conn_id = tl_ep->conn_id;   /* the peer sends on the same connection */
 	lane_thresholds(&w->ctx->config, &tl_ep->iface->attr, tl_ep->cap, lane);
 }
 

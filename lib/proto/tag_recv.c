@@ -124,7 +124,8 @@ eager_short_checked(struct unio_worker *w, const void *data, size_t length)
  * it saves no registers; the rest goes to eager_short_checked().
  */
 static unio_status_t
-am_eager_short(void *arg, const void *data, size_t length, unsigned int flags)
+am_eager_short(void *arg, const void *data, size_t length, unsigned int flags,
+	       unio_tl_conn_id_t conn_id)
 {
 	struct unio_worker *w = arg;
 	size_t len = length - sizeof(uint64_t);
@@ -132,7 +133,8 @@ am_eager_short(void *arg, const void *data, size_t length, unsigned int flags)
 	struct req_list *b;
 	uint64_t tag;
 
-	RTE_SET_USED(flags);
+	/* names no ep: the tag is all it says of its sender */
+	RTE_SET_USED(flags), RTE_SET_USED(conn_id);
 	if (unlikely(length < sizeof(tag) || len > 16 || w->n_exp_exact == 0 ||
 		     w->n_exp_masked != 0))
 		return eager_short_checked(w, data, length);
@@ -166,12 +168,14 @@ sync_ack(struct unio_worker *w, uint32_t ep_id, uint64_t sreq_id)
 }
 
 static unio_status_t
-am_eager(void *arg, const void *data, size_t length, unsigned int flags)
+am_eager(void *arg, const void *data, size_t length, unsigned int flags,
+	 unio_tl_conn_id_t conn_id)
 {
 	struct unio_worker *w = arg;
 	struct proto_eager_hdr h;
 	struct unio_request *req;
 	const uint8_t *p = data;
+	struct unio_ep *ep;
 
 	RTE_SET_USED(flags);
 	if (unlikely(length < sizeof(h))) {
@@ -180,6 +184,13 @@ am_eager(void *arg, const void *data, size_t length, unsigned int flags)
 		return UNIO_OK;
 	}
 	memcpy(&h, data, sizeof(h));
+	/* the ep it names: where a sync answer goes, and the sender's word for who it is */
+	ep = proto_ep_from(w, h.ep_id, conn_id);
+	if (unlikely(ep == NULL)) {
+		PROTO_LOG(ERR, "eager: names ep %#x, which is unknown or another peer's", h.ep_id);
+		w->n_dropped++;
+		return UNIO_OK;
+	}
 	length -= sizeof(h);
 	req = proto_exp_match(w, h.tag);
 	if (req == NULL) {
@@ -187,7 +198,7 @@ am_eager(void *arg, const void *data, size_t length, unsigned int flags)
 		return UNIO_OK;
 	}
 	if (h.sreq_id != 0)
-		sync_ack(w, h.ep_id, h.sreq_id);
+		proto_send_ack(ep, PROTO_AM_SYNC_ACK, h.sreq_id, UNIO_OK);
 	recv_done(req, h.tag, length, p + sizeof(h));
 	return UNIO_OK;
 }
@@ -211,7 +222,8 @@ frag_bind(struct unio_ep *ep, struct unio_request *req, const void *got, size_t 
 }
 
 static unio_status_t
-am_eager_first(void *arg, const void *data, size_t length, unsigned int flags)
+am_eager_first(void *arg, const void *data, size_t length, unsigned int flags,
+	       unio_tl_conn_id_t conn_id)
 {
 	struct unio_worker *w = arg;
 	struct proto_eager_first_hdr h;
@@ -224,7 +236,7 @@ am_eager_first(void *arg, const void *data, size_t length, unsigned int flags)
 		goto bad;
 	memcpy(&h, data, sizeof(h));
 	n = length - sizeof(h);
-	ep = proto_ep_lookup(w, h.e.ep_id);
+	ep = proto_ep_from(w, h.e.ep_id, conn_id);
 	/* a message being swallowed (truncated, no memory) that its sender abandoned: the new
 	 * one replaces it (fragments arrive in order, so a correct sender never does this) */
 	if (unlikely(ep == NULL || (ep->rx.active && !(ep->rx.drop && ep->rx.req == NULL &&
@@ -257,14 +269,15 @@ am_eager_first(void *arg, const void *data, size_t length, unsigned int flags)
 	proto_unexp_add(w, ep->rx.ux);
 	return UNIO_OK;
 bad:
-	PROTO_LOG(ERR, "eager first fragment: malformed header or unknown ep (%zu bytes)",
-		  length);
+	PROTO_LOG(ERR, "eager first fragment: malformed header, unknown or another peer's ep "
+		  "(%zu bytes)", length);
 	w->n_dropped++;
 	return UNIO_OK;
 }
 
 static unio_status_t
-am_eager_mid(void *arg, const void *data, size_t length, unsigned int flags)
+am_eager_mid(void *arg, const void *data, size_t length, unsigned int flags,
+	     unio_tl_conn_id_t conn_id)
 {
 	struct unio_worker *w = arg;
 	struct proto_rx_frag *rx;
@@ -277,7 +290,7 @@ am_eager_mid(void *arg, const void *data, size_t length, unsigned int flags)
 		goto bad;
 	memcpy(&h, data, sizeof(h));
 	n = length - sizeof(h);
-	ep = proto_ep_lookup(w, h.ep_id);
+	ep = proto_ep_from(w, h.ep_id, conn_id);
 	if (unlikely(ep == NULL || !ep->rx.active))
 		goto bad;
 	rx = &ep->rx;
@@ -459,7 +472,8 @@ rndv_start(struct unio_request *req, struct unio_ep *ep, const struct proto_rts_
 }
 
 static unio_status_t
-am_rts(void *arg, const void *data, size_t length, unsigned int flags)
+am_rts(void *arg, const void *data, size_t length, unsigned int flags,
+       unio_tl_conn_id_t conn_id)
 {
 	struct unio_worker *w = arg;
 	struct proto_rts_hdr h;
@@ -471,7 +485,7 @@ am_rts(void *arg, const void *data, size_t length, unsigned int flags)
 	if (unlikely(length < sizeof(h)))
 		goto bad;
 	memcpy(&h, data, sizeof(h));
-	ep = proto_ep_lookup(w, h.ep_id);
+	ep = proto_ep_from(w, h.ep_id, conn_id);
 	if (unlikely(ep == NULL || h.rkey_len > UNIO_TL_RKEY_MAX ||
 		     length != sizeof(h) + h.rkey_len || h.size > PROTO_MAX_MSG ||
 		     h.sreq_id == 0))
@@ -497,7 +511,7 @@ am_rts(void *arg, const void *data, size_t length, unsigned int flags)
 	proto_unexp_add(w, ux);
 	return UNIO_OK;
 bad:
-	PROTO_LOG(ERR, "RTS: malformed header or unknown ep (%zu bytes)", length);
+	PROTO_LOG(ERR, "RTS: malformed header, unknown or another peer's ep (%zu bytes)", length);
 	w->n_dropped++;
 	return UNIO_OK;
 }
@@ -513,7 +527,8 @@ lookup_active(struct unio_worker *w, uint64_t id, uint8_t type)
 }
 
 static unio_status_t
-am_ack(void *arg, const void *data, size_t length, unsigned int flags)
+am_ack(void *arg, const void *data, size_t length, unsigned int flags,
+       unio_tl_conn_id_t conn_id)
 {
 	struct unio_worker *w = arg;
 	struct unio_request *req;
@@ -524,6 +539,8 @@ am_ack(void *arg, const void *data, size_t length, unsigned int flags)
 		goto bad;
 	memcpy(&h, data, sizeof(h));
 	req = lookup_active(w, h.sreq_id, REQ_SEND);
+	if (req != NULL && !proto_ep_sent(req->ep, conn_id))
+		req = NULL;   /* from another peer than the one the send went to */
 	/*
 	 * A sync multi-fragment message is answered when its first fragment matches, maybe
 	 * while the rest still waits for room here: it completes once its last one went out
@@ -552,19 +569,21 @@ bad:
 
 /* ATS: a rendezvous send is done, or the sender's part of a split receive is written */
 static unio_status_t
-am_ats(void *arg, const void *data, size_t length, unsigned int flags)
+am_ats(void *arg, const void *data, size_t length, unsigned int flags,
+       unio_tl_conn_id_t conn_id)
 {
 	struct unio_worker *w = arg;
 	struct unio_request *req;
 	struct proto_ack_hdr h;
 
 	if (unlikely(length != sizeof(h)))
-		return am_ack(arg, data, length, flags);
+		return am_ack(arg, data, length, flags, conn_id);
 	memcpy(&h, data, sizeof(h));
 	req = lookup_active(w, h.sreq_id, REQ_RECV);
 	if (req == NULL)
-		return am_ack(arg, data, length, flags);
-	if (!req->split_wait || h.status > 0 || h.status <= UNIO_ERR_LAST) {
+		return am_ack(arg, data, length, flags, conn_id);
+	if (!req->split_wait || h.status > 0 || h.status <= UNIO_ERR_LAST ||
+	    !proto_ep_sent(req->rndv_ep, conn_id)) {
 		PROTO_LOG(ERR, "ATS for a receive that waits for no split part");
 		w->n_dropped++;
 		return UNIO_OK;
@@ -590,7 +609,7 @@ am_ats(void *arg, const void *data, size_t length, unsigned int flags)
 
 /* the split rendezvous' RTP: validate, then put the asked part */
 static void
-rtp_in(struct unio_worker *w, const void *data, size_t length)
+rtp_in(struct unio_worker *w, const void *data, size_t length, unio_tl_conn_id_t conn_id)
 {
 	struct unio_request *req;
 	struct proto_rtp_hdr h;
@@ -598,7 +617,8 @@ rtp_in(struct unio_worker *w, const void *data, size_t length)
 	memcpy(&h, data, sizeof(h));
 	req = lookup_active(w, h.r.sreq_id, REQ_SEND);
 	/* rreq_id: a part was asked for already */
-	if (req == NULL || req->proto != SEND_WAIT_ACK || h.r.rreq_id == 0 || req->rreq_id != 0 ||
+	if (req == NULL || !proto_ep_sent(req->ep, conn_id) || req->proto != SEND_WAIT_ACK ||
+	    h.r.rreq_id == 0 || req->rreq_id != 0 ||
 	    h.rkey_len > UNIO_TL_RKEY_MAX || length != sizeof(h) + h.rkey_len ||
 	    h.offset == 0 || h.offset >= req->slen) {
 		PROTO_LOG(ERR, "RTP: malformed or for an unknown request (%zu bytes)", length);
@@ -609,7 +629,8 @@ rtp_in(struct unio_worker *w, const void *data, size_t length)
 }
 
 static unio_status_t
-am_rtr(void *arg, const void *data, size_t length, unsigned int flags)
+am_rtr(void *arg, const void *data, size_t length, unsigned int flags,
+       unio_tl_conn_id_t conn_id)
 {
 	struct unio_worker *w = arg;
 	struct unio_request *req;
@@ -617,7 +638,7 @@ am_rtr(void *arg, const void *data, size_t length, unsigned int flags)
 
 	RTE_SET_USED(flags);
 	if (length >= sizeof(struct proto_rtp_hdr)) {
-		rtp_in(w, data, length);
+		rtp_in(w, data, length, conn_id);
 		return UNIO_OK;
 	}
 	if (unlikely(length != sizeof(h)))
@@ -625,8 +646,8 @@ am_rtr(void *arg, const void *data, size_t length, unsigned int flags)
 	memcpy(&h, data, sizeof(h));
 	req = lookup_active(w, h.sreq_id, REQ_SEND);
 	/* rreq_id: a part was asked for already (RTP), or the data streamed (RTR) */
-	if (req == NULL || req->proto != SEND_WAIT_ACK || h.rreq_id == 0 || req->slen == 0 ||
-	    req->rreq_id != 0)
+	if (req == NULL || !proto_ep_sent(req->ep, conn_id) || req->proto != SEND_WAIT_ACK ||
+	    h.rreq_id == 0 || req->slen == 0 || req->rreq_id != 0)
 		goto bad;
 	proto_send_pipeline(req, h.rreq_id);
 	return UNIO_OK;
@@ -637,7 +658,8 @@ bad:
 }
 
 static unio_status_t
-am_pipe(void *arg, const void *data, size_t length, unsigned int flags)
+am_pipe(void *arg, const void *data, size_t length, unsigned int flags,
+	unio_tl_conn_id_t conn_id)
 {
 	struct unio_worker *w = arg;
 	struct unio_request *req;
@@ -652,8 +674,9 @@ am_pipe(void *arg, const void *data, size_t length, unsigned int flags)
 	req = lookup_active(w, h.rreq_id, REQ_RECV);
 	/* a receive that pulls (rkey, comp) takes no pipelined fragment */
 	if (unlikely(req == NULL || req->rndv_ep == NULL || req->rndv_ep->id != h.ep_id ||
-		     req->rkey_valid || req->comp.count != 0 ||
-		     h.offset != req->received || n > req->info.length - req->received))
+		     !proto_ep_sent(req->rndv_ep, conn_id) || req->rkey_valid ||
+		     req->comp.count != 0 || h.offset != req->received ||
+		     n > req->info.length - req->received))
 		goto bad;
 	unio_memcpy_part(req->rbuf + h.offset, (const uint8_t *)data + sizeof(h), n,
 			 req->info.length);

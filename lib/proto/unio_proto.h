@@ -243,6 +243,12 @@ enum ep_state { EP_CONNECTING, EP_CONNECTED, EP_FAILED, EP_CLOSED };
 struct proto_lane {
 	struct unio_tl_ep *tl_ep;
 	struct unio_tl_iface *iface;
+	/**
+	 * The connection the peer's frames come on (unio_tl_conn_id_t): the lane's own, or for
+	 * an ep from a worker address, the one its wireup request or reply came on (the peer
+	 * chose its own lane, maybe another driver or iface).
+	 */
+	unio_tl_conn_id_t rx_conn_id;
 	bool short_ok;         /**< the lane has am_short */
 	size_t max_short;      /**< eager short up to this payload */
 	size_t am_short_end;   /**< AM through am_short below this (0: none; proto.c) */
@@ -647,8 +653,44 @@ proto_req_id(const struct unio_request *req)
 	return proto_id_seal(req->worker->id_key, proto_req_slot(req));
 }
 
-/** The ep with id @p id, NULL when unknown or dead. */
-struct unio_ep *proto_ep_lookup(struct unio_worker *w, uint32_t id);
+/**
+ * The ep with id @p id, NULL when unknown or dead.  Inline: a handler that checks the ep
+ * against the frame's connection keeps that id in a register, with no call to save it over.
+ */
+static inline struct unio_ep *
+proto_ep_lookup(struct unio_worker *w, uint32_t id)
+{
+	uint32_t idx = id & 0xffff;
+	struct unio_ep *ep;
+
+	if (unlikely(idx >= w->n_eps))
+		return NULL;
+	ep = w->eps[idx];
+	if (unlikely(ep == NULL || ep->id != id || ep->state != EP_CONNECTED))
+		return NULL;
+	return ep;
+}
+
+/**
+ * Did a frame that came on connection @p conn_id (the AM callback's) come from @p ep's peer?
+ * The ep id a message names is the sender's word, the connection the transport's: a peer
+ * naming another peer's ep is caught here (doc/guides/protocols.md, "Answers from other
+ * peers").  One compare with the id the peer's frames arrive with (proto_lane.rx_conn_id).
+ */
+static inline bool
+proto_ep_sent(const struct unio_ep *ep, unio_tl_conn_id_t conn_id)
+{
+	return likely(ep->lane.rx_conn_id == conn_id);
+}
+
+/** proto_ep_lookup() for a frame that came on @p conn_id: NULL for another peer's ep too. */
+static inline struct unio_ep *
+proto_ep_from(struct unio_worker *w, uint32_t id, unio_tl_conn_id_t conn_id)
+{
+	struct unio_ep *ep = proto_ep_lookup(w, id);
+
+	return ep != NULL && proto_ep_sent(ep, conn_id) ? ep : NULL;
+}
 
 unio_status_t proto_set_handlers(struct unio_worker *w, struct unio_tl_iface *iface);
 

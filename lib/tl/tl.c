@@ -124,14 +124,23 @@ stub_progress(struct unio_tl_iface *iface)
 
 /* An AM id nobody registered: the message is dropped and logged. */
 static unio_status_t
-drop_am(void *arg, const void *data, size_t length, unsigned int flags)
+drop_am(void *arg, const void *data, size_t length, unsigned int flags,
+	unio_tl_conn_id_t conn_id)
 {
 	struct unio_tl_iface *iface = arg;
 
-	RTE_SET_USED(data), RTE_SET_USED(flags);
+	RTE_SET_USED(data), RTE_SET_USED(flags), RTE_SET_USED(conn_id);
 	TL_LOG(WARNING, "%s/%s: dropped a %zu-byte message for an AM id with no handler",
 	       iface->driver->name, iface->dev_name, length);
 	return UNIO_OK;
+}
+
+unio_tl_conn_id_t
+unio_tl_conn_id_new(void)
+{
+	static uint64_t last;
+
+	return __atomic_add_fetch(&last, 1, __ATOMIC_RELAXED);
 }
 
 static void

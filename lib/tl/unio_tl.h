@@ -24,14 +24,19 @@
  * valid only during the call (unless the handler returns UNIO_INPROGRESS on a message
  * delivered with UNIO_TL_CB_FLAG_DESC, and releases it later with release_desc()).
  *
- * Sender identity: the handler is not told which peer or connection a frame came from, and
- * the protocol layer does not rely on the transport for it.  Answers that continue a
- * request (ATS, RTR, SYNC_ACK, PIPE, further eager fragments) are bound to the peer the
- * request was sent to by secrets only that peer saw (sealed request ids, the fragment
- * cookie: doc/guides/protocols.md, "Answers from other peers"); a driver must therefore
- * deliver a frame only to the worker it was sent to, and never show one peer the frames
- * of another (shm cannot: every sender maps the receiver's whole segment).  The ep id a
- * message names is the sender's claim, not checked against the connection.
+ * Sender identity: the handler is told which connection a frame came on, as an opaque
+ * 64-bit connection id (unio_tl_conn_id_t).  Every ep of the iface to the peer iface that
+ * sent it carries the same id in unio_tl_ep.conn_id, whichever of that peer's connections
+ * the frame used (tcp's two crossing connections, ethdev's shared handles); no ep to another
+ * peer does.  The protocol layer drops a message whose ep id names an ep whose conn_id is
+ * not the frame's (doc/guides/protocols.md, "Answers from other peers").  Ids come from
+ * unio_tl_conn_id_new() (or, shm, from the peer iface's own id with the top bit set), so
+ * that ids of different ifaces never meet.  Answers that continue a request (ATS, RTR,
+ * SYNC_ACK, PIPE, further eager fragments) are also bound by secrets only the peer the
+ * request was sent to saw (sealed request ids, the fragment cookie); a driver must deliver
+ * a frame only to the worker it was sent to, and never show one peer the frames of another
+ * (shm cannot: every sender maps the receiver's whole segment, and writes the slot that
+ * names it).
  */
 
 #include <stdbool.h>
@@ -103,11 +108,19 @@ struct unio_tl_iface;
 struct unio_tl_ep;
 
 /**
- * Rx handler for one AM id.  @p data starts with the sender's header.  Return UNIO_OK when
- * done with the data; UNIO_INPROGRESS (only with UNIO_TL_CB_FLAG_DESC) to keep it.
+ * The connection a frame came on, as its receiver's eps know it (unio_tl_ep.conn_id): the
+ * same for every connection and every ep of one iface to one peer iface.  0: the driver
+ * cannot tell (every frame and every ep of its ifaces then carry 0).
+ */
+typedef uint64_t unio_tl_conn_id_t;
+
+/**
+ * Rx handler for one AM id.  @p data starts with the sender's header; @p conn_id names the
+ * connection it came on (see unio_tl_conn_id_t).  Return UNIO_OK when done with the data;
+ * UNIO_INPROGRESS (only with UNIO_TL_CB_FLAG_DESC) to keep it.
  */
 typedef unio_status_t (*unio_tl_am_cb_t)(void *arg, const void *data, size_t length,
-					 unsigned int flags);
+					 unsigned int flags, unio_tl_conn_id_t conn_id);
 
 /**
  * bcopy pack callback: write the message into @p dest, return the number of bytes.  @p dest
@@ -352,6 +365,12 @@ struct unio_tl_ep {
 	 * ep_create may set it; left at 0, the generic layer sets it to iface->attr.cap.
 	 */
 	uint64_t cap;
+	/**
+	 * The connection id with which frames from this ep's peer iface arrive here (the AM
+	 * callback's @c conn_id), set by the driver's ep_create and kept valid while the ep
+	 * lives; 0 when the driver cannot tell.
+	 */
+	unio_tl_conn_id_t conn_id;
 };
 
 /** A transport driver. */
@@ -466,6 +485,12 @@ unio_status_t unio_tl_iface_get_sockaddr(struct unio_tl_iface *iface,
 unio_status_t unio_tl_sockaddr_to_addr(struct unio_tl_iface *iface, const struct sockaddr *sa,
 				       socklen_t len, void *addr);
 
+/**
+ * A connection id no iface of this process handed out before (nonzero, below 2^63: shm's
+ * ids have the top bit set).  Thread-safe.
+ */
+unio_tl_conn_id_t unio_tl_conn_id_new(void);
+
 /** Names of the capability flags in @p cap, space-separated, into @p buf. */
 void unio_tl_cap_string(uint64_t cap, char *buf, size_t len);
 
@@ -562,12 +587,12 @@ unio_tl_ep_room_freed(struct unio_tl_ep *ep)
 	return f == NULL || f(ep);
 }
 
-/** Deliver one message to its handler (for drivers' rx paths). */
+/** Deliver one message that came on connection @p conn_id to its handler (drivers' rx). */
 static inline unio_status_t
 unio_tl_iface_invoke_am(struct unio_tl_iface *iface, uint8_t id, const void *data,
-			size_t length, unsigned int flags)
+			size_t length, unsigned int flags, unio_tl_conn_id_t conn_id)
 {
-	return iface->am[id].cb(iface->am[id].arg, data, length, flags);
+	return iface->am[id].cb(iface->am[id].arg, data, length, flags, conn_id);
 }
 
 #ifdef __cplusplus

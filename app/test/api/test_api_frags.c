@@ -30,7 +30,8 @@ static struct {
 } fr;
 
 static unio_status_t
-fr_count(uint8_t id, const void *data, size_t len, unsigned int flags)
+fr_count(uint8_t id, const void *data, size_t len, unsigned int flags,
+	 unio_tl_conn_id_t conn_id)
 {
 	struct proto_frag_hdr h;
 
@@ -43,28 +44,31 @@ fr_count(uint8_t id, const void *data, size_t len, unsigned int flags)
 		fr.max_further = RTE_MAX(fr.max_further, fr.last);
 		fr.unaligned += h.offset % 64 != 0 && id == PROTO_AM_PIPE;
 	}
-	return fr.orig[id].cb(fr.orig[id].arg, data, len, flags);
+	return fr.orig[id].cb(fr.orig[id].arg, data, len, flags, conn_id);
 }
 
 static unio_status_t
-fr_pipe(void *arg, const void *data, size_t len, unsigned int flags)
+fr_pipe(void *arg, const void *data, size_t len, unsigned int flags,
+	unio_tl_conn_id_t conn_id)
 {
 	RTE_SET_USED(arg);
-	return fr_count(PROTO_AM_PIPE, data, len, flags);
+	return fr_count(PROTO_AM_PIPE, data, len, flags, conn_id);
 }
 
 static unio_status_t
-fr_first(void *arg, const void *data, size_t len, unsigned int flags)
+fr_first(void *arg, const void *data, size_t len, unsigned int flags,
+	 unio_tl_conn_id_t conn_id)
 {
 	RTE_SET_USED(arg);
-	return fr_count(PROTO_AM_EAGER_FIRST, data, len, flags);
+	return fr_count(PROTO_AM_EAGER_FIRST, data, len, flags, conn_id);
 }
 
 static unio_status_t
-fr_mid(void *arg, const void *data, size_t len, unsigned int flags)
+fr_mid(void *arg, const void *data, size_t len, unsigned int flags,
+       unio_tl_conn_id_t conn_id)
 {
 	RTE_SET_USED(arg);
-	return fr_count(PROTO_AM_EAGER_MID, data, len, flags);
+	return fr_count(PROTO_AM_EAGER_MID, data, len, flags, conn_id);
 }
 
 static void

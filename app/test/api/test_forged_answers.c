@@ -27,6 +27,8 @@
 #include <rte_log.h>
 
 #include "api_common.h"
+#include "proto_am_rma.h"
+#include "unio_am.h"
 #include "unio_proto.h"
 
 #define TAG_INFO   0x7201
@@ -388,6 +390,297 @@ UNIO_TEST(tcp_answers_third_process, mp)
 UNIO_TEST(shm_answers_third_process, mp)
 {
 	return answers_third_process("shm");
+}
+
+/*
+ * Messages that start something, forged by another connected peer.  V (this process) has
+ * endpoints to A (honest) and to M; V tells M its id of its ep to A (a small number M could
+ * guess), and M sends on its own connection to V, each naming V's ep to A:
+ *  - a sync EAGER with the tag of a receive V posted for A's message (V would complete the
+ *    receive with M's bytes and answer SYNC_ACK to A);
+ *  - an EAGER_FIRST of a message nobody receives yet (it would hold the reassembly of V's ep
+ *    to A, so that A's next multi-fragment message is dropped);
+ *  - a user AM with the reply flag (V's handler would get its ep to A as the reply ep).
+ * Asserted: the three are dropped and counted ("dropped from peers"), nothing of V's
+ * changes (receive still waiting, no reassembly, nothing unexpected, no handler call); then
+ * A's eager message, multi-fragment message and AM arrive intact (checksummed), the AM with
+ * the ep to A as its reply ep, and A counts no stray answer.  Three processes, over tcp.
+ */
+#define TAG_SRC_EAGER 0x7221
+#define TAG_SRC_FRAG  0x7222
+#define TAG_SRC_JUNK  0x7223
+#define TAG_SRC_FIN   0x7224
+#define SRC_EAGER_LEN 3000
+#define SRC_FRAG_LEN  (200 * 1024)
+#define SRC_AM_LEN    3000
+#define SRC_AM_ID     5
+
+/* What V's AM handler saw. */
+struct src_am_rx {
+	unsigned int calls;
+	unio_ep_t *reply_ep;
+	bool intact;
+};
+
+static unio_status_t
+src_am_cb(void *arg, const void *header, size_t header_len, void *data, size_t length,
+	  const struct unio_am_recv_param *param)
+{
+	struct src_am_rx *rx = arg;
+	uint8_t want[SRC_AM_LEN];
+
+	RTE_SET_USED(header);
+	test_fill(want, SRC_AM_LEN, 0xa13);
+	rx->calls++;
+	rx->reply_ep = param->reply_ep;
+	rx->intact = header_len == 0 && length == SRC_AM_LEN && memcmp(data, want, length) == 0;
+	return UNIO_OK;
+}
+
+UNIO_TEST_CHILD(srcid_peer)
+{
+	unio_context_t *ctx = api_ctx(NULL);
+	unio_worker_t *w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	unio_status_t st = UNIO_ERR_INVALID_PARAM;
+	uint8_t *buf = malloc(SRC_FRAG_LEN);
+	struct unio_recv_info info;
+	unio_request_t *req = NULL;
+	uint64_t v_ep_a, fin, drops;
+	unio_ep_t *ep;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (argc < 3 || w == NULL || buf == NULL)
+		return 2;
+	ep = api_connect(w, atoi(argv[0]), NULL, NULL, &st);
+	if (ep == NULL || strcmp(ep->lane.iface->driver->name, argv[2]) != 0)
+		return 3;
+	v_ep_a = ep->remote_id;
+	if (api_send(w, ep, &v_ep_a, sizeof(v_ep_a), TAG_INFO, 0) != UNIO_OK)
+		return 4;
+	/* M forges first */
+	if (wait_flag(argv[1]) != 0)
+		return 5;
+	test_fill(buf, SRC_EAGER_LEN, 0xa11);
+	if (api_send(w, ep, buf, SRC_EAGER_LEN, TAG_SRC_EAGER, 0) != UNIO_OK)
+		return 6;
+	test_fill(buf, SRC_FRAG_LEN, 0xa12);
+	if (api_send(w, ep, buf, SRC_FRAG_LEN, TAG_SRC_FRAG, 0) != UNIO_OK)
+		return 7;
+	test_fill(buf, SRC_AM_LEN, 0xa13);
+	st = unio_am_send(ep, SRC_AM_ID, NULL, 0, buf, SRC_AM_LEN, NULL, UNIO_AM_SEND_FLAG_REPLY,
+			  &req);
+	if (api_op_wait(w, w, st, req) != UNIO_OK)
+		return 8;
+	/* a SYNC_ACK V sent for M's message would have come before V's FIN */
+	if (api_recv(w, &fin, sizeof(fin), TAG_SRC_FIN, UINT64_MAX, &info) != UNIO_OK)
+		return 9;
+	drops = api_worker_counter(w, API_DROPPED_FROM_PEERS);
+	if (api_send(w, ep, &drops, sizeof(drops), TAG_ANSWER, 0) != UNIO_OK)
+		return 10;
+	for (int i = 0; i < 2000000 && ep->state == EP_CONNECTED && !ep->remote_closed; i++)
+		unio_worker_progress(w);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	free(buf);
+	return 0;
+}
+
+UNIO_TEST_CHILD(srcid_forger)
+{
+	unio_context_t *ctx = api_ctx(NULL);
+	unio_worker_t *w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	uint8_t m[sizeof(struct proto_eager_first_hdr) + SRC_AM_LEN];
+	unio_status_t st = UNIO_ERR_INVALID_PARAM;
+	struct unio_recv_info info;
+	struct forge_ids ids;
+	struct unio_tl_ep *tl;
+	uint64_t done = 1;
+	unio_ep_t *ep;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (argc < 3 || w == NULL)
+		return 2;
+	ep = api_connect(w, atoi(argv[0]), NULL, NULL, &st);
+	if (ep == NULL || strcmp(ep->lane.iface->driver->name, argv[2]) != 0)
+		return 3;
+	tl = ep->lane.tl_ep;
+	if (api_recv(w, &ids, sizeof(ids), TAG_IDS, UINT64_MAX, &info) != UNIO_OK)
+		return 4;
+	memset(m, 0x66, sizeof(m));
+	{
+		struct proto_eager_hdr e = { .tag = TAG_SRC_EAGER, .sreq_id = 0x5151,
+					     .ep_id = (uint32_t)ids.v_ep_a };
+		struct proto_eager_first_hdr f = {
+			.e = { .tag = TAG_SRC_JUNK, .ep_id = (uint32_t)ids.v_ep_a },
+			.total = SRC_FRAG_LEN, .cookie = 0x7777,
+		};
+		struct am_eager_hdr a = { .am_id = SRC_AM_ID, .hdr_len = AM_EAGER_REPLY,
+					  .ep_id = (uint32_t)ids.v_ep_a };
+
+		memcpy(m, &e, sizeof(e));
+		if (api_raw_am(w, tl, PROTO_AM_EAGER, m, sizeof(e) + SRC_EAGER_LEN) != 0)
+			return 5;
+		memcpy(m, &f, sizeof(f));
+		if (api_raw_am(w, tl, PROTO_AM_EAGER_FIRST, m, sizeof(f) + 1000) != 0)
+			return 6;
+		memcpy(m, &a, sizeof(a));
+		if (api_raw_am(w, tl, PROTO_AM_USER_EAGER, m, sizeof(a) + SRC_AM_LEN) != 0)
+			return 7;
+	}
+	if (api_send(w, ep, &done, sizeof(done), TAG_DONE, 0) != UNIO_OK)
+		return 8;
+	for (int i = 0; i < 2000000 && ep->state == EP_CONNECTED && !ep->remote_closed; i++)
+		unio_worker_progress(w);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return 0;
+}
+
+static int
+src_victim(unio_worker_t *w, unio_ep_t *ep_a, unio_ep_t *ep_m, const char *flag)
+{
+	uint8_t *r_eager = malloc(SRC_EAGER_LEN), *r_frag = malloc(SRC_FRAG_LEN);
+	uint8_t *want = malloc(SRC_FRAG_LEN);
+	unio_request_t *rq_e = NULL, *rq_f = NULL;
+	struct forge_ids ids = { .phase = 1 };
+	struct src_am_rx am = { 0, NULL, false };
+	struct unio_recv_info info;
+	uint64_t v_ep_a, go, d0, fin = 1, a_drops;
+	unsigned int n_unexp;
+	int fd, rc = TEST_FAIL;
+
+	if (r_eager == NULL || r_frag == NULL || want == NULL)
+		goto out;
+	TEST_ASSERT_STATUS(unio_worker_set_am_handler(w, SRC_AM_ID, src_am_cb, &am, 0), UNIO_OK);
+	TEST_ASSERT_STATUS(api_recv(w, &v_ep_a, sizeof(v_ep_a), TAG_INFO, UINT64_MAX, &info),
+			   UNIO_OK);
+	TEST_ASSERT(v_ep_a == ep_a->id, "A's view of V's ep id");
+	memset(r_eager, 0, SRC_EAGER_LEN);
+	TEST_ASSERT_STATUS(unio_tag_recv(w, r_eager, SRC_EAGER_LEN, TAG_SRC_EAGER, UINT64_MAX,
+					 NULL, &rq_e), UNIO_INPROGRESS);
+	ids.v_ep_a = ep_a->id;
+	d0 = dropped(w);
+	n_unexp = w->n_unexp;
+	TEST_ASSERT_STATUS(api_send(w, ep_m, &ids, sizeof(ids), TAG_IDS, 0), UNIO_OK);
+	/* M's three messages came before its DONE (one connection, in order) */
+	TEST_ASSERT_STATUS(api_recv(w, &go, sizeof(go), TAG_DONE, UINT64_MAX, &info), UNIO_OK);
+	progress_for(w, 100);
+	TEST_LOG("after M's EAGER / EAGER_FIRST / AM as A: receive %s, reassembly on A's ep %s, "
+		 "%u more unexpected, AM handler calls %u (reply ep %s), dropped %" PRIu64,
+		 unio_status_string(unio_request_test(rq_e, NULL)),
+		 ep_a->rx.active ? "held" : "free", w->n_unexp - n_unexp, am.calls,
+		 am.reply_ep == ep_a ? "A's" : am.reply_ep == NULL ? "none" : "other",
+		 dropped(w) - d0);
+	TEST_ASSERT(in_progress(rq_e), "M's EAGER took the receive posted for A's message");
+	TEST_ASSERT(!ep_a->rx.active, "M's EAGER_FIRST holds the reassembly of the ep to A");
+	TEST_ASSERT(w->n_unexp == n_unexp, "M's message waits unexpected");
+	TEST_ASSERT(am.calls == 0, "M's AM reached the handler (reply ep %s)",
+		    am.reply_ep == ep_a ? "A's" : "other");
+	TEST_ASSERT(dropped(w) == d0 + 3, "dropped %" PRIu64 ", want 3", dropped(w) - d0);
+	/* A goes on: its eager message, a multi-fragment message and an AM */
+	memset(r_frag, 0, SRC_FRAG_LEN);
+	TEST_ASSERT_STATUS(unio_tag_recv(w, r_frag, SRC_FRAG_LEN, TAG_SRC_FRAG, UINT64_MAX, NULL,
+					 &rq_f), UNIO_INPROGRESS);
+	fd = open(flag, O_CREAT | O_WRONLY, 0600);
+	TEST_ASSERT(fd >= 0, "flag file");
+	close(fd);
+	for (uint64_t t0 = rte_get_timer_cycles(); rte_get_timer_cycles() - t0 <
+	     20 * rte_get_timer_hz() && (in_progress(rq_e) || in_progress(rq_f) ||
+					 am.calls == 0); )
+		unio_worker_progress(w);
+	TEST_ASSERT_STATUS(unio_request_test(rq_e, &info), UNIO_OK);
+	test_fill(want, SRC_EAGER_LEN, 0xa11);
+	TEST_ASSERT(info.length == SRC_EAGER_LEN && memcmp(r_eager, want, SRC_EAGER_LEN) == 0,
+		    "A's eager message arrived changed");
+	TEST_ASSERT_STATUS(unio_request_test(rq_f, &info), UNIO_OK);
+	test_fill(want, SRC_FRAG_LEN, 0xa12);
+	TEST_ASSERT(info.length == SRC_FRAG_LEN && memcmp(r_frag, want, SRC_FRAG_LEN) == 0,
+		    "A's multi-fragment message arrived changed");
+	TEST_ASSERT(am.calls == 1 && am.intact && am.reply_ep == ep_a,
+		    "A's AM: %u calls, intact %d, reply ep %s", am.calls, am.intact,
+		    am.reply_ep == ep_a ? "A's" : "other");
+	TEST_ASSERT(dropped(w) == d0 + 3, "dropped %" PRIu64 " in all, want 3", dropped(w) - d0);
+	TEST_ASSERT(w->n_unexp == n_unexp, "something of M's waits unexpected");
+	TEST_ASSERT_STATUS(api_send(w, ep_a, &fin, sizeof(fin), TAG_SRC_FIN, 0), UNIO_OK);
+	TEST_ASSERT_STATUS(api_recv(w, &a_drops, sizeof(a_drops), TAG_ANSWER, UINT64_MAX, &info),
+			   UNIO_OK);
+	TEST_ASSERT(a_drops == 0, "A dropped %" PRIu64 " answers V sent for M", a_drops);
+	rc = TEST_OK;
+out:
+	unio_worker_set_am_handler(w, SRC_AM_ID, NULL, NULL, 0);
+	if (rq_e != NULL)
+		unio_request_free(rq_e);
+	if (rq_f != NULL)
+		unio_request_free(rq_f);
+	free(r_eager);
+	free(r_frag);
+	free(want);
+	return rc;
+}
+
+/* V, A and M over driver @p drv (UNIO_TLS=drv,self), multi-fragment eager up to 1 MiB. */
+static int
+senders_third_process(const char *drv)
+{
+	unio_context_t *ctx;
+	unio_worker_t *w;
+	unio_listener_t *l;
+	unio_ep_t *volatile slot = NULL;
+	unio_ep_t *ep_a, *ep_m;
+	int port = test_free_port(), rc = TEST_FAIL;
+	char port_s[16], flag[64];
+	const char *args[] = { port_s, flag, drv, NULL };
+	char tls[32];
+	pid_t pa, pm = -1;
+
+	snprintf(tls, sizeof(tls), "%s,self", drv);
+	setenv("UNIO_TLS", tls, 1);
+	setenv("UNIO_ZCOPY_THRESH", "inf", 1);
+	setenv("UNIO_RNDV_THRESH", "1048576", 1);
+	snprintf(flag, sizeof(flag), "/tmp/unio-srcid-flag-%d", (int)getpid());
+	unlink(flag);
+	ctx = api_ctx(NULL);
+	TEST_ASSERT(ctx != NULL, "context");
+	w = unio_worker_create(ctx, NULL, NULL);
+	TEST_ASSERT(w != NULL && api_worker_iface(w, drv, NULL) != NULL,
+		    "worker with a %s iface", drv);
+	l = api_listen(w, port, (unio_ep_t **)&slot, NULL, NULL);
+	TEST_ASSERT(l != NULL, "listener");
+	snprintf(port_s, sizeof(port_s), "%d", port);
+	pa = test_spawn("srcid_peer", args);
+	ep_a = api_accept_child(w, &slot, pa);
+	slot = NULL;
+	if (ep_a != NULL) {
+		pm = test_spawn("srcid_forger", args);
+		ep_m = api_accept_child(w, &slot, pm);
+		if (ep_m != NULL) {
+			rte_log_set_level_pattern("unio.*", RTE_LOG_CRIT);
+			rc = src_victim(w, ep_a, ep_m, flag);
+			rte_log_set_level_pattern("unio.*", RTE_LOG_WARNING);
+			unio_ep_close(ep_m, UNIO_EP_CLOSE_FORCE, NULL);
+		}
+		unio_ep_close(ep_a, UNIO_EP_CLOSE_FORCE, NULL);
+	}
+	close(open(flag, O_CREAT | O_WRONLY, 0600));
+	unsetenv("UNIO_TLS");
+	unsetenv("UNIO_ZCOPY_THRESH");
+	unsetenv("UNIO_RNDV_THRESH");
+	if (api_reap_child(w, pa, "A") != TEST_OK)
+		rc = TEST_FAIL;
+	if (pm > 0 && api_reap_child(w, pm, "M") != TEST_OK)
+		rc = TEST_FAIL;
+	unlink(flag);
+	unio_listener_destroy(l);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return rc;
+}
+
+UNIO_TEST(tcp_senders_third_process, mp)
+{
+	return senders_third_process("tcp");
 }
 
 /* The block cipher that seals request ids: Speck64/128's published test vector. */

@@ -243,13 +243,13 @@ msg_make(uint8_t *buf, size_t len, uint64_t seq, int role)
 }
 
 static unio_status_t
-data_cb(void *arg, const void *data, size_t length, unsigned int flags)
+data_cb(void *arg, const void *data, size_t length, unsigned int flags, unio_tl_conn_id_t conn_id)
 {
 	struct peer *p = arg;
 	const uint8_t *d = data;
 	uint64_t seq, sum;
 
-	RTE_SET_USED(flags);
+	RTE_SET_USED(flags), RTE_SET_USED(conn_id);
 	if (length < 16) {
 		p->bad++;
 		return UNIO_OK;
@@ -268,20 +268,20 @@ data_cb(void *arg, const void *data, size_t length, unsigned int flags)
 }
 
 static unio_status_t
-bye_cb(void *arg, const void *data, size_t length, unsigned int flags)
+bye_cb(void *arg, const void *data, size_t length, unsigned int flags, unio_tl_conn_id_t conn_id)
 {
-	RTE_SET_USED(data), RTE_SET_USED(length), RTE_SET_USED(flags);
+	RTE_SET_USED(data), RTE_SET_USED(length), RTE_SET_USED(flags), RTE_SET_USED(conn_id);
 	((struct peer *)arg)->bye = 1;
 	return UNIO_OK;
 }
 
 static unio_status_t
-ping_cb(void *arg, const void *data, size_t length, unsigned int flags)
+ping_cb(void *arg, const void *data, size_t length, unsigned int flags, unio_tl_conn_id_t conn_id)
 {
 	struct peer *p = arg;
 	uint64_t v;
 
-	RTE_SET_USED(flags);
+	RTE_SET_USED(flags), RTE_SET_USED(conn_id);
 	if (length != 8) {
 		p->bad++;
 		return UNIO_OK;

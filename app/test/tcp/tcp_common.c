@@ -55,11 +55,11 @@ t_unhex(const char *hex, void *buf, size_t len)
 /* ---- rx handlers ---- */
 
 static unio_status_t
-on_hello(void *arg, const void *data, size_t len, unsigned int flags)
+on_hello(void *arg, const void *data, size_t len, unsigned int flags, unio_tl_conn_id_t conn_id)
 {
 	struct tpeer *p = arg;
 
-	RTE_SET_USED(flags);
+	RTE_SET_USED(flags), RTE_SET_USED(conn_id);
 	if (len == p->iface->attr.iface_addr_len + 8 && !p->peer_known) {
 		memcpy(p->peer_addr, (const uint8_t *)data + 8, len - 8);
 		p->peer_known = true;
@@ -70,12 +70,12 @@ on_hello(void *arg, const void *data, size_t len, unsigned int flags)
 }
 
 static unio_status_t
-on_data(void *arg, const void *data, size_t len, unsigned int flags)
+on_data(void *arg, const void *data, size_t len, unsigned int flags, unio_tl_conn_id_t conn_id)
 {
 	struct tpeer *p = arg;
 	uint64_t h[2];
 
-	RTE_SET_USED(flags);
+	RTE_SET_USED(flags), RTE_SET_USED(conn_id);
 	if (len < sizeof(h)) {
 		p->rx_bad++;
 		return UNIO_OK;
@@ -92,22 +92,22 @@ on_data(void *arg, const void *data, size_t len, unsigned int flags)
 }
 
 static unio_status_t
-on_u64(void *arg, const void *data, size_t len, unsigned int flags)
+on_u64(void *arg, const void *data, size_t len, unsigned int flags, unio_tl_conn_id_t conn_id)
 {
 	uint64_t *dst = arg;
 
-	RTE_SET_USED(flags);
+	RTE_SET_USED(flags), RTE_SET_USED(conn_id);
 	if (len >= 8)
 		memcpy(dst, data, 8);
 	return UNIO_OK;
 }
 
 static unio_status_t
-on_raw(void *arg, const void *data, size_t len, unsigned int flags)
+on_raw(void *arg, const void *data, size_t len, unsigned int flags, unio_tl_conn_id_t conn_id)
 {
 	struct tpeer *p = arg;
 
-	RTE_SET_USED(flags);
+	RTE_SET_USED(flags), RTE_SET_USED(conn_id);
 	if (len == 8 && memcmp(data, "rawframe", 8) == 0)
 		p->raw_frames++;
 	return UNIO_OK;

@@ -2331,12 +2331,12 @@ pin_cpu(int cpu)
 }
 
 static unio_status_t
-b_on_ping(void *arg, const void *data, size_t len, unsigned int flags)
+b_on_ping(void *arg, const void *data, size_t len, unsigned int flags, unio_tl_conn_id_t conn_id)
 {
 	struct bench *b = arg;
 	uint64_t h;
 
-	RTE_SET_USED(flags);
+	RTE_SET_USED(flags), RTE_SET_USED(conn_id);
 	memcpy(&h, data, sizeof(h));
 	b->pongs++;
 	if (b->p->peer_known)  /* the echo side answers every ping */
@@ -2347,21 +2347,21 @@ b_on_ping(void *arg, const void *data, size_t len, unsigned int flags)
 }
 
 static unio_status_t
-b_on_bulk(void *arg, const void *data, size_t len, unsigned int flags)
+b_on_bulk(void *arg, const void *data, size_t len, unsigned int flags, unio_tl_conn_id_t conn_id)
 {
 	struct bench *b = arg;
 
-	RTE_SET_USED(data), RTE_SET_USED(flags);
+	RTE_SET_USED(data), RTE_SET_USED(flags), RTE_SET_USED(conn_id);
 	b->bytes += len;
 	return UNIO_OK;
 }
 
 static unio_status_t
-b_on_count(void *arg, const void *data, size_t len, unsigned int flags)
+b_on_count(void *arg, const void *data, size_t len, unsigned int flags, unio_tl_conn_id_t conn_id)
 {
 	struct bench *b = arg;
 
-	RTE_SET_USED(len), RTE_SET_USED(flags);
+	RTE_SET_USED(len), RTE_SET_USED(flags), RTE_SET_USED(conn_id);
 	memcpy(&b->count, data, 8);
 	if (b->p->peer_known)
 		unio_tl_ep_am_short(b->p->ep, B_AM_COUNT, b->bytes, NULL, 0);

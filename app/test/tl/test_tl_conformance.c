@@ -613,7 +613,7 @@ struct many_rx {
 };
 
 static unio_status_t
-many_cb(void *arg, const void *data, size_t length, unsigned int flags)
+many_cb(void *arg, const void *data, size_t length, unsigned int flags, unio_tl_conn_id_t conn_id)
 {
 	struct many_rx *m = arg;
 	uint64_t seq;
@@ -621,7 +621,7 @@ many_cb(void *arg, const void *data, size_t length, unsigned int flags)
 	memcpy(&seq, data, sizeof(seq));
 	if ((seq >> 32) >= MANY_SENDERS)
 		return UNIO_OK;
-	return tl_check_cb(&m->rx[seq >> 32], data, length, flags);
+	return tl_check_cb(&m->rx[seq >> 32], data, length, flags, conn_id);
 }
 
 static int
@@ -643,6 +643,57 @@ many_send_round(struct unio_tl_iface *rx, struct unio_tl_iface **tx, struct unio
 		TEST_ASSERT_STATUS(st, UNIO_OK);
 	}
 	return TEST_OK;
+}
+
+/*
+ * Every sender's frames came with one connection id, which the receiver's ep to that sender
+ * (made now, after the frames: it attaches to the connection they came on) carries too, and
+ * no two senders share one; 0 everywhere only for a driver that cannot tell.
+ */
+static int
+many_conn_ids(const struct unio_tl_driver *drv, struct unio_tl_iface *rx,
+	      struct unio_tl_iface **tx, const struct many_rx *m)
+{
+	static struct unio_tl_ep *back[MANY_SENDERS];
+	uint8_t addr[UNIO_TL_ADDR_MAX];
+	struct unio_tl_ep_params ep_params = { .iface_addr = addr,
+					       .iface_addr_len = rx->attr.iface_addr_len };
+	unsigned int zero = 0;
+	int r = TEST_OK;
+
+	for (unsigned int i = 0; i < MANY_SENDERS && r == TEST_OK; i++) {
+		TEST_ASSERT_STATUS(unio_tl_iface_get_address(tx[i], addr), UNIO_OK);
+		if (unio_tl_ep_create(rx, &ep_params, &back[i]) != UNIO_OK) {
+			TEST_LOG("no ep back to sender %u", i);
+			r = TEST_FAIL;
+			break;
+		}
+		zero += back[i]->conn_id == 0;
+		if (m->rx[i].conn_changed != 0 || m->rx[i].last_conn != back[i]->conn_id) {
+			TEST_LOG("sender %u: frames with %" PRIu64 " changes, last id %#" PRIx64
+				 ", the ep back has %#" PRIx64, i, m->rx[i].conn_changed,
+				 m->rx[i].last_conn, back[i]->conn_id);
+			r = TEST_FAIL;
+		}
+		for (unsigned int k = 0; k < i && r == TEST_OK; k++)
+			if (back[k]->conn_id == back[i]->conn_id && back[i]->conn_id != 0) {
+				TEST_LOG("senders %u and %u share connection id %#" PRIx64, k, i,
+					 back[i]->conn_id);
+				r = TEST_FAIL;
+			}
+	}
+	if (r == TEST_OK && zero != 0 && zero != MANY_SENDERS) {
+		TEST_LOG("%u of the senders have connection id 0", zero);
+		r = TEST_FAIL;
+	}
+	if (r == TEST_OK)
+		TEST_LOG("%s: %u senders, %s connection ids", drv->name, MANY_SENDERS,
+			 zero != 0 ? "no" : "distinct");
+	for (unsigned int i = 0; i < MANY_SENDERS; i++) {
+		unio_tl_ep_destroy(back[i]);
+		back[i] = NULL;
+	}
+	return r;
 }
 
 /* 64 sender ifaces to one receiver, interleaved: per-sender order and checksums hold, and
@@ -702,6 +753,8 @@ case_many_senders(const struct unio_tl_driver *drv, const char *dev)
 			r = TEST_FAIL;
 		}
 	}
+	if (r == TEST_OK)
+		r = many_conn_ids(drv, p.rx, tx, &m);
 	for (unsigned int i = 0; i < MANY_SENDERS; i++) {
 		unio_tl_ep_destroy(ep[i]);
 		unio_tl_iface_close(tx[i]);
@@ -731,12 +784,12 @@ struct echo_state {
 
 /* each message sends the next one from inside the handler, until 100 */
 static unio_status_t
-echo_cb(void *arg, const void *data, size_t length, unsigned int flags)
+echo_cb(void *arg, const void *data, size_t length, unsigned int flags, unio_tl_conn_id_t conn_id)
 {
 	struct echo_state *e = arg;
 	uint64_t seq;
 
-	RTE_SET_USED(flags);
+	RTE_SET_USED(flags), RTE_SET_USED(conn_id);
 	e->depth++;
 	e->max_depth = RTE_MAX(e->max_depth, e->depth);
 	memcpy(&seq, data, sizeof(seq));
@@ -866,6 +919,11 @@ case_connect_sockaddr(const struct unio_tl_driver *drv, const char *dev)
 	if (sockaddr_exchange(&p, ep, back, &rx, &tx_rx) != TEST_OK)
 		goto out;
 	TEST_ASSERT_EQ(rx.bad + tx_rx.bad, 0);
+	/* both sides know the connection their frames come on: the ep to the sender's id */
+	TEST_ASSERT(rx.conn_changed == 0 && rx.last_conn == back->conn_id &&
+		    tx_rx.conn_changed == 0 && tx_rx.last_conn == ep->conn_id,
+		    "connection ids: frames %#" PRIx64 " / %#" PRIx64 ", eps %#" PRIx64 " / %#"
+		    PRIx64, rx.last_conn, tx_rx.last_conn, back->conn_id, ep->conn_id);
 	r = TEST_OK;
 out:
 	unio_tl_ep_destroy(back);

@@ -199,11 +199,12 @@ struct child {
 };
 
 static unio_status_t
-child_welcome_cb(void *arg, const void *data, size_t length, unsigned int flags)
+child_welcome_cb(void *arg, const void *data, size_t length, unsigned int flags,
+		 unio_tl_conn_id_t conn_id)
 {
 	struct child *c = arg;
 
-	RTE_SET_USED(flags);
+	RTE_SET_USED(flags), RTE_SET_USED(conn_id);
 	if (length == sizeof(c->welcome)) {
 		memcpy(&c->welcome, data, sizeof(c->welcome));
 		c->got_welcome = 1;
@@ -212,12 +213,13 @@ child_welcome_cb(void *arg, const void *data, size_t length, unsigned int flags)
 }
 
 static unio_status_t
-child_bye_cb(void *arg, const void *data, size_t length, unsigned int flags)
+child_bye_cb(void *arg, const void *data, size_t length, unsigned int flags,
+	     unio_tl_conn_id_t conn_id)
 {
 	struct child *c = arg;
 	uint32_t ok = 0;
 
-	RTE_SET_USED(flags);
+	RTE_SET_USED(flags), RTE_SET_USED(conn_id);
 	if (length == sizeof(ok))
 		memcpy(&ok, data, sizeof(ok));
 	c->bye_ok = ok == 1;
@@ -433,12 +435,13 @@ struct parent {
 };
 
 static unio_status_t
-parent_hello_cb(void *arg, const void *data, size_t length, unsigned int flags)
+parent_hello_cb(void *arg, const void *data, size_t length, unsigned int flags,
+		unio_tl_conn_id_t conn_id)
 {
 	struct parent *p = arg;
 	struct hello h;
 
-	RTE_SET_USED(flags);
+	RTE_SET_USED(flags), RTE_SET_USED(conn_id);
 	if (length != sizeof(h))
 		return UNIO_OK;
 	memcpy(&h, data, sizeof(h));
@@ -450,12 +453,13 @@ parent_hello_cb(void *arg, const void *data, size_t length, unsigned int flags)
 }
 
 static unio_status_t
-parent_final_cb(void *arg, const void *data, size_t length, unsigned int flags)
+parent_final_cb(void *arg, const void *data, size_t length, unsigned int flags,
+		unio_tl_conn_id_t conn_id)
 {
 	struct parent *p = arg;
 	struct final f;
 
-	RTE_SET_USED(flags);
+	RTE_SET_USED(flags), RTE_SET_USED(conn_id);
 	if (length != sizeof(f))
 		return UNIO_OK;
 	memcpy(&f, data, sizeof(f));
@@ -467,7 +471,8 @@ parent_final_cb(void *arg, const void *data, size_t length, unsigned int flags)
 }
 
 static unio_status_t
-parent_data_cb(void *arg, const void *data, size_t length, unsigned int flags)
+parent_data_cb(void *arg, const void *data, size_t length, unsigned int flags,
+	       unio_tl_conn_id_t conn_id)
 {
 	struct parent *p = arg;
 	uint64_t seq;
@@ -477,7 +482,7 @@ parent_data_cb(void *arg, const void *data, size_t length, unsigned int flags)
 	memcpy(&seq, data, sizeof(seq));
 	if ((seq >> 32) >= p->n)
 		return UNIO_OK;
-	return tl_check_cb(&p->peers[seq >> 32].rx, data, length, flags);
+	return tl_check_cb(&p->peers[seq >> 32].rx, data, length, flags, conn_id);
 }
 
 static void

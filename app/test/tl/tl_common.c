@@ -171,12 +171,16 @@ short_check(struct tl_rx *rx, const void *data, size_t length, uint64_t seq)
 }
 
 unio_status_t
-tl_check_cb(void *arg, const void *data, size_t length, unsigned int flags)
+tl_check_cb(void *arg, const void *data, size_t length, unsigned int flags,
+	    unio_tl_conn_id_t conn_id)
 {
 	struct tl_rx *rx = arg;
 	uint64_t h[3];
 
 	RTE_SET_USED(flags);
+	if (rx->count != 0 && conn_id != rx->last_conn)
+		rx->conn_changed++;
+	rx->last_conn = conn_id;
 	rx->count++;
 	rx->last_len = length;
 	if (length < sizeof(uint64_t)) {

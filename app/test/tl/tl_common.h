@@ -29,6 +29,8 @@ struct tl_rx {
 	uint64_t next_seq;       /**< expected sequence number (ordered checks) */
 	int check_order;
 	size_t last_len;
+	unio_tl_conn_id_t last_conn;  /**< the connection id the last message came with */
+	uint64_t conn_changed;   /**< messages that came with another id than the one before */
 };
 
 typedef int (*tl_case_fn_t)(const struct unio_tl_driver *drv, const char *dev);
@@ -60,11 +62,13 @@ int tl_pair_wait(struct tl_pair *p, struct tl_rx *rx, uint64_t want);
 void tl_pair_wait_comp(struct tl_pair *p, struct unio_tl_completion *c);
 
 /**
- * The checking handler (arg: struct tl_rx).  A message is [u64 seq][u64 len][u64 sum]
- * [payload...] where sum = test_checksum(payload) and payload = test_fill(len, seq); below
- * 24 bytes it is [u64 seq][test_fill(length - 8, seq)].  Short AMs carry seq as the header.
+ * The checking handler (arg: struct tl_rx), which also notes the connection id.  A message
+ * is [u64 seq][u64 len][u64 sum][payload...] where sum = test_checksum(payload) and
+ * payload = test_fill(len, seq); below 24 bytes it is [u64 seq][test_fill(length - 8,
+ * seq)].  Short AMs carry seq as the header.
  */
-unio_status_t tl_check_cb(void *arg, const void *data, size_t length, unsigned int flags);
+unio_status_t tl_check_cb(void *arg, const void *data, size_t length, unsigned int flags,
+			  unio_tl_conn_id_t conn_id);
 
 /** Build a checked message of @p total bytes (>= 8) with @p seq into @p buf. */
 void tl_make_msg(void *buf, size_t total, uint64_t seq);

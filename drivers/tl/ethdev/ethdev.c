@@ -1053,7 +1053,7 @@ invoke(struct eth_ep *ep, uint8_t id, const void *data, size_t len)
 	if (unlikely(id >= ETH_AM_PUT))
 		eth_rma_input(ep, id, data, len);
 	else
-		unio_tl_iface_invoke_am(&ep->ei->super, id, data, len, 0);
+		unio_tl_iface_invoke_am(&ep->ei->super, id, data, len, 0, ep->super.conn_id);
 }
 
 /*
@@ -1233,6 +1233,7 @@ ep_alloc(struct eth_iface *ei, const struct eth_addr *peer)
 		return NULL;
 	}
 	ep->super.iface = &ei->super;
+	ep->super.conn_id = unio_tl_conn_id_new();   /* its handles (aliases) share it */
 	ep->ei = ei;
 	ep->peer = *peer;
 	ep->cwnd = ETH_INIT_CWND;
@@ -1692,6 +1693,7 @@ ep_alias(struct eth_ep *ep, struct unio_tl_ep **ep_p)
 		return UNIO_ERR_NO_MEMORY;
 	a->super.iface = ep->super.iface;
 	a->super.cap = ep->super.cap;
+	a->super.conn_id = ep->super.conn_id;
 	a->kind = ETH_EP_ALIAS;
 	a->ep = ep;
 	a->next = ep->aliases;

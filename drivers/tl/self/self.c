@@ -50,6 +50,7 @@ struct self_iface {
 	uint64_t tail;                /**< messages delivered so far */
 	unsigned int n_flush;
 	unsigned int n_eps;
+	unio_tl_conn_id_t conn_id;    /**< of every frame and ep: the one peer is itself */
 	bool armed;                   /**< the worker sleeps: the next send writes ev_fd */
 	int ev_fd;                    /**< eventfd, -1 until asked for */
 	struct self_flush flush[SELF_MAX_FLUSH];
@@ -257,7 +258,7 @@ self_deliver(struct self_iface *si)
 	while (si->tail != end) {
 		struct self_msg *m = &si->queue[si->tail & (SELF_QUEUE_LEN - 1)];
 
-		unio_tl_iface_invoke_am(iface, m->id, m->data, m->len, 0);
+		unio_tl_iface_invoke_am(iface, m->id, m->data, m->len, 0, si->conn_id);
 		si->tail++;
 		n++;
 	}
@@ -382,6 +383,7 @@ self_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *para
 	if (ep == NULL)
 		return UNIO_ERR_NO_MEMORY;
 	((struct self_iface *)iface)->n_eps++;
+	ep->super.conn_id = ((struct self_iface *)iface)->conn_id;
 	iface->idle = false;
 	*ep_p = &ep->super;
 	return UNIO_OK;
@@ -501,6 +503,7 @@ self_iface_open(const struct unio_tl_iface_params *params, struct unio_tl_iface 
 		return UNIO_ERR_NO_MEMORY;
 	memset(si, 0, offsetof(struct self_iface, queue));
 	si->ev_fd = -1;
+	si->conn_id = unio_tl_conn_id_new();
 	si->super.ops = (struct unio_tl_ops){
 		.ep_am_short = self_am_short,
 		.ep_am_bcopy = self_am_bcopy,

@@ -446,7 +446,7 @@ ring_poll(struct shm_iface *si, struct shm_rx_ring *r)
 		 * cell and its count, nothing it would have to recompute.
 		 */
 		r->tail += cells;
-		unio_tl_iface_invoke_am(&si->super, id, r->next + 1, len, 0);
+		unio_tl_iface_invoke_am(&si->super, id, r->next + 1, len, 0, r->conn_id);
 		ring_zero(r, cells);
 		r->next = cell_word(r->ring, r->tail & si->mask);
 		n++;
@@ -539,6 +539,8 @@ slot_reclaim(struct shm_iface *si, unsigned int idx)
 	for (uint64_t i = 0; i < si->n_cells; i++)
 		*cell_word(r->ring, i) = 0;
 	__atomic_store_n(&r->ctl->tail, 0, __ATOMIC_RELAXED);
+	/* the next sender writes its own after its claim: 0 until then (rescan_slots()) */
+	__atomic_store_n(&r->ctl->sender_iface_id, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&r->ctl->state, SHM_SLOT_FREE, __ATOMIC_RELEASE);
 	if (r->pidfd >= 0)
 		close(r->pidfd);
@@ -558,13 +560,13 @@ slot_active(struct shm_iface *si, uint32_t slot)
 }
 
 static void
-slot_activate(struct shm_iface *si, uint32_t slot, uint64_t state)
+slot_activate(struct shm_iface *si, uint32_t slot, uint64_t state, uint64_t sender_id)
 {
 	struct shm_rx_ring *r = &si->active[si->n_active++];
 
 	*r = (struct shm_rx_ring){
 		.ring = slot_ring(si->hdr, &si->geom, slot), .ctl = slot_ctl(si->hdr, slot),
-		.slot = slot, .pid = (pid_t)(state >> 8),
+		.conn_id = shm_conn_id(sender_id), .slot = slot, .pid = (pid_t)(state >> 8),
 	};
 	r->next = cell_word(r->ring, 0);
 	rx_poll_word_set(si);
@@ -586,10 +588,22 @@ rescan_slots(struct shm_iface *si)
 {
 	si->seen_gen = __atomic_load_n(si->gen, __ATOMIC_ACQUIRE);
 	for (uint32_t s = 0; s < si->max_peers; s++) {
-		uint64_t st = __atomic_load_n(&slot_ctl(si->hdr, s)->state, __ATOMIC_ACQUIRE);
+		struct shm_slot_ctl *c = slot_ctl(si->hdr, s);
+		uint64_t st = __atomic_load_n(&c->state, __ATOMIC_ACQUIRE);
+		uint64_t id;
 
-		if ((st & 0xff) != SHM_SLOT_FREE && !slot_active(si, s))
-			slot_activate(si, s, st);
+		if ((st & 0xff) == SHM_SLOT_FREE || slot_active(si, s))
+			continue;
+		/*
+		 * A sender writes its iface id after its claim, then bumps gen, then sends: with
+		 * no id yet it has sent nothing, and the bump brings us back here.  The id names
+		 * the sender to the protocol (unio_tl_conn_id_t), read once per ring.  A sender
+		 * gone without one sent nothing either: its ring is taken, to be reclaimed.
+		 */
+		id = __atomic_load_n(&c->sender_iface_id, __ATOMIC_ACQUIRE);
+		if (id != 0 || (st & 0xff) == SHM_SLOT_RELEASED ||
+		    shm_pid_dead((pid_t)(st >> 8), -1))
+			slot_activate(si, s, st, id);
 	}
 	for (unsigned int i = si->n_active; i-- > 0;) {
 		uint64_t st = __atomic_load_n(&si->active[i].ctl->state, __ATOMIC_ACQUIRE);
@@ -745,7 +759,8 @@ claim_slot(struct shm_iface *si, struct shm_ep *ep)
 		if (!__atomic_compare_exchange_n(&c->state, &free_st, mine, false,
 						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 			continue;
-		c->sender_iface_id = si->iface_id;
+		/* before gen's bump: the receiver takes the ring once it reads an id */
+		__atomic_store_n(&c->sender_iface_id, si->iface_id, __ATOMIC_RELAXED);
 		ep->slot = c;
 		ep->tail = &c->tail;
 		ep->ring = slot_ring(h, g, s);
@@ -828,6 +843,7 @@ shm_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *param
 	ep->armed = &shm_wake_always;   /* set for real once the peer is mapped */
 	ep->peer_pid = (pid_t)a.pid;
 	ep->peer_iface_id = a.iface_id;
+	ep->super.conn_id = shm_conn_id(a.iface_id);
 	ep->peer_regs = a.reg_table;
 	ep->peer_regs_fd = a.regs_fd;
 	st = map_peer_seg(ep, &a);

@@ -75,6 +75,17 @@ shm_hdr_word(unsigned int type, uint8_t id, uint32_t len)
 	return (SHM_HDR_MAGIC << 48) | ((uint64_t)type << 40) | ((uint64_t)id << 32) | len;
 }
 
+/*
+ * The connection id (unio_tl_conn_id_t) of frames from the sender iface @p iface_id, which
+ * that sender writes into its slot (sender_iface_id): the top bit set keeps it apart from
+ * the ids of unio_tl_conn_id_new().  The receiver's eps to that iface carry the same.
+ */
+static inline unio_tl_conn_id_t
+shm_conn_id(uint64_t iface_id)
+{
+	return iface_id | (UINT64_C(1) << 63);
+}
+
 /* slot state word: [39:8] sender pid | [7:0] state */
 enum shm_slot_state {
 	SHM_SLOT_FREE = 0,
@@ -163,6 +174,7 @@ struct shm_rx_ring {
 	uint64_t tail;
 	uint64_t published;
 	struct shm_slot_ctl *ctl;
+	unio_tl_conn_id_t conn_id;        /**< shm_conn_id() of the slot's sender_iface_id */
 	uint32_t slot;
 	pid_t pid;
 	int pidfd;

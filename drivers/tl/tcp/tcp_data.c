@@ -886,7 +886,7 @@ rx_frame(struct tcp_conn *c, const struct tcp_hdr *h, const uint8_t *p, size_t l
 
 	switch (h->type) {
 	case TCP_F_AM:
-		unio_tl_iface_invoke_am(iface, h->id, p, len, 0);
+		unio_tl_iface_invoke_am(iface, h->id, p, len, 0, c->conn_id);
 		return 0;
 	case TCP_F_PUT:
 	case TCP_F_FLUSH:

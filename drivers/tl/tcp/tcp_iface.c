@@ -317,6 +317,7 @@ conn_new(struct tcp_iface *ti, const struct tcp_addr *peer)
 	c->cold_at = TCP_BUSY_COLD_FRESH;
 	c->iface = ti;
 	c->peer = *peer;
+	c->conn_id = unio_tl_conn_id_new();
 	c->err = UNIO_OK;
 	c->state = TCP_CONN_CONNECTING;  /* "not established yet" until connect or adopt */
 	ti->n_slow++;
@@ -719,7 +720,7 @@ static void
 hello_attach(struct tcp_iface *ti, int fd, const struct tcp_addr *peer)
 {
 	bool self = memcmp(peer, &ti->addr, sizeof(*peer)) == 0;
-	struct tcp_conn *c;
+	struct tcp_conn *c, *mine;
 	char p[32];
 	bool dual;
 
@@ -730,16 +731,18 @@ hello_attach(struct tcp_iface *ti, int fd, const struct tcp_addr *peer)
 		close(fd);
 		return;
 	}
-	dual = self || conn_find(ti, peer) != NULL;
+	mine = conn_find(ti, peer);
+	dual = self || mine != NULL;
 	c = conn_new(ti, peer);
 	if (c == NULL) {
 		close(fd);
 		return;
 	}
 	c->anon = dual;
+	/* the peer's frames on either connection come from the peer that ours reaches */
+	if (mine != NULL)
+		c->conn_id = mine->conn_id;
 	if (dual && !self) {
-		struct tcp_conn *mine = conn_find(ti, peer);
-
 		ti->stats.conns_dual++;
 		TCP_LOG(DEBUG, "%s: simultaneous connect with %s (fd %d, ours fd %d): %s",
 			ti->super.dev_name, peer_str(peer, p, sizeof(p)), fd, mine->item.fd,
@@ -1182,6 +1185,7 @@ tcp_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *param
 		}
 	}
 	ep->conn = c;
+	ep->super.conn_id = c->conn_id;  /* a move keeps it: twins share theirs */
 	ep->next = c->eps;
 	c->eps = ep;
 	*ep_p = &ep->super;

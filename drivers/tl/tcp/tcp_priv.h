@@ -186,6 +186,9 @@ struct tcp_conn {
 	bool end_seen;                /* MOVE_END read on this (incoming) connection */
 	bool in_rx;                   /* inside tcp_conn_rx(): it does not nest, no move */
 	struct tcp_conn *twin;        /* the other connection of a simultaneous connect */
+	unio_tl_conn_id_t conn_id;    /* what frames on it tell the AM handler: its own, or
+				       * (crossing connections, an iface's own two) the one
+				       * of the connection this iface opened to that peer */
 	uint64_t deadline_ns;         /* connect / wait-peer timeout */
 	struct tcp_addr peer;
 	struct tcp_ep *eps;           /* eps using this connection */
