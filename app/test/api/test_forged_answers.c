@@ -404,7 +404,8 @@ UNIO_TEST(shm_answers_third_process, mp)
  * Asserted: the three are dropped and counted ("dropped from peers"), nothing of V's
  * changes (receive still waiting, no reassembly, nothing unexpected, no handler call); then
  * A's eager message, multi-fragment message and AM arrive intact (checksummed), the AM with
- * the ep to A as its reply ep, and A counts no stray answer.  Three processes, over tcp.
+ * the ep to A as its reply ep, and A counts no stray answer.  Three processes, over tcp and
+ * over shm.
  */
 #define TAG_SRC_EAGER 0x7221
 #define TAG_SRC_FRAG  0x7222
@@ -681,6 +682,15 @@ senders_third_process(const char *drv)
 UNIO_TEST(tcp_senders_third_process, mp)
 {
 	return senders_third_process("tcp");
+}
+
+/*
+ * The same over shm: M writes into its own ring of V's segment, whose slot names M's
+ * iface (M could write A's id into its slot, or into A's ring: what shm cannot bind).
+ */
+UNIO_TEST(shm_senders_third_process, mp)
+{
+	return senders_third_process("shm");
 }
 
 /* The block cipher that seals request ids: Speck64/128's published test vector. */
