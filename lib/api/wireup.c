@@ -1495,12 +1495,25 @@ wireup_worker_fini(struct unio_worker *w)
 struct wire_am_req {
 	uint32_t src_ep_id;    /**< the requester's ep */
 	uint32_t addr_len;     /**< requester's worker address follows */
+	uint64_t cookie;       /**< the reply repeats it: wireup_cookie() */
 };
 
 struct wire_am_rep {
 	uint32_t dst_ep_id;    /**< the requester's ep */
 	uint32_t src_ep_id;    /**< the replier's ep, to put in headers */
+	uint64_t cookie;       /**< the request's */
 };
+
+/*
+ * The secret a wireup request carries and its reply repeats: the ep id sealed with the
+ * worker's key (a slot of generation 0, which no request has), so that only the peer the
+ * request went to can answer it.  The reply binds the ep to the connection it came on.
+ */
+static uint64_t
+wireup_cookie(const struct unio_ep *ep)
+{
+	return proto_id_seal(ep->worker->id_key, ep->id);
+}
 
 struct am_pack {
 	const void *hdr;
@@ -1539,8 +1552,9 @@ static unio_status_t
 wireup_send(struct unio_ep *ep, uint8_t id)
 {
 	struct unio_worker *w = ep->worker;
-	struct wire_am_req req = { .src_ep_id = ep->id };
-	struct wire_am_rep rep = { .dst_ep_id = ep->remote_id, .src_ep_id = ep->id };
+	struct wire_am_req req = { .src_ep_id = ep->id, .cookie = wireup_cookie(ep) };
+	struct wire_am_rep rep = { .dst_ep_id = ep->remote_id, .src_ep_id = ep->id,
+				   .cookie = ep->wireup_cookie };
 	struct am_pack a = { &rep, sizeof(rep), NULL };
 	ssize_t r;
 
@@ -1600,6 +1614,7 @@ am_wireup_req(void *arg, const void *data, size_t length, unsigned int flags,
 	if (ep == NULL)
 		return UNIO_OK;
 	ep->remote_id = h.src_ep_id;
+	ep->wireup_cookie = h.cookie;
 	if (ep_connect_lanes(ep, (const uint8_t *)data + sizeof(h), h.addr_len) != UNIO_OK) {
 		ep_free(ep);
 		return UNIO_OK;
@@ -1631,7 +1646,8 @@ am_wireup_rep(void *arg, const void *data, size_t length, unsigned int flags,
 	if ((h.dst_ep_id & 0xffff) >= w->n_eps)
 		goto bad;
 	ep = w->eps[h.dst_ep_id & 0xffff];
-	if (ep == NULL || ep->id != h.dst_ep_id || ep->state != EP_CONNECTING)
+	if (ep == NULL || ep->id != h.dst_ep_id || ep->state != EP_CONNECTING ||
+	    h.cookie != wireup_cookie(ep))
 		goto bad;
 	ep->lane.rx_conn_id = conn_id;   /* the peer's lane (see am_wireup_req()) */
 	ep->remote_id = h.src_ep_id;
@@ -1640,7 +1656,8 @@ am_wireup_rep(void *arg, const void *data, size_t length, unsigned int flags,
 		proto_progress_pending(w);
 	return UNIO_OK;
 bad:
-	API_LOG(ERR, "wireup reply: malformed or for an unknown ep (%zu bytes)", length);
+	API_LOG(ERR, "wireup reply: malformed, for an unknown ep or without its request's "
+		"cookie (%zu bytes)", length);
 	w->n_dropped++;
 	return UNIO_OK;
 }

@@ -28,8 +28,9 @@
 /**
  * Wire-protocol version: a peer announcing another one is refused.  2: request ids on the
  * wire are sealed (proto_req_id()), and a multi-fragment eager message carries a cookie.
+ * 3: the wireup reply repeats a cookie of its request.
  */
-#define UNIO_WIRE_VERSION 2
+#define UNIO_WIRE_VERSION 3
 /** Magic of worker addresses and control messages ("UNIO"). */
 #define UNIO_WIRE_MAGIC 0x4f494e55u
 
@@ -289,6 +290,7 @@ struct unio_ep {
 	bool by_driver;             /**< connected by sockaddr over its lane: CLOSE goes there */
 	bool linger_lane;           /**< the lane carried our CLOSE: kept until it was acked */
 	uint8_t wireup_owed;        /**< wireup REQ / REP the full lane refused: resent later */
+	uint64_t wireup_cookie;     /**< the peer's wireup request's cookie (its reply's) */
 	struct proto_lane lane;
 	uint8_t n_rails;            /**< rendezvous rails beside the lane (UNIO_MAX_RNDV_RAILS) */
 	struct unio_tl_ep *rails[PROTO_MAX_RAILS - 1];  /**< gets of large pulls, striped */

@@ -693,6 +693,100 @@ UNIO_TEST(shm_senders_third_process, mp)
 	return senders_third_process("shm");
 }
 
+/*
+ * A forged wireup reply.  An ep made from a worker address connects when the peer's reply
+ * arrives, and takes the connection it came on as its peer's (the peer chose its own lane).
+ * V's ep to X is still connecting when M, connected to V too, sends a reply naming it on
+ * its own connection: with the ep id alone (a small number) V took it, set the ep's remote
+ * id to M's choice and bound the ep to M's connection.  The reply must repeat the cookie of
+ * V's request, which only X saw: M's is dropped and counted, and X's real reply connects
+ * the ep, over which a message then goes to X and back (fast, three workers of one process).
+ */
+struct wire_rep_forged {
+	uint32_t dst_ep_id;
+	uint32_t src_ep_id;
+	uint64_t cookie;
+};
+
+UNIO_TEST(api_wireup_forged_reply, fast)
+{
+	unio_context_t *ctx = api_ctx(NULL);
+	unio_worker_t *v = NULL, *x = NULL, *m = NULL;
+	unio_ep_t *ep_vm = NULL, *ep_mv = NULL, *ep_vx = NULL, *ep_xv = NULL;
+	struct wire_rep_forged rep = { 0 };
+	struct unio_recv_info info;
+	unio_status_t st;
+	uint64_t d0, msg = 0x5eed, got = 0;
+	int rc = TEST_FAIL;
+
+	TEST_ASSERT(ctx != NULL, "context");
+	v = unio_worker_create(ctx, NULL, &st);
+	x = unio_worker_create(ctx, NULL, &st);
+	m = unio_worker_create(ctx, NULL, &st);
+	if (v == NULL || x == NULL || m == NULL)
+		goto out;
+	ep_vm = api_ep_to_worker(v, m, &st);
+	ep_mv = api_ep_to_worker(m, v, &st);
+	if (ep_vm == NULL || ep_mv == NULL || !api_ep_connected(v, m, ep_vm) ||
+	    !api_ep_connected(m, v, ep_mv))
+		goto out;
+	/* V asks X, which does not progress yet: the ep waits for its reply */
+	ep_vx = api_ep_to_worker(v, x, &st);
+	if (ep_vx == NULL || ep_vx->state != EP_CONNECTING)
+		goto out;
+	d0 = api_worker_counter(v, API_DROPPED_FROM_PEERS);
+	rep.dst_ep_id = ep_vx->id;
+	rep.src_ep_id = 0x1234;
+	rep.cookie = 0x1234567890abcdefull;
+	if (api_raw_am(m, ep_mv->lane.tl_ep, PROTO_AM_WIREUP_REP, &rep, sizeof(rep)) != 0)
+		goto out;
+	for (int i = 0; i < 1000; i++)
+		unio_worker_progress(v);
+	TEST_LOG("after M's reply: V's ep to X %s, dropped %" PRIu64,
+		 ep_vx->state == EP_CONNECTING ? "still connecting" : "connected",
+		 api_worker_counter(v, API_DROPPED_FROM_PEERS) - d0);
+	if (ep_vx->state != EP_CONNECTING ||
+	    api_worker_counter(v, API_DROPPED_FROM_PEERS) != d0 + 1)
+		goto out;
+	/* X answers: the ep connects to X's ep, and carries a message there and back */
+	if (!api_ep_connected(v, x, ep_vx) || ep_vx->remote_id == 0x1234)
+		goto out;
+	for (uint32_t i = 0; i < x->n_eps && ep_xv == NULL; i++)
+		if (x->eps[i] != NULL && x->eps[i]->remote_id == ep_vx->id)
+			ep_xv = x->eps[i];
+	if (ep_xv == NULL || ep_xv->id != ep_vx->remote_id)
+		goto out;
+	st = unio_tag_send(ep_vx, &msg, sizeof(msg), 0x77, NULL, NULL);
+	if (st != UNIO_OK || api_recv(x, &got, sizeof(got), 0x77, UINT64_MAX, &info) != UNIO_OK ||
+	    got != msg)
+		goto out;
+	msg++;
+	st = unio_tag_send(ep_xv, &msg, sizeof(msg), 0x78, NULL, NULL);
+	if (st != UNIO_OK || api_recv(v, &got, sizeof(got), 0x78, UINT64_MAX, &info) != UNIO_OK ||
+	    got != msg)
+		goto out;
+	rc = TEST_OK;
+out:
+	if (rc != TEST_OK)
+		TEST_LOG("failed: ep to X %s, remote id %#x", ep_vx == NULL ? "none" :
+			 ep_vx->state == EP_CONNECTED ? "connected" : "not connected",
+			 ep_vx != NULL ? ep_vx->remote_id : 0);
+	if (ep_vx != NULL)
+		unio_ep_close(ep_vx, UNIO_EP_CLOSE_FORCE, NULL);
+	if (ep_vm != NULL)
+		unio_ep_close(ep_vm, UNIO_EP_CLOSE_FORCE, NULL);
+	if (ep_mv != NULL)
+		unio_ep_close(ep_mv, UNIO_EP_CLOSE_FORCE, NULL);
+	if (m != NULL)
+		unio_worker_destroy(m);
+	if (x != NULL)
+		unio_worker_destroy(x);
+	if (v != NULL)
+		unio_worker_destroy(v);
+	unio_context_destroy(ctx);
+	return rc;
+}
+
 /* The block cipher that seals request ids: Speck64/128's published test vector. */
 UNIO_TEST(proto_id_seal, fast)
 {
