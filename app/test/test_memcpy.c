@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * unio_memcpy_part(): every routine it picks (memcpy, the backward AVX2 loop for aliased
- * pairs, non-temporal stores) copies exactly the bytes asked, at every alignment of source
- * and destination and at the lengths around each routine's edges, and writes nothing
- * around the destination.
+ * pairs, the forward one for pairs not 32 bytes apart, non-temporal stores) copies exactly
+ * the bytes asked, at every alignment of source and destination and at the lengths around
+ * each routine's edges, and writes nothing around the destination.
  */
 
 #include <stdbool.h>
@@ -29,12 +29,13 @@ rnd8(void)
 
 /* thresholds through the configuration, as unio_context_create() applies them */
 static int
-configure(const char *alias_min, const char *nt_thresh)
+configure(const char *alias_min, const char *skew_min, const char *nt_thresh)
 {
 	struct unio_config cfg;
 
 	if (unio_config_snapshot(&cfg) != UNIO_OK ||
 	    unio_config_set(&cfg, "COPY_ALIAS_MIN", alias_min) != UNIO_OK ||
+	    unio_config_set(&cfg, "COPY_SKEW_MIN", skew_min) != UNIO_OK ||
 	    unio_config_set(&cfg, "COPY_NT_THRESH", nt_thresh) != UNIO_OK)
 		return -1;
 	unio_memcpy_configure(&cfg);
@@ -81,11 +82,12 @@ static int
 sweep(uint8_t *src, uint8_t *dst, size_t total_mode)
 {
 	static const size_t lens[] = {
-		256, 257, 300, 383, 384, 385, 1000, 2047, 2048, 2049, 4095, 4096, 4097,
+		256, 257, 300, 383, 384, 385, 1000, 2047, 2048, 2049, 2112, 2113, 4095, 4096, 4097,
 		8192 + 13, 65536 + 7, 262144 + 64, (1u << 20) + 33,
 	};
 	static const size_t soffs[] = { 0, 1, 7, 16, 31, 32, 63, 4095 };
-	static const size_t deltas[] = { 0, 1, 8, 16, 31, 32, 48, 63, 64, 65, 4080, 4095 };
+	static const size_t deltas[] = { 0, 1, 8, 16, 31, 32, 48, 63, 64, 65, 112, 3984, 4080,
+					 4095 };
 
 	for (unsigned int l = 0; l < RTE_DIM(lens); l++)
 		for (unsigned int s = 0; s < RTE_DIM(soffs); s++)
@@ -112,19 +114,25 @@ UNIO_TEST(memcpy_large_routines, fast)
 	TEST_ASSERT(src != MAP_FAILED && dst != MAP_FAILED, "mmap");
 	for (size_t i = 0; i < blen; i++)
 		src[i] = rnd8();
-	/* the defaults: memcpy, the backward loop for aliased pairs from 2 KiB, NT from 8 MiB */
-	if (configure("2k", "8m") != 0 || sweep(src, dst, 1) != TEST_OK)
+	/*
+	 * the defaults: memcpy, the backward loop for aliased pairs and the forward one for
+	 * pairs not 32 bytes apart above 2112 bytes, NT from 8 MiB
+	 */
+	if (configure("2113", "2113", "8m") != 0 || sweep(src, dst, 1) != TEST_OK)
 		goto out;
 	TEST_LOG("%s", unio_memcpy_describe());
 	/* the backward loop from 256 bytes on (the out-of-line routine takes them) */
-	if (configure("0", "inf") != 0 || sweep(src, dst, 1) != TEST_OK)
+	if (configure("0", "inf", "inf") != 0 || sweep(src, dst, 1) != TEST_OK)
+		goto out;
+	/* the forward loop from 256 bytes on, for every pair not 32 bytes apart */
+	if (configure("inf", "0", "inf") != 0 || sweep(src, dst, 1) != TEST_OK)
 		goto out;
 	/* non-temporal stores for every copy of a transfer (total), none for staging (0) */
-	if (configure("inf", "0") != 0 || sweep(src, dst, 1) != TEST_OK ||
+	if (configure("inf", "inf", "0") != 0 || sweep(src, dst, 1) != TEST_OK ||
 	    sweep(src, dst, 0) != TEST_OK)
 		goto out;
 	/* memcpy only */
-	if (configure("inf", "inf") != 0 || sweep(src, dst, 1) != TEST_OK)
+	if (configure("inf", "inf", "inf") != 0 || sweep(src, dst, 1) != TEST_OK)
 		goto out;
 	if (strstr(unio_memcpy_describe(), "inf") == NULL &&
 	    strstr(unio_memcpy_describe(), "no AVX2") == NULL) {
@@ -133,7 +141,7 @@ UNIO_TEST(memcpy_large_routines, fast)
 	}
 	rc = TEST_OK;
 out:
-	configure("2k", "8m");
+	configure("2113", "2113", "8m");
 	munmap(src, blen);
 	munmap(dst, blen);
 	return rc;
@@ -150,11 +158,14 @@ UNIO_TEST(memcpy_overlap, fast)
 {
 	static const size_t deltas[] = { 1, 16, 63, 64, 4097 };
 	static uint8_t buf[3 * 8192], want[3 * 8192];
-	static const char *const rows[][2] = { { "0", "inf" }, { "inf", "0" }, { "2k", "8m" } };
+	static const char *const rows[][3] = {
+		{ "0", "inf", "inf" }, { "inf", "0", "inf" }, { "inf", "inf", "0" },
+		{ "2113", "2113", "8m" },
+	};
 	int rc = TEST_FAIL;
 
 	for (size_t r = 0; r < RTE_DIM(rows); r++) {
-		if (configure(rows[r][0], rows[r][1]) != 0)
+		if (configure(rows[r][0], rows[r][1], rows[r][2]) != 0)
 			goto out;
 		for (size_t d = 0; d < RTE_DIM(deltas); d++)
 			for (int dir = 0; dir < 2; dir++)
@@ -171,16 +182,17 @@ UNIO_TEST(memcpy_overlap, fast)
 					else
 						unio_memcpy_large(buf + dof, buf + so, len);
 					if (memcmp(buf, want, sizeof(buf)) != 0) {
-						TEST_LOG("rows %s/%s delta %s%zu len %zu: differs",
-							 rows[r][0], rows[r][1], dir ? "-" : "",
-							 deltas[d], len);
+						TEST_LOG("rows %s/%s/%s delta %s%zu len %zu: "
+							 "differs", rows[r][0], rows[r][1],
+							 rows[r][2], dir ? "-" : "", deltas[d],
+							 len);
 						goto out;
 					}
 				}
 	}
 	rc = TEST_OK;
 out:
-	configure("2k", "8m");
+	configure("2113", "2113", "8m");
 	return rc;
 }
 
@@ -189,8 +201,11 @@ UNIO_TEST(memcpy_config_rows, fast)
 	struct unio_config cfg;
 
 	TEST_ASSERT_STATUS(unio_config_snapshot(&cfg), UNIO_OK);
-	TEST_ASSERT_EQ(cfg.copy_alias_min, 2048);
+	TEST_ASSERT_EQ(cfg.copy_alias_min, 2113);
+	TEST_ASSERT_EQ(cfg.copy_skew_min, 2113);
 	TEST_ASSERT_EQ(cfg.copy_nt_thresh, 8u << 20);
+	TEST_ASSERT_STATUS(unio_config_set(&cfg, "COPY_SKEW_MIN", "inf"), UNIO_OK);
+	TEST_ASSERT(cfg.copy_skew_min == UNIO_SIZE_INF, "inf");
 	TEST_ASSERT_STATUS(unio_config_set(&cfg, "COPY_NT_THRESH", "inf"), UNIO_OK);
 	TEST_ASSERT(cfg.copy_nt_thresh == UNIO_SIZE_INF, "inf");
 	TEST_ASSERT_STATUS(unio_config_set(&cfg, "COPY_ALIAS_MIN", "auto"), UNIO_ERR_CONFIG);

@@ -63,19 +63,28 @@ static const struct cfg_row cfg_table[] = {
 	  "next progress call to serve them.  A request beyond them is answered at once with a "
 	  "refusal: the dialling unio_ep_create() fails with UNIO_ERR_NO_RESOURCE, and the "
 	  "iface counts it (conn_refused_busy).  Consumer: the protocol layer." },
-	{ "COPY_ALIAS_MIN", CFG_SIZE, "2k", OFF(copy_alias_min), NULL, 0, 0,
+	{ "COPY_ALIAS_MIN", CFG_SIZE, "2113", OFF(copy_alias_min), NULL, 0, 0,
 	  "Copies on the data path (puts and gets through a mapping, rendezvous and pipelined "
 	  "copies) of at least this many bytes whose destination is 1 to 63 bytes past the "
 	  "source modulo 4 KiB run through Unio's own backward AVX2 loop instead of memcpy, "
-	  "which (glibc 2.36 on AMD Zen 3, 2 KiB to 512 KiB) runs 15 to 30 times slower for "
-	  "them; 'inf': always memcpy.  Process-wide: the last context created sets it.  "
-	  "Without AVX2 (other CPUs, aarch64) every copy is memcpy." },
+	  "whose 'rep movsb' (glibc 2.36 on AMD, above 2112 bytes up to 512 KiB) runs 15 to "
+	  "30 times slower for them; at 2112 bytes and below glibc's vector loop is faster "
+	  "than Unio's.  'inf': always memcpy.  Process-wide: the last context created sets "
+	  "it.  Without AVX2 (other CPUs, aarch64) every copy is memcpy." },
 	{ "COPY_NT_THRESH", CFG_SIZE, "8m", OFF(copy_nt_thresh), NULL, 0, 0,
 	  "Transfers of at least this many bytes (a put, a get, a rendezvous message) are "
 	  "copied into their final buffer with non-temporal stores, which write memory "
 	  "without reading the destination into the cache first: faster once source and "
 	  "destination no longer fit the last-level cache.  Staging copies (FIFO cells, "
 	  "pipeline buffers) stay cached.  'inf': never.  Process-wide, as UNIO_COPY_ALIAS_MIN." },
+	{ "COPY_SKEW_MIN", CFG_SIZE, "2113", OFF(copy_skew_min), NULL, 0, 0,
+	  "Copies on the data path of at least this many bytes whose destination's distance "
+	  "from the source is not a multiple of 32 bytes (a malloc'ed buffer against a "
+	  "page-aligned mapping) run through Unio's own forward AVX2 loop (unaligned loads, "
+	  "aligned stores) instead of memcpy, whose 'rep movsb' (glibc 2.36 on AMD, above "
+	  "2112 bytes) runs 10 to 30 % slower for them than for aligned pairs; 'inf': "
+	  "memcpy.  The non-temporal stores of UNIO_COPY_NT_THRESH and the backward loop of "
+	  "UNIO_COPY_ALIAS_MIN come first.  Process-wide, as UNIO_COPY_ALIAS_MIN." },
 	{ "CPU", CFG_INT, "-1", OFF(cpu), NULL, -1, 1023,
 	  "CPU the default EAL initialisation pins the calling thread to (-l); -1 means the CPU "
 	  "the process is running on when Unio initialises EAL.  Ignored when the application "

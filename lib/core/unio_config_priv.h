@@ -89,6 +89,7 @@ struct unio_config {
 	char eal_args[UNIO_CFG_STR_MAX];  /**< EAL arguments of Unio's own EAL init, "none" */
 	int ethdev_idle_yield;            /**< enum unio_ethdev_idle_yield */
 	size_t copy_alias_min;            /**< unio_memcpy_part(): backward loop from here */
+	size_t copy_skew_min;             /**< unio_memcpy_part(): forward loop from here */
 	size_t copy_nt_thresh;            /**< unio_memcpy_part(): non-temporal from here */
 };
 

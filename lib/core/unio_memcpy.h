@@ -5,12 +5,15 @@
 /**
  * @file
  * Copies on the data path (driver SDK, not installed): puts and gets through a peer's
- * mapping, rendezvous copies, pipelined fragments.  Two cases where the C library's memcpy
+ * mapping, rendezvous copies, pipelined fragments.  Three cases where the C library's memcpy
  * is slow on the machines measured (doc/guides/protocols.md, performance log 19):
- * - the destination 1 to 63 bytes past the source modulo 4 KiB: glibc 2.36 copies 2 KiB to
- *   512 KiB with "rep movsb", which on AMD Zen 3 then runs 15 to 30 times slower (every load
- *   waits on a store to the same page offset); from UNIO_COPY_ALIAS_MIN such copies go
- *   through a vector loop that runs backwards, whose loads never meet a pending store;
+ * - the destination 1 to 63 bytes past the source modulo 4 KiB: glibc 2.36 copies 2113
+ *   bytes to 512 KiB with "rep movsb", which on AMD then runs 15 to 30 times slower (every
+ *   load waits on a store to the same page offset); from UNIO_COPY_ALIAS_MIN such copies
+ *   go through a vector loop that runs backwards, whose loads never meet a pending store;
+ * - the destination's distance from the source not a multiple of 32 bytes: "rep movsb"
+ *   runs 10 to 30 % slower there (the AMD EPYC measured, 2200 bytes to 256 KiB); from
+ *   UNIO_COPY_SKEW_MIN such copies go through a forward vector loop with aligned stores;
  * - transfers from UNIO_COPY_NT_THRESH on (source and destination no longer fit the cache):
  *   non-temporal stores write the destination without reading it first.
  * Everything else, and every copy where AVX2 is missing (other CPUs, aarch64), is memcpy.
@@ -61,9 +64,10 @@ unio_memcpy_large(void *dst, const void *src, size_t len)
 }
 
 /**
- * Set the thresholds from @p cfg (UNIO_COPY_ALIAS_MIN, UNIO_COPY_NT_THRESH).  They are
- * process-wide: unio_context_create() applies its context's, the last one created wins;
- * before any, the defaults of the configuration table hold.
+ * Set the thresholds from @p cfg (UNIO_COPY_ALIAS_MIN, UNIO_COPY_SKEW_MIN,
+ * UNIO_COPY_NT_THRESH).  They are process-wide: unio_context_create() applies its
+ * context's, the last one created wins; before any, the defaults of the configuration
+ * table hold.
  */
 void unio_memcpy_configure(const struct unio_config *cfg);
 
