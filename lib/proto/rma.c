@@ -667,15 +667,13 @@ entry_read_sync(struct unio_rkey *rk)
 	return entry_matches(rk, &e);
 }
 
-static bool
-entry_live(struct unio_rkey *rk)
+/* The owner's entry mapped here: generation, fields, generation again; no system call. */
+static inline bool
+entry_live_mapped(const struct unio_rkey *rk, const volatile struct rma_entry *v)
 {
-	const volatile struct rma_entry *v = rk->entry;
 	struct rma_entry e;
 	uint64_t g;
 
-	if (v == NULL)
-		return rk->table_sync ? entry_read_sync(rk) : true;
 	g = __atomic_load_n(&v->gen, __ATOMIC_ACQUIRE);
 	e.gen = g;
 	e.cookie = v->cookie;
@@ -685,10 +683,25 @@ entry_live(struct unio_rkey *rk)
 	return entry_matches(rk, &e) && __atomic_load_n(&v->gen, __ATOMIC_RELAXED) == g;
 }
 
+static bool
+entry_live(struct unio_rkey *rk)
+{
+	if (rk->entry == NULL)
+		return rk->table_sync ? entry_read_sync(rk) : true;
+	return entry_live_mapped(rk, rk->entry);
+}
+
+/* [raddr, raddr + len) inside the key's range, overflow-safe; len 0 at the end too. */
+static inline bool
+rkey_in_range(const struct unio_rkey *rk, uint64_t raddr, size_t len)
+{
+	return raddr >= rk->base && len <= rk->len && raddr - rk->base <= rk->len - len;
+}
+
 static inline unio_status_t
 rkey_check(struct unio_rkey *rk, uint64_t raddr, size_t len)
 {
-	if (unlikely(raddr < rk->base || len > rk->len || raddr - rk->base > rk->len - len))
+	if (unlikely(!rkey_in_range(rk, raddr, len)))
 		return UNIO_ERR_OUT_OF_RANGE;
 	if (unlikely(!entry_live(rk)))
 		return UNIO_ERR_INVALID_ADDR;
@@ -1021,8 +1034,9 @@ fence_drop(struct unio_worker *w)
 	w->rma->fq_marker_last = false;
 }
 
-static unio_status_t
-rma_op(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_rkey *rk,
+/* Every put and get that rma_op() does not finish itself: all the checks, in their order. */
+static __attribute__((noinline)) unio_status_t
+rma_op_slow(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_rkey *rk,
        bool put, const struct unio_request_param *param, unio_request_t **req_p)
 {
 	unio_status_t st;
@@ -1066,6 +1080,70 @@ rma_op(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_rk
 out:
 	worker_unlock(ep->worker);
 	return st;
+}
+
+/*
+ * A copy of up to 16 bytes as memmove makes it (every load before the first store), inline:
+ * an 8-byte put is two loads and two stores instead of a call into the C library.
+ */
+static inline void
+copy_upto16(uint8_t *d, const uint8_t *s, size_t len)
+{
+	if (len >= 8) {
+		uint64_t a, b;
+
+		memcpy(&a, s, 8);
+		memcpy(&b, s + len - 8, 8);
+		memcpy(d, &a, 8);
+		memcpy(d + len - 8, &b, 8);
+	} else if (len >= 4) {
+		uint32_t a, b;
+
+		memcpy(&a, s, 4);
+		memcpy(&b, s + len - 4, 4);
+		memcpy(d, &a, 4);
+		memcpy(d + len - 4, &b, 4);
+	} else if (len != 0) {
+		uint8_t a = s[0], b = s[len / 2], c = s[len - 1];
+
+		d[0] = a;
+		d[len / 2] = b;
+		d[len - 1] = c;
+	}
+}
+
+/*
+ * The common case, without a lock, a request or a call before the copy: a single-threaded
+ * worker, a connected ep, a key mapped here (shm's direct mapping, self), no fence queue,
+ * no request flags, a range inside the key and the owner's entry still the key's.  Anything
+ * else, a refusal included, goes to rma_op_slow(), which checks everything again in order and
+ * says why (so that the feature check still comes first for a NULL key).
+ */
+static inline __attribute__((always_inline)) unio_status_t
+rma_op(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_rkey *rk,
+       bool put, const struct unio_request_param *param, unio_request_t **req_p)
+{
+	uint8_t *p;
+
+	if (unlikely(ep == NULL || rk == NULL || rk->ep != ep || buf == NULL || len == 0 ||
+		     ep->state != EP_CONNECTED || rk->tl_ep == NULL ||
+		     rk->data.local_ptr == NULL || rk->entry == NULL ||
+		     ep->worker->mode == UNIO_THREAD_MODE_MULTI || ep->worker->n_rma_fenced != 0 ||
+		     (param != NULL && (param->field_mask & UNIO_REQ_PARAM_FLAGS)) ||
+		     !rkey_in_range(rk, raddr, len) || !entry_live_mapped(rk, rk->entry)))
+		return rma_op_slow(ep, buf, len, raddr, rk, put, param, req_p);
+	p = (uint8_t *)rk->data.local_ptr + (raddr - rk->base);
+	if (len <= 16) {
+		if (put)
+			copy_upto16(p, buf, len);
+		else
+			copy_upto16(buf, p, len);
+	} else if (put) {
+		unio_memcpy_large(p, buf, len);
+	} else {
+		unio_memcpy_large(buf, p, len);
+	}
+	return UNIO_OK;
 }
 
 unio_status_t

@@ -21,8 +21,8 @@
 #define MIB (1024 * 1024)
 #define GUARD 4096
 
-static const size_t sizes[] = { 0, 1, 7, 8, 9, 63, 64, 65, 255, 4095, 4096, 4097,
-				65535, 65536, 65537, 1 * MIB, 4 * MIB };
+static const size_t sizes[] = { 0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 63, 64, 65, 255,
+				4095, 4096, 4097, 65535, 65536, 65537, 1 * MIB, 4 * MIB };
 
 struct pair {
 	unio_context_t *ctx;
