@@ -188,6 +188,7 @@ struct perf_xfer {
 	uint64_t done;          /* client: iterations (streaming: all sent, warmup included) */
 	uint64_t elapsed;       /* TSC cycles of the timed part */
 	uint64_t tsc_start;     /* when the first timed iteration started */
+	int timed_end;          /* client: elapsed ends when the last operation completed */
 	uint64_t received;      /* server: AMs handled */
 	uint64_t bad_iter;      /* server: first payload mismatch, UINT64_MAX when none */
 	double memcpy_p50_us;   /* client, put_* / get_*: the memcpy reference (see xfer.c) */

@@ -979,9 +979,11 @@ client_round(struct perf_side *s, struct perf_round *r, struct perf_ctrl *fin)
 	if (rc != 0)
 		return -1;
 	if (!pingpong) {
-		/* streaming: the clock stops when the server has seen everything */
+		/* streaming: the clock stops when the server has seen everything (one-sided
+		 * tests: when the last operation completed, xfer.c) */
 		r->done = sent > r->warmup ? sent - r->warmup : 0;
-		r->elapsed = rte_rdtsc() - r->tsc_start;
+		if (!x.timed_end)
+			r->elapsed = rte_rdtsc() - r->tsc_start;
 	}
 	return 0;
 }

@@ -496,6 +496,17 @@ rma_client(struct xfer_state *xs)
 	for (unsigned int k = 0; k < x->window; k++)
 		if (win[k] != NULL && UNIO_IS_ERR(req_wait(xs, UNIO_INPROGRESS, win[k])) && rc == 0)
 			rc = xfail(xs->s, "rma", UNIO_ERR_IO);
+	/*
+	 * put_bw, get_*: the clock stops here, every operation complete (over shm and self at
+	 * the call, over tcp when the target answered), as ucx_perftest's stops after its last
+	 * operation completed (its server polls and answers at once).  Not at the server's FIN
+	 * (side.c, the streaming tests' end): this server sleeps, and its wake-up, tens of
+	 * microseconds to a scheduler slice, was a fifth of an 8-byte put_bw run's 20,000 puts.
+	 */
+	if (x->test == PERF_PUT_BW || x->test == PERF_GET_BW || x->test == PERF_GET_LAT) {
+		prev = rte_rdtsc();
+		x->timed_end = 1;
+	}
 	if (rc == 0 && x->validate && x->test == PERF_GET_BW && !fill_ok(local, x->size, 0))
 		rc = xfail(xs->s, "get: payload mismatch", UNIO_ERR_PROTO);
 	/* as side.c counts: ping-pong tests the timed ones, the others all that were done */
