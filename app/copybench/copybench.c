@@ -493,7 +493,8 @@ measure(copy_fn fn, uint8_t *dst, const uint8_t *src, size_t len, struct mbox *m
 static int
 run_sweep(size_t len)
 {
-	static const int deltas[] = { 0, 1, 8, 16, 32, 48, 63, 64, 65, 128, 192, 256, 512, 1024,
+	static const int deltas[] = { 0, 1, 8, 16, 32, 48, 63, 64, 65, 80, 96, 112, 127, 128, 192,
+				      256, 512, 1024,
 				      2048, 3072, 3968, 4032, 4064, 4080, 4095 };
 	enum { ND = sizeof(deltas) / sizeof(deltas[0]) };
 	uint8_t *src = src_alloc(S_PAGE, len), *dbase = dst_alloc(D_PAGE, len + 4096);
