@@ -20,6 +20,7 @@
  */
 
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #ifdef __cplusplus
@@ -47,6 +48,40 @@ unio_memcpy_part(void *dst, const void *src, size_t len, size_t total)
 		memcpy(dst, src, len);
 	else
 		unio_memcpy_part_(dst, src, len, total);
+}
+
+/**
+ * Copy @p len <= 16 bytes inline, without a call into the C library (an 8-byte put, a small
+ * message's payload): every load before the first store, so overlapping buffers get
+ * memmove's result.
+ */
+static inline void
+unio_memcpy_upto16(void *dst, const void *src, size_t len)
+{
+	uint8_t *d = (uint8_t *)dst;
+	const uint8_t *s = (const uint8_t *)src;
+
+	if (len >= 8) {
+		uint64_t a, b;
+
+		memcpy(&a, s, 8);
+		memcpy(&b, s + len - 8, 8);
+		memcpy(d, &a, 8);
+		memcpy(d + len - 8, &b, 8);
+	} else if (len >= 4) {
+		uint32_t a, b;
+
+		memcpy(&a, s, 4);
+		memcpy(&b, s + len - 4, 4);
+		memcpy(d, &a, 4);
+		memcpy(d + len - 4, &b, 4);
+	} else if (len != 0) {
+		uint8_t a = s[0], b = s[len / 2], c = s[len - 1];
+
+		d[0] = a;
+		d[len / 2] = b;
+		d[len - 1] = c;
+	}
 }
 
 /**

@@ -1083,36 +1083,6 @@ out:
 }
 
 /*
- * A copy of up to 16 bytes as memmove makes it (every load before the first store), inline:
- * an 8-byte put is two loads and two stores instead of a call into the C library.
- */
-static inline void
-copy_upto16(uint8_t *d, const uint8_t *s, size_t len)
-{
-	if (len >= 8) {
-		uint64_t a, b;
-
-		memcpy(&a, s, 8);
-		memcpy(&b, s + len - 8, 8);
-		memcpy(d, &a, 8);
-		memcpy(d + len - 8, &b, 8);
-	} else if (len >= 4) {
-		uint32_t a, b;
-
-		memcpy(&a, s, 4);
-		memcpy(&b, s + len - 4, 4);
-		memcpy(d, &a, 4);
-		memcpy(d + len - 4, &b, 4);
-	} else if (len != 0) {
-		uint8_t a = s[0], b = s[len / 2], c = s[len - 1];
-
-		d[0] = a;
-		d[len / 2] = b;
-		d[len - 1] = c;
-	}
-}
-
-/*
  * The common case, without a lock, a request or a call before the copy: a single-threaded
  * worker, a connected ep, a key mapped here (shm's direct mapping, self), no fence queue,
  * no request flags, a range inside the key and the owner's entry still the key's.  Anything
@@ -1135,9 +1105,9 @@ rma_op(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_rk
 	p = (uint8_t *)rk->data.local_ptr + (raddr - rk->base);
 	if (len <= 16) {
 		if (put)
-			copy_upto16(p, buf, len);
+			unio_memcpy_upto16(p, buf, len);
 		else
-			copy_upto16(buf, p, len);
+			unio_memcpy_upto16(buf, p, len);
 	} else if (put) {
 		unio_memcpy_large(p, buf, len);
 	} else {

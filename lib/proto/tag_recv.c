@@ -19,25 +19,10 @@
 static inline void
 copy_small(uint8_t *dst, const uint8_t *src, size_t len)
 {
-	uint64_t a, b;
-	uint32_t c, d;
-
-	if (len > 16) {
+	if (len > 16)
 		memcpy(dst, src, len);
-	} else if (len >= 8) {
-		memcpy(&a, src, 8);
-		memcpy(&b, src + len - 8, 8);
-		memcpy(dst, &a, 8);
-		memcpy(dst + len - 8, &b, 8);
-	} else if (len >= 4) {
-		memcpy(&c, src, 4);
-		memcpy(&d, src + len - 4, 4);
-		memcpy(dst, &c, 4);
-		memcpy(dst + len - 4, &d, 4);
-	} else {
-		for (size_t i = 0; i < len; i++)
-			dst[i] = src[i];
-	}
+	else
+		unio_memcpy_upto16(dst, src, len);
 }
 
 static void
