@@ -22,6 +22,12 @@
  *   pb_am_rtt       an 8-byte AM round trip as unio-perf's am_lat makes it: send with the reply
  *                   flag, the receiver's progress runs the handler that echoes the data on
  *                   its reply ep, the sender's progress runs the handler that takes the echo
+ *   pb_tag_rtt      an 8-byte tagged round trip as unio-perf's tag_lat makes it: the client
+ *                   sends, posts the receive for the echo (recv_info, no callback) and tests
+ *                   it once; the server's progress delivers into its posted receive, it tests
+ *                   and frees that, echoes and posts its next receive; the client's progress
+ *                   delivers the echo, it tests and frees its receive (unio-perf's loops less
+ *                   their clock and histogram)
  *   pb_put          unio_put() of 8 bytes into the peer worker's mapped buffer (the put_lat
  *                   and put_bw step: range check, then a copy into the peer's mapping)
  *
@@ -51,7 +57,7 @@
 
 /* calls of each progress path (their bodies must differ, or the linker folds them) */
 enum { PB_TAG_RX, PB_TAG_STREAM, PB_UNEXP_RX, PB_UNEXP_POST, PB_IDLE, PB_AM_RX, PB_AM_RTT,
-       PB_N };
+       PB_TAG_RTT, PB_N };
 static volatile uint64_t calls[PB_N];
 
 struct rx {
@@ -205,6 +211,40 @@ pb_am_rtt(unio_worker_t *wa, unio_worker_t *wb, unio_ep_t *ep, const uint64_t *v
 	    UNIO_OK)
 		return 0;
 	return unio_worker_progress(wb) + unio_worker_progress(wa);
+}
+
+/* pb_tag_rtt: client worker @c wa (ep @c ab), server worker @c wb (ep @c ba) */
+struct tag_rtt {
+	unio_worker_t *wa, *wb;
+	unio_ep_t *ab, *ba;
+	unio_request_t *areq, *breq;      /* the client's receive, the server's posted one */
+	struct unio_request_param pa, pb;
+	struct unio_recv_info ia, ib;
+	uint64_t v, ra, rb[2];
+	unsigned int cur;                 /* the server's buffer that receives next */
+};
+
+__attribute__((noinline)) static int
+pb_tag_rtt(struct tag_rtt *t)
+{
+	calls[PB_TAG_RTT]++;
+	if (unio_tag_send(t->ab, &t->v, 8, TAG, NULL, NULL) != UNIO_OK ||
+	    unio_tag_recv(t->wa, &t->ra, 8, TAG, UINT64_MAX, &t->pa, &t->areq) != UNIO_INPROGRESS ||
+	    unio_request_test(t->areq, &t->ia) != UNIO_INPROGRESS)
+		return -1;
+	if (unio_worker_progress(t->wb) == 0 || unio_request_test(t->breq, &t->ib) != UNIO_OK)
+		return -1;
+	unio_request_free(t->breq);
+	if (unio_tag_send(t->ba, &t->rb[t->cur], 8, TAG, NULL, NULL) != UNIO_OK)
+		return -1;
+	t->cur ^= 1;
+	if (unio_tag_recv(t->wb, &t->rb[t->cur], 8, TAG, UINT64_MAX, &t->pb, &t->breq) !=
+	    UNIO_INPROGRESS)
+		return -1;
+	if (unio_worker_progress(t->wa) == 0 || unio_request_test(t->areq, &t->ia) != UNIO_OK)
+		return -1;
+	unio_request_free(t->areq);
+	return 0;
 }
 
 __attribute__((noinline)) static unio_status_t
@@ -414,6 +454,54 @@ run_am_rtt(unio_worker_t *wa, unio_worker_t *wb, unio_ep_t *ep, uint64_t n)
 	return ra.bad != 0 || rb.bad != 0 ? fail("am: bad echo", UNIO_ERR_IO) : 0;
 }
 
+/* keeps the reply ep that an AM sent with the reply flag offers */
+static unio_status_t
+on_reply_ep(void *arg, const void *header, size_t hlen, void *data, size_t len,
+	    const struct unio_am_recv_param *p)
+{
+	(void)header, (void)hlen, (void)data, (void)len;
+	*(unio_ep_t **)arg = p->reply_ep;
+	return UNIO_OK;
+}
+
+/*
+ * Tagged round trips between @p wa and @p wb, each payload and length checked both ways.  The
+ * echo goes on @p wb's ep to @p wa that the connection made (an AM's reply ep), so that each
+ * worker receives on one ring, as unio-perf's two sides do.
+ */
+static int
+run_tag_rtt(unio_worker_t *wa, unio_worker_t *wb, unio_ep_t *ab, uint64_t n)
+{
+	struct tag_rtt t = { .wa = wa, .wb = wb, .ab = ab };
+	uint64_t v = 0;
+
+	if (unio_worker_set_am_handler(wb, AM_ID, on_reply_ep, &t.ba, 0) != UNIO_OK ||
+	    unio_am_send(ab, AM_ID, NULL, 0, &v, 8, NULL, UNIO_AM_SEND_FLAG_REPLY, NULL) !=
+	    UNIO_OK || unio_worker_progress(wb) == 0 || t.ba == NULL)
+		return fail("tag round trip: no ep back", UNIO_ERR_IO);
+	unio_worker_set_am_handler(wb, AM_ID, NULL, NULL, 0);
+	t.pa = (struct unio_request_param){ .field_mask = UNIO_REQ_PARAM_RECV_INFO,
+					    .recv_info = &t.ia };
+	t.pb = (struct unio_request_param){ .field_mask = UNIO_REQ_PARAM_RECV_INFO,
+					    .recv_info = &t.ib };
+	if (unio_tag_recv(wb, &t.rb[0], 8, TAG, UINT64_MAX, &t.pb, &t.breq) != UNIO_INPROGRESS)
+		return fail("tag round trip: first receive", UNIO_ERR_IO);
+	for (uint64_t i = 0; i < n; i++) {
+		unsigned int got = t.cur;
+
+		t.v = i * 3 + 1;
+		if (pb_tag_rtt(&t) != 0)
+			return fail("tag round trip: not done by one progress call each",
+				    UNIO_ERR_IO);
+		if (t.rb[got] != t.v || t.ra != t.v || t.ib.length != 8 || t.ia.length != 8 ||
+		    t.ib.tag != TAG || t.ia.tag != TAG)
+			return fail("tag round trip: wrong echo", UNIO_ERR_IO);
+	}
+	unio_request_cancel(wb, t.breq);
+	unio_request_free(t.breq);
+	return 0;
+}
+
 /* puts of 8 bytes into @p wb's mapped buffer, each checked there */
 static int
 run_put(unio_worker_t *wb, unio_ep_t *ep, uint64_t n)
@@ -499,6 +587,8 @@ main(int argc, char **argv)
 		rc = run_am(wa, wb, ep, n);
 	if (rc == 0)
 		rc = run_am_rtt(wa, wb, ep, n);
+	if (rc == 0)
+		rc = run_tag_rtt(wa, wb, ep, n);
 	if (rc == 0)
 		rc = run_put(wb, ep, n);
 	if (rc == 0)
