@@ -8,21 +8,39 @@
 
 #include "unio_api_priv.h"
 
-unio_status_t
-unio_request_test(unio_request_t *req, struct unio_recv_info *info)
+static inline unio_status_t
+request_test_body(const struct unio_request *req, struct unio_recv_info *info)
 {
-	unio_status_t st;
+	unio_status_t st = req->state == REQ_DONE ? req->status : UNIO_INPROGRESS;
 
-	if (req == NULL)
-		return UNIO_ERR_INVALID_PARAM;
-	worker_lock(req->worker);
-	st = req->state == REQ_DONE ? req->status : UNIO_INPROGRESS;
 	if (req->state == REQ_FREE)
 		st = UNIO_ERR_INVALID_PARAM;
 	if (st != UNIO_INPROGRESS && info != NULL && req->type == REQ_RECV)
 		*info = req->info;
-	worker_unlock(req->worker);
 	return st;
+}
+
+static __rte_noinline unio_status_t
+request_test_locked(const struct unio_request *req, struct unio_recv_info *info)
+{
+	struct unio_worker *w = req->worker;
+	unio_status_t st;
+
+	pthread_mutex_lock(&w->lock);
+	st = request_test_body(req, info);
+	pthread_mutex_unlock(&w->lock);
+	return st;
+}
+
+/* SINGLE mode without a call (no register saved): the wait loops run it after each event */
+unio_status_t
+unio_request_test(unio_request_t *req, struct unio_recv_info *info)
+{
+	if (req == NULL)
+		return UNIO_ERR_INVALID_PARAM;
+	if (unlikely(req->worker->mode == UNIO_THREAD_MODE_MULTI))
+		return request_test_locked(req, info);
+	return request_test_body(req, info);
 }
 
 unio_status_t
@@ -89,7 +107,8 @@ unio_request_free(unio_request_t *req)
 
 /* ---- tagged messages ---- */
 
-static unio_status_t
+/* out of line: unio_tag_send()'s fast path then saves no register for the lock's path */
+static __rte_noinline unio_status_t
 send_common(unio_ep_t *ep, const void *buf, size_t len, uint64_t tag, bool sync,
 	    const struct unio_request_param *param, unio_request_t **req_p)
 {
@@ -103,10 +122,14 @@ send_common(unio_ep_t *ep, const void *buf, size_t len, uint64_t tag, bool sync,
 	return st;
 }
 
+/* SINGLE mode without the lock's second test after the driver's call */
 unio_status_t
 unio_tag_send(unio_ep_t *ep, const void *buf, size_t len, uint64_t tag,
 	      const struct unio_request_param *param, unio_request_t **req_p)
 {
+	if (likely(ep != NULL && (buf != NULL || len == 0) &&
+		   ep->worker->mode != UNIO_THREAD_MODE_MULTI))
+		return proto_tag_send(ep, buf, len, tag, false, param, req_p);
 	return send_common(ep, buf, len, tag, false, param, req_p);
 }
 

@@ -397,6 +397,26 @@ am_send_checked(struct unio_ep *ep, unsigned int id, const void *header, size_t 
 }
 
 /*
+ * A short AM's arguments, in memory across the driver's call: only a refused send (a full
+ * ring) reads them again, so the fast path stores them instead of saving registers for them.
+ */
+struct am_short_args {
+	struct unio_ep *ep;
+	const void *buf;
+	size_t len;
+	unio_request_t **req_p;
+	unsigned int id;
+	unsigned int flags;
+};
+
+/* a full ring: queued by the checked path (no header, no param on the fast path) */
+static __rte_noinline unio_status_t
+am_short_refused(const struct am_short_args *a)
+{
+	return am_send_checked(a->ep, a->id, NULL, 0, a->buf, a->len, NULL, a->flags, a->req_p);
+}
+
+/*
  * The fast path first, as small as the tag protocol's: no user header, no request
  * parameters, at most the reply flag, a single-threaded worker, a connected ep with nothing
  * queued, data that fits am_short.  Everything else, and a full ring, takes the checked path.
@@ -416,13 +436,14 @@ unio_am_send(unio_ep_t *ep, unsigned int id, const void *header, size_t header_l
 		w = ep->worker;
 		if (likely(w->am_fast && ep->state == EP_CONNECTED && !ep->remote_closed &&
 			   w->n_am_pending == 0)) {
+			struct am_short_args a = { ep, buf, len, req_p, id, flags };
+
 			st = unio_tl_ep_am_short(ep->lane.tl_ep, PROTO_AM_USER_EAGER,
 						 short_wire(ep, id, 0, flags ?
 							    AM_EAGER_REPLY : 0), buf, len);
 			if (likely(st != UNIO_ERR_NO_RESOURCE))
 				return st;
-			/* a full ring: queued by the checked path (no header, no param here) */
-			return am_send_checked(ep, id, NULL, 0, buf, len, NULL, flags, req_p);
+			return am_short_refused(&a);
 		}
 	}
 	return am_send_checked(ep, id, header, header_len, buf, len, param, flags, req_p);
@@ -433,9 +454,9 @@ unio_am_send(unio_ep_t *ep, unsigned int id, const void *header, size_t header_l
 static struct am_handler *
 handler_of(struct unio_worker *w, unsigned int id)
 {
-	struct am_handler *h = id < UNIO_AM_ID_MAX ? &w->am->h[id] : NULL;
-
-	return h != NULL && h->cb != NULL ? h : NULL;
+	if (id >= UNIO_AM_ID_MAX || w->am->h[id].cb == NULL)
+		return NULL;
+	return &w->am->h[id];
 }
 
 /* A handler that keeps its data: it gets a copy that lives until unio_am_data_release(). */

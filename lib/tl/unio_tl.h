@@ -254,6 +254,7 @@ struct unio_tl_ops {
 	 * without the part that can wait a few calls (new senders, liveness); the worker calls
 	 * it when the poll word is set, and iface_progress in one call in every few and in the
 	 * first after unio_worker_arm().  NULL: the generic layer sets it to iface_progress.
+	 * The driver may change it inside its own calls (shm: an entry for one sender's ring).
 	 */
 	unsigned int (*iface_deliver)(struct unio_tl_iface *iface);
 } __rte_cache_aligned;

@@ -327,3 +327,154 @@ UNIO_TEST(api_tag_recv_fast_paths, fast)
 	unio_context_destroy(ctx);
 	return rc;
 }
+
+/*
+ * 8-byte tagged messages and AMs into a ring that the receiver does not drain: the send fast
+ * paths keep their arguments in memory across the driver's call and, once the ring refuses
+ * a message, queue it from there with a request.  Every message then arrives in order with
+ * its own payload, and every queued send completes.
+ */
+#define FR_N   20000u
+#define FR_AM  9
+
+static uint64_t fr_vals[FR_N];
+static unio_request_t *fr_req[FR_N];
+
+struct fr_am {
+	uint64_t next;
+	uint64_t bad;
+};
+
+static unio_status_t
+fr_on_am(void *arg, const void *header, size_t hlen, void *data, size_t len,
+	 const struct unio_am_recv_param *p)
+{
+	struct fr_am *r = arg;
+	uint64_t v;
+
+	RTE_SET_USED(header);
+	memcpy(&v, data, sizeof(v));
+	if (hlen != 0 || len != 8 || p->reply_ep == NULL || r->next >= FR_N ||
+	    v != fr_vals[r->next])
+		r->bad++;
+	r->next++;
+	return UNIO_OK;
+}
+
+/* count the sends queued (UNIO_INPROGRESS with a request) and check the others gave none */
+static int
+fr_sent(unio_status_t st, unsigned int i, unsigned int *queued)
+{
+	TEST_ASSERT(st == UNIO_OK || st == UNIO_INPROGRESS, "send %u: %s", i,
+		    unio_status_string(st));
+	TEST_ASSERT((st == UNIO_INPROGRESS) == (fr_req[i] != NULL), "send %u: request", i);
+	*queued += st == UNIO_INPROGRESS;
+	return TEST_OK;
+}
+
+/* every queued send completes (progressing both workers) */
+static int
+fr_sends_done(unio_worker_t *a, unio_worker_t *b)
+{
+	for (unsigned int i = 0; i < FR_N; i++) {
+		if (fr_req[i] == NULL)
+			continue;
+		TEST_ASSERT_STATUS(api_op_wait(a, b, UNIO_INPROGRESS, fr_req[i]), UNIO_OK);
+		fr_req[i] = NULL;
+	}
+	return TEST_OK;
+}
+
+static int
+fr_tag(unio_worker_t *a, unio_worker_t *b, unio_ep_t *ep)
+{
+	struct unio_recv_info info;
+	struct unio_request_param p = { .field_mask = UNIO_REQ_PARAM_RECV_INFO,
+					.recv_info = &info };
+	unsigned int queued = 0;
+	unio_request_t *rreq;
+	unio_status_t st;
+	uint64_t got;
+
+	for (unsigned int i = 0; i < FR_N; i++) {
+		fr_vals[i] = 0x3c00000000000000ull ^ ((uint64_t)i * 0x9e3779b97f4a7c15ull);
+		fr_req[i] = NULL;
+		st = unio_tag_send(ep, &fr_vals[i], 8, FT_TAG + 2, NULL, &fr_req[i]);
+		if (fr_sent(st, i, &queued) != TEST_OK)
+			return TEST_FAIL;
+	}
+	TEST_ASSERT(queued > 0 && queued < FR_N, "%u of %u sends queued", queued, FR_N);
+	for (unsigned int i = 0; i < FR_N; i++) {
+		got = 0;
+		memset(&info, 0, sizeof(info));
+		rreq = NULL;
+		st = unio_tag_recv(b, &got, sizeof(got), FT_TAG + 2, UINT64_MAX, &p, &rreq);
+		for (long k = 0; st == UNIO_INPROGRESS && k < 10000000; k++) {
+			unio_worker_progress(a);
+			unio_worker_progress(b);
+			st = unio_request_test(rreq, &info);
+		}
+		if (rreq != NULL)
+			unio_request_free(rreq);
+		TEST_ASSERT_STATUS(st, UNIO_OK);
+		TEST_ASSERT(info.length == 8 && info.tag == FT_TAG + 2 && got == fr_vals[i],
+			    "message %u: length %zu, %#" PRIx64 " for %#" PRIx64, i, info.length,
+			    got, fr_vals[i]);
+	}
+	return fr_sends_done(a, b);
+}
+
+static int
+fr_am(unio_worker_t *a, unio_worker_t *b, unio_ep_t *ep)
+{
+	struct fr_am r = { 0, 0 };
+	unsigned int queued = 0;
+	unio_status_t st;
+
+	TEST_ASSERT_STATUS(unio_worker_set_am_handler(b, FR_AM, fr_on_am, &r, 0), UNIO_OK);
+	for (unsigned int i = 0; i < FR_N; i++) {
+		fr_vals[i] = 0x5d00000000000000ull ^ ((uint64_t)i * 0xc2b2ae3d27d4eb4full);
+		fr_req[i] = NULL;
+		st = unio_am_send(ep, FR_AM, NULL, 0, &fr_vals[i], 8, NULL,
+				  UNIO_AM_SEND_FLAG_REPLY, &fr_req[i]);
+		if (fr_sent(st, i, &queued) != TEST_OK)
+			return TEST_FAIL;
+	}
+	TEST_ASSERT(queued > 0 && queued < FR_N, "%u of %u AMs queued", queued, FR_N);
+	for (long k = 0; k < 100000000 && r.next < FR_N; k++) {
+		unio_worker_progress(a);
+		unio_worker_progress(b);
+	}
+	TEST_ASSERT(r.next == FR_N && r.bad == 0, "%" PRIu64 " AMs handled, %" PRIu64 " bad",
+		    r.next, r.bad);
+	if (fr_sends_done(a, b) != TEST_OK)
+		return TEST_FAIL;
+	unio_worker_set_am_handler(b, FR_AM, NULL, NULL, 0);
+	return TEST_OK;
+}
+
+UNIO_TEST(api_short_send_full_ring, fast)
+{
+	static const char *const ovr[] = { "TLS", "shm,self", NULL };
+	unio_context_t *ctx = api_ctx(ovr);
+	unio_worker_t *a, *b;
+	unio_status_t st;
+	unio_ep_t *ep;
+	int rc;
+
+	TEST_ASSERT(ctx != NULL, "context");
+	a = unio_worker_create(ctx, NULL, &st);
+	b = unio_worker_create(ctx, NULL, &st);
+	TEST_ASSERT(a != NULL && b != NULL, "workers: %s", unio_status_string(st));
+	ep = api_ep_to_worker(a, b, &st);
+	TEST_ASSERT(ep != NULL && api_ep_connected(a, b, ep), "a -> b: %s",
+		    unio_status_string(st));
+	rc = fr_tag(a, b, ep);
+	if (rc == TEST_OK)
+		rc = fr_am(a, b, ep);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(a);
+	unio_worker_destroy(b);
+	unio_context_destroy(ctx);
+	return rc;
+}

@@ -347,11 +347,19 @@ static uint64_t *const idle_next = &idle_word;
  * none, a word that stays 0; with several, none (progress is called every time).  Set again
  * whenever the set of rings changes.
  */
+static unsigned int shm_deliver(struct unio_tl_iface *iface);
+static unsigned int shm_deliver_one(struct unio_tl_iface *iface);
+
+/*
+ * With one sender the worker calls iface_deliver only when that ring's header word is set:
+ * shm_deliver_one() goes to the ring without looking for it.
+ */
 static void
 rx_poll_word_set(struct shm_iface *si)
 {
 	si->super.poll_word = si->n_active == 0 ? &idle_next :
 			      si->n_active == 1 ? (uint64_t *const *)&si->active[0].next : NULL;
+	si->super.ops.iface_deliver = si->n_active == 1 ? shm_deliver_one : shm_deliver;
 }
 
 static void
@@ -492,6 +500,19 @@ shm_deliver(struct unio_tl_iface *iface)
 		if (__atomic_load_n(r->next, __ATOMIC_RELAXED) != 0)
 			return poll_rings(si, r, 0);
 	return 0;
+}
+
+/*
+ * Delivery with one sender (see rx_poll_word_set()): the worker has seen the ring's next
+ * header word set, so the ring walk starts at once (it reads the word again and stops at a
+ * 0, should the worker call it otherwise), with no other ring to look at after it.
+ */
+static __rte_noinline unsigned int
+shm_deliver_one(struct unio_tl_iface *iface)
+{
+	struct shm_iface *si = shm_iface_of(iface);
+
+	return ring_poll(si, si->active);
 }
 
 /*
