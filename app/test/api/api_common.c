@@ -2,11 +2,13 @@
 /* Helpers of the API tests (see api_common.h). */
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
-#include <rte_cycles.h>
+#include <rte_log.h>
 
 #include "api_common.h"
 #include "unio_proto.h"
@@ -108,6 +110,41 @@ api_ep_connected(unio_worker_t *w, unio_worker_t *peer, const unio_ep_t *ep)
 	return ep_is_connected(w, ep);
 }
 
+int
+api_pair_open(struct api_pair *p, const char *const *overrides, const char *drv)
+{
+	unio_status_t st = UNIO_ERR_NO_MEMORY;
+
+	*p = (struct api_pair){ .ctx = api_ctx(overrides) };
+	if (p->ctx == NULL)
+		return TEST_FAIL;
+	p->a = unio_worker_create(p->ctx, NULL, &st);
+	if (p->a != NULL)
+		p->b = unio_worker_create(p->ctx, NULL, &st);
+	TEST_ASSERT(p->a != NULL && p->b != NULL, "workers: %s", unio_status_string(st));
+	p->ep = api_ep_to_worker(p->a, p->b, &st);
+	TEST_ASSERT(p->ep != NULL && api_ep_connected(p->a, p->b, p->ep), "a -> b: %s",
+		    unio_status_string(st));
+	TEST_ASSERT(drv == NULL || (strcmp(p->ep->lane.iface->driver->name, drv) == 0 &&
+				    api_worker_iface(p->b, drv, NULL) != NULL),
+		    "no %s lane a -> b (%s)", drv, p->ep->lane.iface->driver->name);
+	return TEST_OK;
+}
+
+void
+api_pair_close(struct api_pair *p)
+{
+	if (p->ep != NULL)
+		unio_ep_close(p->ep, UNIO_EP_CLOSE_FORCE, NULL);
+	if (p->a != NULL)
+		unio_worker_destroy(p->a);
+	if (p->b != NULL)
+		unio_worker_destroy(p->b);
+	if (p->ctx != NULL)
+		unio_context_destroy(p->ctx);
+	*p = (struct api_pair){ 0 };
+}
+
 struct sockaddr_in
 api_loopback(int port)
 {
@@ -164,16 +201,23 @@ on_conn(unio_conn_request_t *cr, void *arg)
 		TEST_LOG("accept: %s", unio_status_string(st));
 }
 
+struct unio_listener_params
+api_listener_params(struct sockaddr_in *a, unio_conn_handler_t handler, void *arg)
+{
+	return (struct unio_listener_params){
+		.field_mask = UNIO_LISTENER_PARAM_SOCKADDR | UNIO_LISTENER_PARAM_HANDLER,
+		.sockaddr = (struct sockaddr *)a, .addrlen = sizeof(*a),
+		.conn_handler = handler, .arg = arg,
+	};
+}
+
 unio_listener_t *
 api_listen(unio_worker_t *w, int port, unio_ep_t **ep_slot, unio_ep_err_handler_t eh,
 	   void *arg)
 {
 	struct sockaddr_in a = api_loopback(port);
 	struct listen_ctx *lc;
-	struct unio_listener_params p = {
-		.field_mask = UNIO_LISTENER_PARAM_SOCKADDR | UNIO_LISTENER_PARAM_HANDLER,
-		.sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a), .conn_handler = on_conn,
-	};
+	struct unio_listener_params p;
 	unio_listener_t *l;
 	unio_status_t st;
 
@@ -181,23 +225,32 @@ api_listen(unio_worker_t *w, int port, unio_ep_t **ep_slot, unio_ep_err_handler_
 		return NULL;
 	lc = &listen_ctxs[n_listen_ctxs++];
 	*lc = (struct listen_ctx){ w, ep_slot, eh, arg };
-	p.arg = lc;
+	p = api_listener_params(&a, on_conn, lc);
 	l = unio_listener_create(w, &p, &st);
 	if (l == NULL)
 		TEST_LOG("listen on port %d: %s", port, unio_status_string(st));
 	return l;
 }
 
+/* Milliseconds since @p t0 (CLOCK_MONOTONIC). */
+static long
+ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
 int
 api_progress_until(unio_worker_t *w, volatile int *flag, int ms)
 {
-	struct timespec t0, t;
+	struct timespec t0;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (!*flag) {
 		unio_worker_progress(w);
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > ms)
+		if (ms_since(&t0) > ms)
 			break;
 	}
 	return *flag;
@@ -343,23 +396,129 @@ api_accept_child(unio_worker_t *w, unio_ep_t *volatile *slot, pid_t pid)
 }
 
 int
+api_wait_child(unio_worker_t *w, pid_t pid, int ms, int *status)
+{
+	struct timespec t0;
+	int st = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (waitpid(pid, &st, WNOHANG) != pid) {
+		unio_worker_progress(w);
+		if (ms_since(&t0) > ms) {
+			TEST_LOG("child %d late: killing it", (int)pid);
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			break;
+		}
+	}
+	if (status != NULL)
+		*status = st;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int
 api_reap_child(unio_worker_t *w, pid_t pid, const char *who)
 {
 	int status = 0;
 
-	for (uint64_t t0 = rte_get_timer_cycles();; ) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			break;
-		unio_worker_progress(w);
-		if (rte_get_timer_cycles() - t0 > 30 * rte_get_timer_hz()) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			break;
-		}
-	}
+	api_wait_child(w, pid, 30000, &status);
 	TEST_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s exit status %#x", who,
 		    status);
 	return TEST_OK;
+}
+
+int
+api_child_end(unio_context_t *ctx, unio_worker_t *w, unio_ep_t *ep)
+{
+	for (int i = 0; i < 2000000 && ep->state == EP_CONNECTED && !ep->remote_closed; i++)
+		unio_worker_progress(w);
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return 0;
+}
+
+static void
+env_set(const char *const *env, bool set)
+{
+	for (; env != NULL && env[0] != NULL; env += 2)
+		if (set)
+			setenv(env[0], env[1], 1);
+		else
+			unsetenv(env[0]);
+}
+
+/* The victim's part, once the worker listens on @p port: both children spawned and met. */
+static int
+third_meet(const struct api_third_case *c, unio_worker_t *w, unio_ep_t *volatile *slot,
+	   const char *const *args, pid_t *pm)
+{
+	pid_t pp = test_spawn(c->peer, args);
+	unio_ep_t *ep_p = api_accept_child(w, slot, pp), *ep_m;
+	int rc = TEST_FAIL;
+
+	*slot = NULL;
+	if (ep_p != NULL) {
+		*pm = test_spawn(c->forger, args);
+		ep_m = api_accept_child(w, slot, *pm);
+		if (ep_m != NULL) {
+			rte_log_set_level_pattern("unio.*", RTE_LOG_CRIT);
+			rc = c->victim(w, ep_p, ep_m, args[1], c->arg);
+			rte_log_set_level_pattern("unio.*", RTE_LOG_WARNING);
+			unio_ep_close(ep_m, UNIO_EP_CLOSE_FORCE, NULL);
+		}
+		unio_ep_close(ep_p, UNIO_EP_CLOSE_FORCE, NULL);
+	}
+	/* the peer may wait for the flag still: let it go */
+	if (c->flag != NULL)
+		close(open(args[1], O_CREAT | O_WRONLY, 0600));
+	if (api_reap_child(w, pp, c->who) != TEST_OK)
+		rc = TEST_FAIL;
+	if (*pm > 0 && api_reap_child(w, *pm, "M") != TEST_OK)
+		rc = TEST_FAIL;
+	return rc;
+}
+
+int
+api_third_process(const struct api_third_case *c)
+{
+	unio_context_t *ctx = NULL;
+	unio_worker_t *w = NULL;
+	unio_listener_t *l = NULL;
+	unio_ep_t *volatile slot = NULL;
+	int port = test_free_port(), rc = TEST_FAIL;
+	char port_s[16], flag[64] = "", tls[32];
+	const char *args[] = { port_s, flag, c->drv, NULL };
+	pid_t pm = -1;
+
+	snprintf(tls, sizeof(tls), "%s,self", c->drv);
+	setenv("UNIO_TLS", tls, 1);
+	env_set(c->env, true);
+	if (c->flag != NULL) {
+		snprintf(flag, sizeof(flag), "/tmp/unio-%s-flag-%d", c->flag, (int)getpid());
+		unlink(flag);
+	}
+	snprintf(port_s, sizeof(port_s), "%d", port);
+	ctx = api_ctx(NULL);
+	if (ctx != NULL)
+		w = unio_worker_create(ctx, NULL, NULL);
+	if (w != NULL && api_worker_iface(w, c->drv, NULL) != NULL)
+		l = api_listen(w, port, (unio_ep_t **)&slot, NULL, NULL);
+	if (l != NULL)
+		rc = third_meet(c, w, &slot, args, &pm);
+	else
+		TEST_LOG("no context, worker with a %s iface or listener", c->drv);
+	env_set(c->env, false);
+	unsetenv("UNIO_TLS");
+	if (c->flag != NULL)
+		unlink(flag);
+	if (l != NULL)
+		unio_listener_destroy(l);
+	if (w != NULL)
+		unio_worker_destroy(w);
+	if (ctx != NULL)
+		unio_context_destroy(ctx);
+	return rc;
 }
 
 uint64_t

@@ -35,6 +35,23 @@ unio_ep_t *api_ep_to_worker(unio_worker_t *w, unio_worker_t *peer, unio_status_t
  */
 bool api_ep_connected(unio_worker_t *w, unio_worker_t *peer, const unio_ep_t *ep);
 
+/** A context, two of its workers and an ep from @p a to @p b (see api_pair_open()). */
+struct api_pair {
+	unio_context_t *ctx;
+	unio_worker_t *a, *b;
+	unio_ep_t *ep;
+};
+
+/**
+ * Fill @p p: a context with @p overrides, two workers and an ep a -> b, connected, whose
+ * lane is of driver @p drv (unless NULL), as is an iface of b.  TEST_OK, or TEST_FAIL with
+ * why logged; either way api_pair_close() undoes what was made.
+ */
+int api_pair_open(struct api_pair *p, const char *const *overrides, const char *drv);
+
+/** Close the ep and destroy the workers and context of @p p that exist. */
+void api_pair_close(struct api_pair *p);
+
 /**
  * Wait for an operation that returned @p st (its request @p req, then freed) while
  * progressing @p a and @p b (once when the same); the final status.
@@ -54,6 +71,10 @@ struct sockaddr_in api_loopback(int port);
 /** Connect to 127.0.0.1:@p port, retrying while the peer is not listening yet (10 s). */
 unio_ep_t *api_connect(unio_worker_t *w, int port, unio_ep_err_handler_t eh, void *arg,
 		       unio_status_t *st);
+
+/** Listener params: @p handler called with @p arg for connections to *@p a. */
+struct unio_listener_params api_listener_params(struct sockaddr_in *a,
+						unio_conn_handler_t handler, void *arg);
 
 /** Listen on 127.0.0.1:@p port; accepted eps land in *@p ep_slot. */
 unio_listener_t *api_listen(unio_worker_t *w, int port, unio_ep_t **ep_slot,
@@ -84,10 +105,48 @@ int api_raw_am(unio_worker_t *w, struct unio_tl_ep *tl, uint8_t id, const void *
 unio_ep_t *api_accept_child(unio_worker_t *w, unio_ep_t *volatile *slot, pid_t pid);
 
 /**
+ * Progress @p w until child @p pid exits, killed when @p ms pass; its exit code, or -1 when
+ * a signal ended it.  *@p status (unless NULL) gets its wait status.
+ */
+int api_wait_child(unio_worker_t *w, pid_t pid, int ms, int *status);
+
+/**
  * Progress @p w until child @p pid exits (killed after 30 s); TEST_OK when it exited 0,
  * else TEST_FAIL with @p who and its status logged.
  */
 int api_reap_child(unio_worker_t *w, pid_t pid, const char *who);
+
+/**
+ * The end of a child connected by @p ep: progress @p w until the parent closes (or two
+ * million rounds), then close @p ep and destroy @p w and @p ctx; returns 0 (its exit code).
+ */
+int api_child_end(unio_context_t *ctx, unio_worker_t *w, unio_ep_t *ep);
+
+/**
+ * A case of a victim (this process) with endpoints to an honest peer and to a forger M,
+ * both children that connect to it over @p drv (see api_third_process()).
+ */
+struct api_third_case {
+	const char *drv;            /**< UNIO_TLS=drv,self; the children must take it */
+	const char *const *env;     /**< more "NAME", "VALUE" pairs to set, NULL-terminated */
+	const char *peer;           /**< UNIO_TEST_CHILD of the honest peer */
+	const char *forger;         /**< UNIO_TEST_CHILD of M */
+	const char *who;            /**< the honest peer's name in logs ("A") */
+	const char *flag;           /**< a name for a flag file, or NULL for none */
+	/** The case, given the ep to the peer, the ep to M, the flag file's path ("" with
+	 *  none) and @p arg; TEST_OK or TEST_FAIL. */
+	int (*victim)(unio_worker_t *w, unio_ep_t *ep_peer, unio_ep_t *ep_m, const char *flag,
+		      void *arg);
+	void *arg;
+};
+
+/**
+ * Run case @p c: set the environment; listen; spawn the peer then M (each with argv port,
+ * flag file path, driver) and accept each; run the victim (unio logs at CRIT) and close
+ * both eps; create the flag file (a peer may wait for it), reap both children, restore
+ * the environment, remove the flag.  TEST_OK when the victim and both children passed.
+ */
+int api_third_process(const struct api_third_case *c);
 
 /** Progress @p w until *@p flag is nonzero or @p ms pass; returns the flag. */
 int api_progress_until(unio_worker_t *w, volatile int *flag, int ms);

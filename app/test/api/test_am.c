@@ -717,31 +717,10 @@ UNIO_TEST_CHILD(am_mp_receiver)
 }
 
 static int
-wait_child(unio_worker_t *w, pid_t pid, int ms)
-{
-	struct timespec t0, t;
-	int status;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-		unio_worker_progress(w);
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > ms) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			return -1;
-		}
-	}
-}
-
-static int
 am_mp(const char *lane)
 {
 	unio_context_t *ctx = api_ctx(NULL);
 	int port = test_free_port(), rc, crc;
-	volatile int *got;
 	unio_listener_t *l;
 	unio_ep_t *ep = NULL;
 	unio_worker_t *w;
@@ -754,13 +733,11 @@ am_mp(const char *lane)
 	TEST_ASSERT(w != NULL, "worker");
 	l = api_listen(w, port, &ep, NULL, NULL);
 	TEST_ASSERT(l != NULL, "listener");
-	got = (volatile int *)&ep;
 	snprintf(port_s, sizeof(port_s), "%d", port);
 	pid = test_spawn("am_mp_receiver", args);
-	while (ep == NULL && waitpid(pid, NULL, WNOHANG) == 0)
-		api_progress_until(w, got, 100);
+	api_accept_child(w, (unio_ep_t *volatile *)&ep, pid);
 	if (ep == NULL) {
-		crc = wait_child(w, pid, 1000);
+		crc = api_wait_child(w, pid, 1000, NULL);
 		unio_listener_destroy(l);
 		unio_worker_destroy(w);
 		unio_context_destroy(ctx);
@@ -771,7 +748,7 @@ am_mp(const char *lane)
 	rc = lane == NULL || strcmp(ep->lane.iface->driver->name, lane) == 0 ?
 	     run_sender(w, ep, NULL, NULL, MP_MAX_SIZE) : TEST_FAIL;
 	unio_am_send(ep, ID_END, NULL, 0, NULL, 0, NULL, 0, NULL);
-	crc = wait_child(w, pid, 30000);
+	crc = api_wait_child(w, pid, 30000, NULL);
 	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
 	unio_listener_destroy(l);
 	unio_worker_destroy(w);

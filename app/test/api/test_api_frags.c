@@ -29,10 +29,12 @@ static struct {
 	unsigned int unaligned;   /* further fragments at an offset that is no multiple of 64 */
 } fr;
 
+/* the wrapper of the handlers of PROTO_AM_PIPE, _EAGER_FIRST, _EAGER_MID: @p arg is the id */
 static unio_status_t
-fr_count(uint8_t id, const void *data, size_t len, unsigned int flags,
+fr_count(void *arg, const void *data, size_t len, unsigned int flags,
 	 unio_tl_conn_id_t conn_id)
 {
+	uint8_t id = (uint8_t)(uintptr_t)arg;
 	struct proto_frag_hdr h;
 
 	fr.n[id]++;
@@ -47,44 +49,16 @@ fr_count(uint8_t id, const void *data, size_t len, unsigned int flags,
 	return fr.orig[id].cb(fr.orig[id].arg, data, len, flags, conn_id);
 }
 
-static unio_status_t
-fr_pipe(void *arg, const void *data, size_t len, unsigned int flags,
-	unio_tl_conn_id_t conn_id)
-{
-	RTE_SET_USED(arg);
-	return fr_count(PROTO_AM_PIPE, data, len, flags, conn_id);
-}
-
-static unio_status_t
-fr_first(void *arg, const void *data, size_t len, unsigned int flags,
-	 unio_tl_conn_id_t conn_id)
-{
-	RTE_SET_USED(arg);
-	return fr_count(PROTO_AM_EAGER_FIRST, data, len, flags, conn_id);
-}
-
-static unio_status_t
-fr_mid(void *arg, const void *data, size_t len, unsigned int flags,
-       unio_tl_conn_id_t conn_id)
-{
-	RTE_SET_USED(arg);
-	return fr_count(PROTO_AM_EAGER_MID, data, len, flags, conn_id);
-}
-
 static void
 fr_wrap(struct unio_tl_iface *iface)
 {
-	static const unio_tl_am_cb_t wrap[PROTO_AM_MAX] = {
-		[PROTO_AM_PIPE] = fr_pipe, [PROTO_AM_EAGER_FIRST] = fr_first,
-		[PROTO_AM_EAGER_MID] = fr_mid,
-	};
+	static const uint8_t wrap[] = { PROTO_AM_PIPE, PROTO_AM_EAGER_FIRST, PROTO_AM_EAGER_MID };
 
-	for (unsigned int id = 0; id < PROTO_AM_MAX; id++)
-		if (wrap[id] != NULL) {
-			fr.orig[id] = iface->am[id];
-			iface->am[id].cb = wrap[id];
-			iface->am[id].arg = NULL;
-		}
+	for (unsigned int i = 0; i < RTE_DIM(wrap); i++) {
+		fr.orig[wrap[i]] = iface->am[wrap[i]];
+		iface->am[wrap[i]].cb = fr_count;
+		iface->am[wrap[i]].arg = (void *)(uintptr_t)wrap[i];
+	}
 }
 
 struct fr_am {
@@ -172,26 +146,17 @@ UNIO_TEST(api_frag_sizes_shm, fast)
 {
 	static const char *const ovr[] = { "TLS", "shm,self", NULL };
 	uint8_t *s = malloc(FR_MAX), *r = malloc(FR_MAX);
-	unio_context_t *ctx = api_ctx(ovr);
-	unio_worker_t *a = NULL, *b = NULL;
 	const struct proto_lane *l;
-	unio_ep_t *ep = NULL;
-	unio_status_t st;
+	struct api_pair p;
+	unio_worker_t *a, *b;
+	unio_ep_t *ep;
 	int rc = TEST_FAIL;
 
-	if (ctx == NULL || s == NULL || r == NULL)
+	if (api_pair_open(&p, ovr, "shm") != TEST_OK || s == NULL || r == NULL)
 		goto out;
-	a = unio_worker_create(ctx, NULL, &st);
-	b = unio_worker_create(ctx, NULL, &st);
-	if (a == NULL || b == NULL)
-		goto out;
-	ep = api_ep_to_worker(a, b, &st);
-	if (ep == NULL || !api_ep_connected(a, b, ep) ||
-	    strcmp(ep->lane.iface->driver->name, "shm") != 0 || api_worker_iface(b, "shm", NULL)
-	    == NULL) {
-		TEST_LOG("no shm lane a -> b: %s", unio_status_string(st));
-		goto out;
-	}
+	a = p.a;
+	b = p.b;
+	ep = p.ep;
 	l = &ep->lane;
 	TEST_LOG("lane: fragments %zu B, last up to %zu B, eager first %zu B, rendezvous from "
 		 "%zu B, split from %zu B", l->frag, l->frag_last, l->frag_first, l->rndv_thresh,
@@ -217,14 +182,7 @@ UNIO_TEST(api_frag_sizes_shm, fast)
 	}
 	rc = TEST_OK;
 out:
-	if (ep != NULL)
-		unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
-	if (a != NULL)
-		unio_worker_destroy(a);
-	if (b != NULL)
-		unio_worker_destroy(b);
-	if (ctx != NULL)
-		unio_context_destroy(ctx);
+	api_pair_close(&p);
 	free(s);
 	free(r);
 	return rc;

@@ -35,28 +35,6 @@ child_exit(unio_context_t *ctx, unio_worker_t *w, int rc)
 	return rc;
 }
 
-/* Progress @p w until child @p pid exits (or @p ms pass: then kill it); its exit code. */
-static int
-progress_until_exit(unio_worker_t *w, pid_t pid, int ms)
-{
-	struct timespec t0, t;
-	int status;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-		unio_worker_progress(w);
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > ms) {
-			TEST_LOG("child %d late: killing it", (int)pid);
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			return -1;
-		}
-	}
-}
-
 static const uint64_t masks[] = { UINT64_MAX, 0xffffffffffff0000ull, 0 };
 
 /* ---- every size class, echoed ---- */
@@ -177,7 +155,6 @@ mp_echo(const char *const *ovr)
 	int port = test_free_port(), rc, crc;
 	char port_s[16], seed_s[32];
 	const char *args[] = { port_s, seed_s, NULL };
-	volatile int *got = (volatile int *)&ep;
 	pid_t pid;
 
 	TEST_ASSERT(ctx != NULL, "context");
@@ -188,10 +165,9 @@ mp_echo(const char *const *ovr)
 	snprintf(port_s, sizeof(port_s), "%d", port);
 	snprintf(seed_s, sizeof(seed_s), "%llu", 0x5eedull + (unsigned long long)port);
 	pid = test_spawn("api_mp_echo", args);
-	while (ep == NULL && waitpid(pid, NULL, WNOHANG) == 0)
-		api_progress_until(w, got, 100);
+	api_accept_child(w, (unio_ep_t *volatile *)&ep, pid);
 	if (ep == NULL) {
-		crc = progress_until_exit(w, pid, 1000);
+		crc = api_wait_child(w, pid, 1000, NULL);
 		unio_worker_destroy(w);
 		unio_context_destroy(ctx);
 		if (crc == 77 && api_no_host_driver())
@@ -199,7 +175,7 @@ mp_echo(const char *const *ovr)
 		TEST_ASSERT(0, "the child never connected (exit %d)", crc);
 	}
 	rc = echo_run(w, ep, 0x5eedull + (unsigned long long)port);
-	crc = progress_until_exit(w, pid, 50000);
+	crc = api_wait_child(w, pid, 50000, NULL);
 	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
 	unio_listener_destroy(l);
 	unio_worker_destroy(w);
@@ -373,7 +349,7 @@ UNIO_TEST(api_mp_wire_version, mp)
 	l = api_listen(w, port, &ep, NULL, NULL);
 	TEST_ASSERT(l != NULL, "listener");
 	snprintf(port_s, sizeof(port_s), "%d", port);
-	crc = progress_until_exit(w, test_spawn("api_mp_old_peer", args), 20000);
+	crc = api_wait_child(w, test_spawn("api_mp_old_peer", args), 20000, NULL);
 	TEST_ASSERT_EQ(crc, 0);
 	TEST_ASSERT(ep == NULL, "a peer of another wire version was accepted");
 	unio_listener_destroy(l);

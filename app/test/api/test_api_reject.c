@@ -87,11 +87,7 @@ reject(const char *tls, const char *drv)
 	struct server s = { 0 };
 	int port = test_free_port();
 	struct sockaddr_in a = api_loopback(port);
-	struct unio_listener_params lp = {
-		.field_mask = UNIO_LISTENER_PARAM_SOCKADDR | UNIO_LISTENER_PARAM_HANDLER,
-		.sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a),
-		.conn_handler = on_conn, .arg = &s,
-	};
+	struct unio_listener_params lp = api_listener_params(&a, on_conn, &s);
 	struct unio_recv_info info;
 	unio_worker_t *w;
 	unio_ep_t *ep[3];
@@ -183,11 +179,7 @@ UNIO_TEST(api_listener_unreachable_client, fast)
 	struct server s = { 0 };
 	int port = test_free_port();
 	struct sockaddr_in a = api_loopback(port);
-	struct unio_listener_params lp = {
-		.field_mask = UNIO_LISTENER_PARAM_SOCKADDR | UNIO_LISTENER_PARAM_HANDLER,
-		.sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a),
-		.conn_handler = on_conn_accept, .arg = &s,
-	};
+	struct unio_listener_params lp = api_listener_params(&a, on_conn_accept, &s);
 	struct unio_ep_params cp = { .field_mask = UNIO_EP_PARAM_SOCKADDR,
 				     .sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a) };
 	unio_status_t st = UNIO_OK;

@@ -67,36 +67,16 @@ UNIO_TEST(api_sync_frags_early_ack, fast)
 	static const char *const ovr[] = { "TLS", "shm,self", "RNDV_THRESH", "inf",
 					   "SHM_FIFO_SIZE", "16k", NULL };
 	uint8_t *s = malloc(SF_LEN), *r = malloc(SF_LEN);
-	unio_context_t *ctx = api_ctx(ovr);
-	unio_worker_t *a = NULL, *b = NULL;
-	unio_ep_t *ep = NULL;
-	unio_status_t st;
-	int rc = TEST_FAIL;
+	struct api_pair p;
+	int rc = api_pair_open(&p, ovr, "shm");
 
-	if (ctx == NULL || s == NULL || r == NULL)
-		goto out;
-	a = unio_worker_create(ctx, NULL, &st);
-	b = unio_worker_create(ctx, NULL, &st);
-	if (a == NULL || b == NULL)
-		goto out;
-	ep = api_ep_to_worker(a, b, &st);
-	if (ep == NULL || !api_ep_connected(a, b, ep) ||
-	    strcmp(ep->lane.iface->driver->name, "shm") != 0) {
-		TEST_LOG("no shm lane a -> b: %s", unio_status_string(st));
-		goto out;
-	}
-	rc = sf_round(a, b, ep, s, r, 1, 0x5f01);
+	if (s == NULL || r == NULL)
+		rc = TEST_FAIL;
 	if (rc == TEST_OK)
-		rc = sf_round(a, b, ep, s, r, 0, 0x5f02);
-out:
-	if (ep != NULL)
-		unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
-	if (a != NULL)
-		unio_worker_destroy(a);
-	if (b != NULL)
-		unio_worker_destroy(b);
-	if (ctx != NULL)
-		unio_context_destroy(ctx);
+		rc = sf_round(p.a, p.b, p.ep, s, r, 1, 0x5f01);
+	if (rc == TEST_OK)
+		rc = sf_round(p.a, p.b, p.ep, s, r, 0, 0x5f02);
+	api_pair_close(&p);
 	free(s);
 	free(r);
 	return rc;

@@ -299,32 +299,20 @@ ft_stream(unio_worker_t *b, unio_ep_t *ep)
 UNIO_TEST(api_tag_recv_fast_paths, fast)
 {
 	static const char *const ovr[] = { "TLS", "shm,self", NULL };
-	unio_context_t *ctx = api_ctx(ovr);
-	unio_worker_t *a, *b;
-	unio_status_t st;
-	unio_ep_t *ep;
-	int rc;
+	struct api_pair p;
+	int rc = api_pair_open(&p, ovr, NULL);
 
-	TEST_ASSERT(ctx != NULL, "context");
-	a = unio_worker_create(ctx, NULL, &st);
-	b = unio_worker_create(ctx, NULL, &st);
-	TEST_ASSERT(a != NULL && b != NULL, "workers: %s", unio_status_string(st));
-	ep = api_ep_to_worker(a, b, &st);
-	TEST_ASSERT(ep != NULL && api_ep_connected(a, b, ep), "a -> b: %s",
-		    unio_status_string(st));
-	rc = ft_sizes(b, ep);
 	if (rc == TEST_OK)
-		rc = ft_bucket(b, ep);
+		rc = ft_sizes(p.b, p.ep);
 	if (rc == TEST_OK)
-		rc = ft_masked(b, ep);
+		rc = ft_bucket(p.b, p.ep);
 	if (rc == TEST_OK)
-		rc = ft_other(b, ep);
+		rc = ft_masked(p.b, p.ep);
 	if (rc == TEST_OK)
-		rc = ft_stream(b, ep);
-	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
-	unio_worker_destroy(a);
-	unio_worker_destroy(b);
-	unio_context_destroy(ctx);
+		rc = ft_other(p.b, p.ep);
+	if (rc == TEST_OK)
+		rc = ft_stream(p.b, p.ep);
+	api_pair_close(&p);
 	return rc;
 }
 
@@ -456,25 +444,13 @@ fr_am(unio_worker_t *a, unio_worker_t *b, unio_ep_t *ep)
 UNIO_TEST(api_short_send_full_ring, fast)
 {
 	static const char *const ovr[] = { "TLS", "shm,self", NULL };
-	unio_context_t *ctx = api_ctx(ovr);
-	unio_worker_t *a, *b;
-	unio_status_t st;
-	unio_ep_t *ep;
-	int rc;
+	struct api_pair p;
+	int rc = api_pair_open(&p, ovr, NULL);
 
-	TEST_ASSERT(ctx != NULL, "context");
-	a = unio_worker_create(ctx, NULL, &st);
-	b = unio_worker_create(ctx, NULL, &st);
-	TEST_ASSERT(a != NULL && b != NULL, "workers: %s", unio_status_string(st));
-	ep = api_ep_to_worker(a, b, &st);
-	TEST_ASSERT(ep != NULL && api_ep_connected(a, b, ep), "a -> b: %s",
-		    unio_status_string(st));
-	rc = fr_tag(a, b, ep);
 	if (rc == TEST_OK)
-		rc = fr_am(a, b, ep);
-	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
-	unio_worker_destroy(a);
-	unio_worker_destroy(b);
-	unio_context_destroy(ctx);
+		rc = fr_tag(p.a, p.b, p.ep);
+	if (rc == TEST_OK)
+		rc = fr_am(p.a, p.b, p.ep);
+	api_pair_close(&p);
 	return rc;
 }

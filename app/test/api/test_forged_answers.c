@@ -125,14 +125,9 @@ UNIO_TEST_CHILD(idsec_peer)
 	}
 	if (api_send(w, ep, &ans, sizeof(ans), TAG_ANSWER, 0) != UNIO_OK)
 		return 10;
-	for (int i = 0; i < 2000000 && ep->state == EP_CONNECTED && !ep->remote_closed; i++)
-		unio_worker_progress(w);
-	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
-	unio_worker_destroy(w);
-	unio_context_destroy(ctx);
 	free(buf);
 	free(want);
-	return 0;
+	return api_child_end(ctx, w, ep);
 }
 
 UNIO_TEST_CHILD(idsec_forger)
@@ -186,12 +181,7 @@ UNIO_TEST_CHILD(idsec_forger)
 	}
 	if (api_send(w, ep, &done, sizeof(done), TAG_DONE, 0) != UNIO_OK)
 		return 9;
-	for (int i = 0; i < 2000000 && ep->state == EP_CONNECTED && !ep->remote_closed; i++)
-		unio_worker_progress(w);
-	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
-	unio_worker_destroy(w);
-	unio_context_destroy(ctx);
-	return 0;
+	return api_child_end(ctx, w, ep);
 }
 
 /* The "dropped from peers" line of unio_worker_print_info(). */
@@ -217,8 +207,9 @@ in_progress(unio_request_t *r)
 }
 
 static int
-victim(unio_worker_t *w, unio_ep_t *ep_a, unio_ep_t *ep_m, const char *flag, const char *drv)
+victim(unio_worker_t *w, unio_ep_t *ep_a, unio_ep_t *ep_m, const char *flag, void *arg)
 {
+	const char *drv = arg;
 	uint8_t *s_rtr = malloc(RNDV_LEN), *s_ats = malloc(RNDV_LEN), *r_buf = malloc(RNDV_LEN);
 	uint8_t s_sync[SYNC_LEN], *want = malloc(RNDV_LEN);
 	unio_request_t *rq_rtr = NULL, *rq_ats = NULL, *rq_sync = NULL, *rq_r = NULL;
@@ -318,80 +309,6 @@ out:
 	return rc;
 }
 
-/* V, A and M over driver @p drv (UNIO_TLS=drv,self). */
-static int
-answers_third_process(const char *drv)
-{
-	unio_context_t *ctx;
-	unio_worker_t *w;
-	unio_listener_t *l;
-	unio_ep_t *volatile slot = NULL;
-	unio_ep_t *ep_a, *ep_m;
-	int port = test_free_port(), rc = TEST_FAIL;
-	char port_s[16], flag[64];
-	const char *args[] = { port_s, flag, drv, NULL };
-	char tls[32];
-	pid_t pa, pm = -1;
-
-	/* lanes of @p drv, and the pipelined rendezvous (RTR, PIPE) from 64 KiB */
-	snprintf(tls, sizeof(tls), "%s,self", drv);
-	setenv("UNIO_TLS", tls, 1);
-	setenv("UNIO_RNDV_SCHEME", "pipeline", 1);
-	setenv("UNIO_RNDV_THRESH", "65536", 1);
-	snprintf(flag, sizeof(flag), "/tmp/unio-idsec-flag-%d", (int)getpid());
-	unlink(flag);
-	ctx = api_ctx(NULL);
-	TEST_ASSERT(ctx != NULL, "context");
-	w = unio_worker_create(ctx, NULL, NULL);
-	TEST_ASSERT(w != NULL && api_worker_iface(w, drv, NULL) != NULL,
-		    "worker with a %s iface", drv);
-	l = api_listen(w, port, (unio_ep_t **)&slot, NULL, NULL);
-	TEST_ASSERT(l != NULL, "listener");
-	snprintf(port_s, sizeof(port_s), "%d", port);
-	pa = test_spawn("idsec_peer", args);
-	ep_a = api_accept_child(w, &slot, pa);
-	slot = NULL;
-	if (ep_a != NULL) {
-		pm = test_spawn("idsec_forger", args);
-		ep_m = api_accept_child(w, &slot, pm);
-		if (ep_m != NULL) {
-			rte_log_set_level_pattern("unio.*", RTE_LOG_CRIT);
-			rc = victim(w, ep_a, ep_m, flag, drv);
-			rte_log_set_level_pattern("unio.*", RTE_LOG_WARNING);
-			unio_ep_close(ep_m, UNIO_EP_CLOSE_FORCE, NULL);
-		}
-		unio_ep_close(ep_a, UNIO_EP_CLOSE_FORCE, NULL);
-	}
-	/* A may wait for the flag still: let it go */
-	close(open(flag, O_CREAT | O_WRONLY, 0600));
-	unsetenv("UNIO_TLS");
-	unsetenv("UNIO_RNDV_SCHEME");
-	unsetenv("UNIO_RNDV_THRESH");
-	if (api_reap_child(w, pa, "A") != TEST_OK)
-		rc = TEST_FAIL;
-	if (pm > 0 && api_reap_child(w, pm, "M") != TEST_OK)
-		rc = TEST_FAIL;
-	unlink(flag);
-	unio_listener_destroy(l);
-	unio_worker_destroy(w);
-	unio_context_destroy(ctx);
-	return rc;
-}
-
-UNIO_TEST(tcp_answers_third_process, mp)
-{
-	return answers_third_process("tcp");
-}
-
-/*
- * The same over shm: M only sends to V (it maps V's segment, not A's), so it learns nothing
- * of the ids V writes into A's segment.
- */
-UNIO_TEST(shm_answers_third_process, mp)
-{
-	return answers_third_process("shm");
-}
-
 /*
  * Messages that start something, forged by another connected peer.  V (this process) has
  * endpoints to A (honest) and to M; V tells M its id of its ep to A (a small number M could
@@ -478,13 +395,8 @@ UNIO_TEST_CHILD(srcid_peer)
 	drops = api_worker_counter(w, API_DROPPED_FROM_PEERS);
 	if (api_send(w, ep, &drops, sizeof(drops), TAG_ANSWER, 0) != UNIO_OK)
 		return 10;
-	for (int i = 0; i < 2000000 && ep->state == EP_CONNECTED && !ep->remote_closed; i++)
-		unio_worker_progress(w);
-	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
-	unio_worker_destroy(w);
-	unio_context_destroy(ctx);
 	free(buf);
-	return 0;
+	return api_child_end(ctx, w, ep);
 }
 
 UNIO_TEST_CHILD(srcid_forger)
@@ -531,16 +443,11 @@ UNIO_TEST_CHILD(srcid_forger)
 	}
 	if (api_send(w, ep, &done, sizeof(done), TAG_DONE, 0) != UNIO_OK)
 		return 8;
-	for (int i = 0; i < 2000000 && ep->state == EP_CONNECTED && !ep->remote_closed; i++)
-		unio_worker_progress(w);
-	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
-	unio_worker_destroy(w);
-	unio_context_destroy(ctx);
-	return 0;
+	return api_child_end(ctx, w, ep);
 }
 
 static int
-src_victim(unio_worker_t *w, unio_ep_t *ep_a, unio_ep_t *ep_m, const char *flag)
+src_victim(unio_worker_t *w, unio_ep_t *ep_a, unio_ep_t *ep_m, const char *flag, void *arg)
 {
 	uint8_t *r_eager = malloc(SRC_EAGER_LEN), *r_frag = malloc(SRC_FRAG_LEN);
 	uint8_t *want = malloc(SRC_FRAG_LEN);
@@ -552,6 +459,7 @@ src_victim(unio_worker_t *w, unio_ep_t *ep_a, unio_ep_t *ep_m, const char *flag)
 	unsigned int n_unexp;
 	int fd, rc = TEST_FAIL;
 
+	RTE_SET_USED(arg);
 	if (r_eager == NULL || r_frag == NULL || want == NULL)
 		goto out;
 	TEST_ASSERT_STATUS(unio_worker_set_am_handler(w, SRC_AM_ID, src_am_cb, &am, 0), UNIO_OK);
@@ -621,67 +529,48 @@ out:
 	return rc;
 }
 
-/* V, A and M over driver @p drv (UNIO_TLS=drv,self), multi-fragment eager up to 1 MiB. */
-static int
-senders_third_process(const char *drv)
-{
-	unio_context_t *ctx;
-	unio_worker_t *w;
-	unio_listener_t *l;
-	unio_ep_t *volatile slot = NULL;
-	unio_ep_t *ep_a, *ep_m;
-	int port = test_free_port(), rc = TEST_FAIL;
-	char port_s[16], flag[64];
-	const char *args[] = { port_s, flag, drv, NULL };
-	char tls[32];
-	pid_t pa, pm = -1;
+/* The cases of this file, each over tcp and over shm (UNIO_TLS=drv,self): see api_common.h. */
+static const char *const answers_env[] = { "UNIO_RNDV_SCHEME", "pipeline",
+					   "UNIO_RNDV_THRESH", "65536", NULL };
+static const char *const senders_env[] = { "UNIO_ZCOPY_THRESH", "inf",
+					   "UNIO_RNDV_THRESH", "1048576", NULL };
+static const struct api_third_case forged_cases[] = {
+	/* forged answers: the pipelined rendezvous (RTR, PIPE) from 64 KiB */
+	{ .env = answers_env, .peer = "idsec_peer", .forger = "idsec_forger", .who = "A",
+	  .flag = "idsec", .victim = victim },
+	/* forged senders: multi-fragment eager up to 1 MiB */
+	{ .env = senders_env, .peer = "srcid_peer", .forger = "srcid_forger", .who = "A",
+	  .flag = "srcid", .victim = src_victim },
+};
 
-	snprintf(tls, sizeof(tls), "%s,self", drv);
-	setenv("UNIO_TLS", tls, 1);
-	setenv("UNIO_ZCOPY_THRESH", "inf", 1);
-	setenv("UNIO_RNDV_THRESH", "1048576", 1);
-	snprintf(flag, sizeof(flag), "/tmp/unio-srcid-flag-%d", (int)getpid());
-	unlink(flag);
-	ctx = api_ctx(NULL);
-	TEST_ASSERT(ctx != NULL, "context");
-	w = unio_worker_create(ctx, NULL, NULL);
-	TEST_ASSERT(w != NULL && api_worker_iface(w, drv, NULL) != NULL,
-		    "worker with a %s iface", drv);
-	l = api_listen(w, port, (unio_ep_t **)&slot, NULL, NULL);
-	TEST_ASSERT(l != NULL, "listener");
-	snprintf(port_s, sizeof(port_s), "%d", port);
-	pa = test_spawn("srcid_peer", args);
-	ep_a = api_accept_child(w, &slot, pa);
-	slot = NULL;
-	if (ep_a != NULL) {
-		pm = test_spawn("srcid_forger", args);
-		ep_m = api_accept_child(w, &slot, pm);
-		if (ep_m != NULL) {
-			rte_log_set_level_pattern("unio.*", RTE_LOG_CRIT);
-			rc = src_victim(w, ep_a, ep_m, flag);
-			rte_log_set_level_pattern("unio.*", RTE_LOG_WARNING);
-			unio_ep_close(ep_m, UNIO_EP_CLOSE_FORCE, NULL);
-		}
-		unio_ep_close(ep_a, UNIO_EP_CLOSE_FORCE, NULL);
-	}
-	close(open(flag, O_CREAT | O_WRONLY, 0600));
-	unsetenv("UNIO_TLS");
-	unsetenv("UNIO_ZCOPY_THRESH");
-	unsetenv("UNIO_RNDV_THRESH");
-	if (api_reap_child(w, pa, "A") != TEST_OK)
-		rc = TEST_FAIL;
-	if (pm > 0 && api_reap_child(w, pm, "M") != TEST_OK)
-		rc = TEST_FAIL;
-	unlink(flag);
-	unio_listener_destroy(l);
-	unio_worker_destroy(w);
-	unio_context_destroy(ctx);
-	return rc;
+/* Case @p i of forged_cases over driver @p drv (the victims get @p drv as their arg). */
+static int
+forged_case(unsigned int i, const char *drv)
+{
+	struct api_third_case c = forged_cases[i];
+
+	c.drv = drv;
+	c.arg = (void *)(uintptr_t)drv;
+	return api_third_process(&c);
+}
+
+UNIO_TEST(tcp_answers_third_process, mp)
+{
+	return forged_case(0, "tcp");
+}
+
+/*
+ * The same over shm: M only sends to V (it maps V's segment, not A's), so it learns nothing
+ * of the ids V writes into A's segment.
+ */
+UNIO_TEST(shm_answers_third_process, mp)
+{
+	return forged_case(0, "shm");
 }
 
 UNIO_TEST(tcp_senders_third_process, mp)
 {
-	return senders_third_process("tcp");
+	return forged_case(1, "tcp");
 }
 
 /*
@@ -690,7 +579,7 @@ UNIO_TEST(tcp_senders_third_process, mp)
  */
 UNIO_TEST(shm_senders_third_process, mp)
 {
-	return senders_third_process("shm");
+	return forged_case(1, "shm");
 }
 
 /*

@@ -529,19 +529,9 @@ UNIO_TEST(rcache_shm_peer_remap, mp)
 	pid = test_spawn("rcache_shm_owner", args);
 	unsetenv("UNIO_HUGEPAGES");
 	unsetenv("UNIO_SHM_MAP_CACHE");
-	while (ep == NULL && waitpid(pid, NULL, WNOHANG) == 0)
-		api_progress_until(w, (volatile int *)&ep, 100);
+	api_accept_child(w, (unio_ep_t *volatile *)&ep, pid);
 	rc = ep != NULL ? accessor(w, ep) : TEST_FAIL;
-	for (uint64_t t0 = rte_get_timer_cycles();; ) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			break;
-		unio_worker_progress(w);
-		if (rte_get_timer_cycles() - t0 > 30 * rte_get_timer_hz()) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			break;
-		}
-	}
+	api_wait_child(w, pid, 30000, &status);
 	/* the owner is gone: once the shm iface notices, none of its memory stays mapped */
 	for (uint64_t t0 = rte_get_timer_cycles(); rc == TEST_OK &&
 	     rte_get_timer_cycles() - t0 < 5 * rte_get_timer_hz(); ) {

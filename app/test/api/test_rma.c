@@ -781,19 +781,9 @@ rma_mp(const char *lane)
 	TEST_ASSERT(l != NULL, "listener");
 	snprintf(port_s, sizeof(port_s), "%d", port);
 	pid = test_spawn("rma_mp_owner", args);
-	while (ep == NULL && waitpid(pid, NULL, WNOHANG) == 0)
-		api_progress_until(w, (volatile int *)&ep, 100);
+	api_accept_child(w, (unio_ep_t *volatile *)&ep, pid);
 	rc = ep != NULL ? mp_accessor(w, ep, lane) : TEST_FAIL;
-	for (uint64_t t0 = rte_get_timer_cycles();; ) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			break;
-		unio_worker_progress(w);
-		if (rte_get_timer_cycles() - t0 > 30 * rte_get_timer_hz()) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			break;
-		}
-	}
+	api_wait_child(w, pid, 30000, &status);
 	if (ep != NULL)
 		unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
 	unio_listener_destroy(l);

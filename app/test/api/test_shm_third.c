@@ -124,12 +124,7 @@ UNIO_TEST_CHILD(shm_third_owner)
 			return 7;
 	}
 	/* V closes first; its rendezvous send to this process is never received */
-	for (int i = 0; i < 2000000 && ep->state == EP_CONNECTED && !ep->remote_closed; i++)
-		unio_worker_progress(w);
-	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
-	unio_worker_destroy(w);
-	unio_context_destroy(ctx);
-	return 0;
+	return api_child_end(ctx, w, ep);
 }
 
 /* A shm key for [base, base + len) of T, as M can make it: M's own key, its fields changed. */
@@ -196,17 +191,13 @@ UNIO_TEST_CHILD(shm_third_attacker)
 		return 7;
 	if (api_send(w, ep, &done, sizeof(done), TAG_CHECK, 0) != UNIO_OK)
 		return 8;
-	for (int i = 0; i < 2000000 && ep->state == EP_CONNECTED && !ep->remote_closed; i++)
-		unio_worker_progress(w);
-	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
-	unio_worker_destroy(w);
-	unio_context_destroy(ctx);
-	return 0;
+	return api_child_end(ctx, w, ep);
 }
 
 static int
-victim(unio_worker_t *w, unio_ep_t *ep_t, unio_ep_t *ep_m, uint8_t *send_buf)
+victim(unio_worker_t *w, unio_ep_t *ep_t, unio_ep_t *ep_m, const char *flag, void *arg)
 {
+	uint8_t *send_buf = arg;
 	uint8_t leak[SECRET_LEN], want[SECRET_LEN];
 	struct unio_recv_info info;
 	struct third_info ti;
@@ -214,6 +205,7 @@ victim(unio_worker_t *w, unio_ep_t *ep_t, unio_ep_t *ep_m, uint8_t *send_buf)
 	unio_request_t *sreq = NULL, *rreq = NULL;
 	uint64_t go = 1;
 
+	RTE_SET_USED(flag);
 	TEST_ASSERT(strcmp(ep_t->lane.iface->driver->name, "shm") == 0 &&
 		    strcmp(ep_m->lane.iface->driver->name, "shm") == 0, "lanes %s, %s",
 		    ep_t->lane.iface->driver->name, ep_m->lane.iface->driver->name);
@@ -265,51 +257,17 @@ victim(unio_worker_t *w, unio_ep_t *ep_t, unio_ep_t *ep_m, uint8_t *send_buf)
 
 UNIO_TEST(shm_rkey_third_process, mp)
 {
-	unio_context_t *ctx;
-	unio_worker_t *w;
-	unio_listener_t *l;
-	unio_ep_t *volatile slot = NULL;
-	unio_ep_t *ep_t, *ep_m;
-	int port = test_free_port(), rc = TEST_FAIL;
-	char port_s[16];
-	const char *args[] = { port_s, NULL };
-	uint8_t *send_buf = malloc(SEND_LEN);
-	pid_t pt, pm = -1;
-
 	/* shm with CMA and the split rendezvous (so that V's send waits for an RTP) */
-	setenv("UNIO_TLS", "shm,self", 1);
-	setenv("UNIO_RNDV_SCHEME", "split", 1);
-	ctx = api_ctx(NULL);
-	TEST_ASSERT(ctx != NULL && send_buf != NULL, "context");
-	w = unio_worker_create(ctx, NULL, NULL);
-	TEST_ASSERT(w != NULL && api_worker_iface(w, "shm", NULL) != NULL,
-		    "worker with a shm iface");
-	l = api_listen(w, port, (unio_ep_t **)&slot, NULL, NULL);
-	TEST_ASSERT(l != NULL, "listener");
-	snprintf(port_s, sizeof(port_s), "%d", port);
-	pt = test_spawn("shm_third_owner", args);
-	ep_t = api_accept_child(w, &slot, pt);
-	slot = NULL;
-	if (ep_t != NULL) {
-		pm = test_spawn("shm_third_attacker", args);
-		ep_m = api_accept_child(w, &slot, pm);
-		if (ep_m != NULL) {
-			rte_log_set_level_pattern("unio.*", RTE_LOG_CRIT);
-			rc = victim(w, ep_t, ep_m, send_buf);
-			rte_log_set_level_pattern("unio.*", RTE_LOG_WARNING);
-			unio_ep_close(ep_m, UNIO_EP_CLOSE_FORCE, NULL);
-		}
-		unio_ep_close(ep_t, UNIO_EP_CLOSE_FORCE, NULL);
-	}
-	unsetenv("UNIO_TLS");
-	unsetenv("UNIO_RNDV_SCHEME");
-	if (api_reap_child(w, pt, "T") != TEST_OK)
-		rc = TEST_FAIL;
-	if (pm > 0 && api_reap_child(w, pm, "M") != TEST_OK)
-		rc = TEST_FAIL;
-	unio_listener_destroy(l);
-	unio_worker_destroy(w);
-	unio_context_destroy(ctx);
-	free(send_buf);
+	static const char *const env[] = { "UNIO_RNDV_SCHEME", "split", NULL };
+	struct api_third_case c = {
+		.drv = "shm", .env = env, .peer = "shm_third_owner",
+		.forger = "shm_third_attacker", .who = "T", .victim = victim,
+	};
+	int rc;
+
+	c.arg = malloc(SEND_LEN);
+	TEST_ASSERT(c.arg != NULL, "send buffer");
+	rc = api_third_process(&c);
+	free(c.arg);
 	return rc;
 }

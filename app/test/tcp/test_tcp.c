@@ -2995,41 +2995,36 @@ UNIO_TEST(tcp_direct_receive_bulk, fast)
 
 /* ---- a tagged 1 MiB rendezvous: frames per message ---- */
 
-/* Two workers of one context with an ep from the first to the second, and two buffers. */
-struct api_pair {
-	unio_context_t *ctx;
-	unio_worker_t *w, *w2;
-	unio_ep_t *ep;
+/* Two workers of one context with a tcp ep from the first to the second, and two buffers. */
+struct tcp_pair {
+	struct api_pair pair;
 	uint8_t *sbuf, *rbuf;
 };
 
-static int
-api_pair_open(struct api_pair *p, const char *const *ovr, size_t size)
-{
-	unio_status_t st = UNIO_OK;
-
-	memset(p, 0, sizeof(*p));
-	p->sbuf = malloc(size);
-	p->rbuf = malloc(size);
-	p->ctx = api_ctx(ovr);
-	TEST_ASSERT(p->sbuf != NULL && p->rbuf != NULL && p->ctx != NULL, "malloc / context");
-	p->w = unio_worker_create(p->ctx, NULL, &st);
-	p->w2 = p->w != NULL ? unio_worker_create(p->ctx, NULL, &st) : NULL;
-	TEST_ASSERT(p->w2 != NULL, "workers: %s", unio_status_string(st));
-	p->ep = api_ep_to_worker(p->w, p->w2, &st);
-	TEST_ASSERT(p->ep != NULL, "ep: %s", unio_status_string(st));
-	return TEST_OK;
-}
-
 static void
-api_pair_close(struct api_pair *p)
+tcp_pair_close(struct tcp_pair *p)
 {
-	unio_ep_close(p->ep, UNIO_EP_CLOSE_FORCE, NULL);
-	unio_worker_destroy(p->w2);
-	unio_worker_destroy(p->w);
-	unio_context_destroy(p->ctx);
+	api_pair_close(&p->pair);
 	free(p->sbuf);
 	free(p->rbuf);
+}
+
+/* TEST_OK, or TEST_FAIL with nothing left open. */
+static int
+tcp_pair_open(struct tcp_pair *p, const char *const *ovr, size_t size)
+{
+	int rc = TEST_FAIL;
+
+	p->pair = (struct api_pair){ 0 };
+	p->sbuf = malloc(size);
+	p->rbuf = malloc(size);
+	if (p->sbuf != NULL && p->rbuf != NULL)
+		rc = api_pair_open(&p->pair, ovr, "tcp");
+	else
+		TEST_LOG("malloc");
+	if (rc != TEST_OK)
+		tcp_pair_close(p);
+	return rc;
 }
 
 /*
@@ -3048,13 +3043,13 @@ UNIO_TEST(tcp_rndv_frames, fast)
 	const unsigned int n = 8;
 	struct unio_tl_tcp_stats s0, s1, r0, r1;
 	struct unio_tl_iface *ts, *tr;
-	struct api_pair p;
+	struct tcp_pair p;
 	unio_status_t st;
 
-	if (api_pair_open(&p, ovr, size) != TEST_OK)
+	if (tcp_pair_open(&p, ovr, size) != TEST_OK)
 		return TEST_FAIL;
-	ts = api_worker_iface(p.w, "tcp", NULL);
-	tr = api_worker_iface(p.w2, "tcp", NULL);
+	ts = api_worker_iface(p.pair.a, "tcp", NULL);
+	tr = api_worker_iface(p.pair.b, "tcp", NULL);
 	TEST_ASSERT(ts != NULL && tr != NULL, "no tcp iface");
 	for (unsigned int i = 0; i <= n; i++) {
 		unio_request_t *sreq = NULL, *rreq = NULL;
@@ -3069,14 +3064,14 @@ UNIO_TEST(tcp_rndv_frames, fast)
 		}
 		test_fill(p.sbuf, size, 500 + i);
 		memset(p.rbuf, 0, size);
-		TEST_ASSERT_STATUS(unio_tag_recv(p.w2, p.rbuf, size, 9, UINT64_MAX, &rp, &rreq),
+		TEST_ASSERT_STATUS(unio_tag_recv(p.pair.b, p.rbuf, size, 9, UINT64_MAX, &rp, &rreq),
 				   UNIO_INPROGRESS);
-		st = unio_tag_send(p.ep, p.sbuf, size, 9, NULL, &sreq);
+		st = unio_tag_send(p.pair.ep, p.sbuf, size, 9, NULL, &sreq);
 		TEST_ASSERT(st == UNIO_INPROGRESS, "send %u: %s", i, unio_status_string(st));
 		for (uint64_t end = rte_get_tsc_cycles() + 30 * rte_get_tsc_hz();
 		     left > 0 && rte_get_tsc_cycles() < end;) {
-			unio_worker_progress(p.w);
-			unio_worker_progress(p.w2);
+			unio_worker_progress(p.pair.a);
+			unio_worker_progress(p.pair.b);
 			left = (unio_request_test(sreq, NULL) == UNIO_INPROGRESS) +
 			       (unio_request_test(rreq, NULL) == UNIO_INPROGRESS);
 		}
@@ -3101,7 +3096,7 @@ UNIO_TEST(tcp_rndv_frames, fast)
 	TEST_ASSERT(r1.direct_bytes - r0.direct_bytes >= n * (size - 64 * 1024),
 		    "only %" PRIu64 " bytes read straight into place",
 		    r1.direct_bytes - r0.direct_bytes);
-	api_pair_close(&p);
+	tcp_pair_close(&p);
 	return TEST_OK;
 }
 
@@ -3120,10 +3115,10 @@ UNIO_TEST(tcp_rndv_progress_counts, fast)
 	const size_t size = 1 << 20;
 	const unsigned int n = 8;
 	unsigned int silent_s = 0, silent_r = 0;
-	struct api_pair p;
+	struct tcp_pair p;
 	unio_status_t st;
 
-	if (api_pair_open(&p, ovr, size) != TEST_OK)
+	if (tcp_pair_open(&p, ovr, size) != TEST_OK)
 		return TEST_FAIL;
 	for (unsigned int i = 0; i < n; i++) {
 		unio_request_t *sreq = NULL, *rreq = NULL;
@@ -3131,19 +3126,19 @@ UNIO_TEST(tcp_rndv_progress_counts, fast)
 
 		test_fill(p.sbuf, size, 700 + i);
 		memset(p.rbuf, 0, size);
-		TEST_ASSERT_STATUS(unio_tag_recv(p.w2, p.rbuf, size, 9, UINT64_MAX, NULL, &rreq),
-				   UNIO_INPROGRESS);
-		st = unio_tag_send(p.ep, p.sbuf, size, 9, NULL, &sreq);
+		TEST_ASSERT_STATUS(unio_tag_recv(p.pair.b, p.rbuf, size, 9, UINT64_MAX, NULL,
+						 &rreq), UNIO_INPROGRESS);
+		st = unio_tag_send(p.pair.ep, p.sbuf, size, 9, NULL, &sreq);
 		TEST_ASSERT(st == UNIO_INPROGRESS, "send %u: %s", i, unio_status_string(st));
 		for (uint64_t end = rte_get_tsc_cycles() + 30 * rte_get_tsc_hz();
 		     !(sdone && rdone) && rte_get_tsc_cycles() < end;) {
-			unsigned int k = unio_worker_progress(p.w);
+			unsigned int k = unio_worker_progress(p.pair.a);
 
 			if (!sdone && unio_request_test(sreq, NULL) != UNIO_INPROGRESS) {
 				sdone = true;
 				silent_s += k == 0;
 			}
-			k = unio_worker_progress(p.w2);
+			k = unio_worker_progress(p.pair.b);
 			if (!rdone && unio_request_test(rreq, NULL) != UNIO_INPROGRESS) {
 				rdone = true;
 				silent_r += k == 0;
@@ -3162,7 +3157,7 @@ UNIO_TEST(tcp_rndv_progress_counts, fast)
 		 "returned 0", n, silent_s, silent_r);
 	TEST_ASSERT_EQ(silent_s, 0);
 	TEST_ASSERT_EQ(silent_r, 0);
-	api_pair_close(&p);
+	tcp_pair_close(&p);
 	return TEST_OK;
 }
 
