@@ -10,9 +10,11 @@
  *                  [-m glibc,movsb,avx2,avx2nt,unio] [-S malloc,page,huge]
  *                  [-D malloc,page,huge] [-A]
  *
- * Routines: glibc memcpy; "rep movsb"; an AVX2 loop (unaligned loads, stores aligned to
- * 32 bytes, 128 bytes an iteration); the same loop with non-temporal stores and an sfence;
- * unio, the library's unio_memcpy_large() with the configured thresholds.
+ * Routines: glibc memcpy; "rep movsb"; avx2, the library's forward AVX2 loop (unaligned
+ * loads, stores aligned to 32 bytes, 128 bytes an iteration: unio_memcpy_avx2_fwd_(), what
+ * unio_memcpy_part_() calls); avx2nt, the same loop with non-temporal stores and an sfence
+ * (unio_memcpy_avx2_nt_()); unio, the library's unio_memcpy_large() with the configured
+ * thresholds.  Each below 256 bytes is memcpy.
  * Sources: malloc (malloc(size + 8): what unio-perf's put and get copy from, 16 bytes past a
  * page boundary from 128 KiB on), page (a page-aligned 4 KiB-page memfd mapping, what
  * ucx_perftest's buffers are), huge (a 2 MiB-page memfd mapping).  Destinations: malloc
@@ -50,13 +52,8 @@
 #include <x86intrin.h>
 #endif
 
-#ifndef COPYBENCH_STANDALONE
 #include "unio_config.h"
 #include "unio_memcpy.h"
-#else
-#define unio_memcpy_large copy_glibc
-#define unio_memcpy_describe() "(standalone build: glibc)"
-#endif
 
 #define MAX_SIZES  8
 #define MAX_ROUNDS 64
@@ -95,62 +92,23 @@ copy_movsb(void *dst, const void *src, size_t len)
 	__asm__ volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(len) : : "memory");
 }
 
-/* n >= 256; nt: streaming stores in the aligned body */
-static inline __attribute__((always_inline, target("avx2"))) void
-avx2_body(uint8_t *d, const uint8_t *s, size_t n, bool nt)
-{
-	__m256i head = _mm256_loadu_si256((const __m256i *)s);
-	uint8_t *dend = d + n;
-	const uint8_t *send = s + n;
-	size_t skew = 32 - ((uintptr_t)d & 31);
-
-	_mm256_storeu_si256((__m256i *)d, head);
-	d += skew;
-	s += skew;
-	n -= skew;
-	for (; n >= 128; n -= 128, d += 128, s += 128) {
-		__m256i a = _mm256_loadu_si256((const __m256i *)s);
-		__m256i b = _mm256_loadu_si256((const __m256i *)(s + 32));
-		__m256i c = _mm256_loadu_si256((const __m256i *)(s + 64));
-		__m256i e = _mm256_loadu_si256((const __m256i *)(s + 96));
-
-		if (nt) {
-			_mm256_stream_si256((__m256i *)d, a);
-			_mm256_stream_si256((__m256i *)(d + 32), b);
-			_mm256_stream_si256((__m256i *)(d + 64), c);
-			_mm256_stream_si256((__m256i *)(d + 96), e);
-		} else {
-			_mm256_store_si256((__m256i *)d, a);
-			_mm256_store_si256((__m256i *)(d + 32), b);
-			_mm256_store_si256((__m256i *)(d + 64), c);
-			_mm256_store_si256((__m256i *)(d + 96), e);
-		}
-	}
-	if (nt)
-		_mm_sfence();
-	for (int i = 4; i > 0; i--)   /* the last 128 bytes, overlapping what the loop wrote */
-		_mm256_storeu_si256((__m256i *)(dend - 32 * i),
-				    _mm256_loadu_si256((const __m256i *)(send - 32 * i)));
-}
-
-static __attribute__((target("avx2"))) void
+/* the library's own forward loops (unio_memcpy_part_() calls them), memcpy below 256 bytes */
+static void
 copy_avx2(void *dst, const void *src, size_t len)
 {
-	if (len < 256) {
+	if (len < 256)
 		memcpy(dst, src, len);
-		return;
-	}
-	avx2_body(dst, src, len, false);
+	else
+		unio_memcpy_avx2_fwd_(dst, src, len);
 }
 
-static __attribute__((target("avx2"))) void
+static void
 copy_avx2nt(void *dst, const void *src, size_t len)
 {
-	if (len < 256) {
+	if (len < 256)
 		memcpy(dst, src, len);
-		return;
-	}
-	avx2_body(dst, src, len, true);
+	else
+		unio_memcpy_avx2_nt_(dst, src, len);
 }
 
 static bool
@@ -642,7 +600,6 @@ main(int argc, char **argv)
 	}
 	pin(cpu);
 	calibrate();
-#ifndef COPYBENCH_STANDALONE
 	{   /* the thresholds of the environment (UNIO_COPY_*), as a context would set them */
 		struct unio_config *cfg;
 
@@ -651,7 +608,6 @@ main(int argc, char **argv)
 		unio_memcpy_configure(cfg);
 		unio_config_release(cfg);
 	}
-#endif
 	printf("unio-copybench: cpu %d, %u rounds, unio_memcpy_large: %s\n", cpu, rounds,
 	       unio_memcpy_describe());
 	if (with_reader) {

@@ -98,6 +98,17 @@ unio_memcpy_large(void *dst, const void *src, size_t len)
 		unio_memcpy_part_(dst, src, len, len);
 }
 
+#if defined(__x86_64__)
+/**
+ * The forward AVX2 loop of unio_memcpy_part_() itself (not a copy of it), exported for tools
+ * that time it (unio-copybench): @p n >= 256 bytes, no overlap, and only where the CPU has
+ * AVX2.  32-byte aligned stores from the first boundary of @p d on; the _nt_ one streams
+ * them (non-temporal) and ends with an sfence.
+ */
+void unio_memcpy_avx2_fwd_(uint8_t *d, const uint8_t *s, size_t n);
+void unio_memcpy_avx2_nt_(uint8_t *d, const uint8_t *s, size_t n);
+#endif
+
 /**
  * Set the thresholds from @p cfg (UNIO_COPY_ALIAS_MIN, UNIO_COPY_SKEW_MIN,
  * UNIO_COPY_NT_THRESH).  They are process-wide: unio_context_create() applies its
