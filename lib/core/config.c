@@ -176,6 +176,12 @@ static const struct cfg_row cfg_table[] = {
 	  "Receive rings in each shm iface's segment: how many peer ifaces can send to one "
 	  "worker at once.  A ring is taken at ep creation and given back when the sender "
 	  "destroys its ep or dies." },
+	{ "SHM_OTHER_USERS", CFG_BOOL, "n", OFF(shm_other_users), NULL, 0, 0,
+	  "Let shm peers of another user (uid) reach this process's shm ifaces: its fd server "
+	  "then hands them the ring segment, in which such a peer can write into every "
+	  "sender's ring, i.e. speak as any process that sends to this one.  Off: such peers "
+	  "are refused (their lane is another driver), as is any other uid that learnt the "
+	  "address; processes of one uid can reach each other's memory anyway." },
 	{ "SHM_SEG_SIZE", CFG_SIZE, "4m", OFF(shm_seg_size), NULL, 0, 0,
 	  "Bytes of the shared staging segment each shm peer pair has for medium and pipelined "
 	  "messages." },

@@ -75,6 +75,7 @@ struct unio_config {
 	size_t shm_map_cache;
 	int64_t shm_max_peers;
 	bool shm_cma;
+	bool shm_other_users;             /**< shm: peers of other uids get the segment */
 	size_t tcp_sndbuf;
 	size_t tcp_rcvbuf;
 	uint64_t tcp_keepalive_ns;

@@ -16,8 +16,16 @@
  * processes (mp).
  */
 
+#include <errno.h>
+#include <stddef.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -270,4 +278,156 @@ UNIO_TEST(shm_rkey_third_process, mp)
 	rc = api_third_process(&c);
 	free(c.arg);
 	return rc;
+}
+
+/*
+ * Who can reach an shm iface's ring segment.  Every sender maps the whole segment
+ * read-write, so any process that gets it can write into another sender's ring and speak as
+ * that sender.  A process of the owner's uid could as well write into the owner with
+ * process_vm_writev or ptrace (no boundary there); one of another uid could not, so it must
+ * not get the segment unless UNIO_SHM_OTHER_USERS says so.  A child as uid 65534 tries, with
+ * the owner's iface address (as a peer that was given it): /proc/<pid>/fd/<fd> (the kernel
+ * refuses: ptrace access), then the iface's fd server (refused by its uid, counted); with
+ * the iface told to serve other users it gets the segment (its header names the iface),
+ * but not with the iface id alone, which the server socket's name shows every user in
+ * /proc/net/unix (the request must carry the address's random key).  Root only.
+ */
+#define OU_GOT     0   /* the child has the segment */
+#define OU_REFUSED 1
+
+/* What the child knows of the owner's iface: what its address says. */
+struct ou_target {
+	pid_t pid;
+	int seg_fd;
+	uint64_t iface_id;
+	uint64_t key;
+};
+
+/* As an attacker would: ask the fd server of @p t for the ring segment; the fd, or -1. */
+static int
+ou_request(const struct ou_target *t)
+{
+	struct shm_fd_request req = { SHM_FD_REQ_MAGIC, t->iface_id, t->key, t->iface_id };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	uint8_t ok = 0;
+	struct iovec iov = { &ok, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), n, fd = -1;
+
+	n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "unio-shm-%d-%016" PRIx64,
+		     (int)t->pid, t->iface_id);
+	if (s < 0 || connect(s, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un,
+	    sun_path) + 1 + (size_t)n)) != 0 || send(s, &req, sizeof(req), 0) != sizeof(req) ||
+	    recvmsg(s, &mh, 0) != 1 || ok != 1 || (cm = CMSG_FIRSTHDR(&mh)) == NULL ||
+	    cm->cmsg_type != SCM_RIGHTS)
+		goto out;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
+out:
+	if (s >= 0)
+		close(s);
+	return fd;
+}
+
+/* In the child, as uid 65534: try to get the ring segment of @p t. */
+static int
+other_user_try(const struct ou_target *t)
+{
+	struct shm_seg_hdr h;
+	char path[64], line[256], name[64];
+	bool named = false;
+	FILE *f;
+	int fd;
+
+	if (setgroups(0, NULL) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+	    setresuid(65534, 65534, 65534) != 0)
+		return 20;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)t->pid, t->seg_fd);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd >= 0 || (errno != EACCES && errno != EPERM))
+		return 21;
+	/* the id is no secret: the server socket's name carries it */
+	snprintf(name, sizeof(name), "@unio-shm-%d-%016" PRIx64, (int)t->pid, t->iface_id);
+	f = fopen("/proc/net/unix", "r");
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		named |= strstr(line, name) != NULL;
+	if (f != NULL)
+		fclose(f);
+	if (!named)
+		return 22;
+	fd = ou_request(t);
+	if (fd < 0)
+		return OU_REFUSED;
+	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || h.magic != SHM_SEG_MAGIC ||
+	    h.iface_id != t->iface_id)
+		return 23;
+	close(fd);
+	return OU_GOT;
+}
+
+/* Fork a child of uid 65534 that tries the segment; its exit code. */
+static int
+other_user_run(const struct ou_target *t)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0)
+		_exit(other_user_try(t));
+	return test_wait(pid, 20000);
+}
+
+static const char *
+ou_str(int rc)
+{
+	return rc == OU_GOT ? "got it" : rc == OU_REFUSED ? "refused" : "error";
+}
+
+UNIO_TEST(shm_segment_other_user, mp)
+{
+	unio_context_t *ctx;
+	unio_worker_t *w;
+	struct shm_iface *si;
+	struct ou_target t, wrong;
+	struct stat st;
+	uint64_t r0, refused;
+	int rc_def, rc_opt, rc_key;
+
+	if (geteuid() != 0)
+		TEST_SKIP_BECAUSE("switching a child to another user needs root");
+	setenv("UNIO_TLS", "shm,self", 1);
+	ctx = api_ctx(NULL);
+	unsetenv("UNIO_TLS");
+	TEST_ASSERT(ctx != NULL, "context");
+	w = unio_worker_create(ctx, NULL, NULL);
+	si = w != NULL ? (struct shm_iface *)api_worker_iface(w, "shm", NULL) : NULL;
+	TEST_ASSERT(si != NULL, "worker with a shm iface");
+	t = (struct ou_target){ getpid(), si->seg_fd, si->iface_id, si->fd_key };
+	TEST_ASSERT(fstat(si->seg_fd, &st) == 0, "fstat");
+	TEST_LOG("segment memfd: mode %04o, uid %u; UNIO_SHM_OTHER_USERS %s",
+		 (unsigned int)st.st_mode & 07777, (unsigned int)st.st_uid,
+		 si->other_users ? "y" : "n");
+	TEST_ASSERT(!si->other_users, "other users are served by default");
+	r0 = __atomic_load_n(&si->fd_refused, __ATOMIC_RELAXED);
+	rc_def = other_user_run(&t);
+	si->other_users = true;
+	rc_opt = other_user_run(&t);
+	wrong = t;
+	wrong.key ^= 1;
+	rc_key = other_user_run(&wrong);
+	si->other_users = false;
+	refused = __atomic_load_n(&si->fd_refused, __ATOMIC_RELAXED) - r0;
+	TEST_LOG("uid 65534 with the address: %s by default, %s with UNIO_SHM_OTHER_USERS=y; "
+		 "with the iface id alone %s; refused for its uid %" PRIu64, ou_str(rc_def),
+		 ou_str(rc_opt), ou_str(rc_key), refused);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	TEST_ASSERT(rc_def == OU_REFUSED, "another uid by default: child exit %d", rc_def);
+	TEST_ASSERT(rc_opt == OU_GOT, "another uid, served: child exit %d", rc_opt);
+	TEST_ASSERT(rc_key == OU_REFUSED, "without the key: child exit %d", rc_key);
+	TEST_ASSERT(refused == 1, "refusals counted: %" PRIu64, refused);
+	return TEST_OK;
 }

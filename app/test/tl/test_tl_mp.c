@@ -807,6 +807,8 @@ UNIO_TEST(tl_mp_other_user, mp)
 		TEST_SKIP_BECAUSE("switching a child to another user needs root");
 	TEST_ASSERT(n > 0, "readlink /proc/self/exe");
 	exe_path[n] = '\0';
+	/* shm serves the segment to another uid only when told to (shm_segment_other_user) */
+	setenv("UNIO_SHM_OTHER_USERS", "y", 1);
 	cur_opts = (struct mp_opts){ .n_children = 1, .count = 2000, .other_user = 1 };
 	return tl_for_each_driver(case_mp);
 }

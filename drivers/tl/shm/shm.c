@@ -731,13 +731,15 @@ check_peer_hdr(struct shm_ep *ep, struct shm_seg_hdr *h, const struct shm_iface_
 static unio_status_t
 map_peer_seg(struct shm_ep *ep, const struct shm_iface_addr *a)
 {
-	int fd = shm_open_peer_fd((pid_t)a->pid, (int)a->seg_fd, a->iface_id, "unio-shm-ring",
-				  a->iface_id);
+	int fd = shm_open_peer_fd((pid_t)a->pid, (int)a->seg_fd, a->iface_id, a->fd_key,
+				  "unio-shm-ring", a->iface_id);
 	struct shm_seg_hdr *h;
 	struct stat st;
 
 	if (fd < 0) {
-		SHM_LOG(ERR, "cannot open the segment of pid %u: %s", a->pid, strerror(errno));
+		SHM_LOG(ERR, "cannot open the segment of pid %u: %s%s", a->pid, strerror(errno),
+			errno == EACCES ? " (a process of another user serves it only with "
+			"UNIO_SHM_OTHER_USERS=y)" : "");
 		return UNIO_ERR_UNREACHABLE;
 	}
 	/* a segment shorter than its address says would fault (SIGBUS) past its end */
@@ -810,7 +812,7 @@ ep_wake_init(struct shm_ep *ep)
 	ep->armed = ep->wake_fence ? &shm_wake_always : &ep->peer_hdr->armed;
 	if (fd <= INT32_MAX)
 		ep->ev_fd = shm_open_peer_efd(ep->peer_pid, ep->pidfd, (int)fd,
-					      ep->peer_iface_id);
+					      ep->peer_iface_id, ep->peer_fd_key);
 	if (ep->ev_fd >= 0 && __atomic_load_n(&ep->peer_hdr->closed, __ATOMIC_ACQUIRE) != 0) {
 		close(ep->ev_fd);
 		ep->ev_fd = -1;
@@ -864,6 +866,7 @@ shm_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *param
 	ep->armed = &shm_wake_always;   /* set for real once the peer is mapped */
 	ep->peer_pid = (pid_t)a.pid;
 	ep->peer_iface_id = a.iface_id;
+	ep->peer_fd_key = a.fd_key;
 	ep->super.conn_id = shm_conn_id(a.iface_id);
 	ep->peer_regs = a.reg_table;
 	ep->peer_regs_fd = a.regs_fd;

@@ -114,7 +114,7 @@ peer_regs(struct shm_ep *se)
 	if (se->peer_regs_fd == UINT32_MAX || se->peer_regs_fd > INT32_MAX)
 		return NULL;
 	fd = shm_open_peer_fd(se->peer_pid, (int)se->peer_regs_fd, se->peer_iface_id,
-			      "unio-shm-regs", SHM_REGS_ID(se->peer_iface_id));
+			      se->peer_fd_key, "unio-shm-regs", SHM_REGS_ID(se->peer_iface_id));
 	if (fd < 0)
 		return NULL;
 	/* sealed as promised (so nobody but the owner writes it), and as long as it must be */
@@ -366,8 +366,8 @@ map_reg_key(void *arg, void *ctx, void *addr, size_t len, void **handle)
 	int fd;
 
 	RTE_SET_USED(arg), RTE_SET_USED(addr);
-	fd = shm_open_peer_fd(c->se->peer_pid, (int)k->fd, c->se->peer_iface_id, "unio-shm-mem",
-			      k->alloc_id);
+	fd = shm_open_peer_fd(c->se->peer_pid, (int)k->fd, c->se->peer_iface_id,
+			      c->se->peer_fd_key, "unio-shm-mem", k->alloc_id);
 	if (fd < 0)
 		return UNIO_ERR_PERMISSION;
 	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < len) {

@@ -52,7 +52,8 @@ extern int shm_logtype;
 #define SHM_SEG_MAGIC     0x4d48534f494e55ull   /* "UNIOSHM" */
 #define SHM_ADDR_MAGIC    0x48534e55u           /* "UNSH" */
 #define SHM_RKEY_MAGIC    0x59454b52u           /* "RKEY" */
-#define SHM_VERSION       4u                     /* 3: keys in the owner's table; 4: 8224 B */
+#define SHM_VERSION       5u                     /* 3: keys in the owner's table; 4: 8224 B;
+						    * 5: the fd server's key */
 #define SHM_MAX_DATA      8224u                  /* most bytes of one message: 8 KiB + 32 */
 #define SHM_MAX_SHORT     2048u                  /* most bytes of a short message's data */
 #define SHM_ZCOPY_HDR     128u
@@ -131,6 +132,22 @@ struct shm_iface_addr {
 	uint32_t pad;
 	uint64_t ns_ipc, ns_mnt, ns_pid, ns_net;
 	uint8_t boot_id[16];
+	uint64_t fd_key;                  /**< random: what the fd server asks of a requester
+					       (the iface id is in its socket's name, which
+					       /proc/net/unix shows every user) */
+};
+
+/*
+ * What a peer asks an iface's fd server (abstract unix socket "unio-shm-<pid>-<iface id
+ * in hex>") for; the answer is one byte, 1 with the fd (SCM_RIGHTS) or 0.
+ */
+#define SHM_FD_REQ_MAGIC 0x5155524d48534e55ull   /* "UNSHMRUQ" */
+
+struct shm_fd_request {
+	uint64_t magic;
+	uint64_t iface_id;
+	uint64_t key;        /**< the iface's fd_key, from its address */
+	uint64_t want_id;    /**< iface_id for the ring segment, or an alloc id */
 };
 
 #define SHM_RKEY_F_ALLOC (1u << 0)   /**< memory from mem_alloc: it can be mapped */
@@ -225,6 +242,9 @@ struct shm_iface {
 	bool armed;                       /**< hdr->armed was set by arm, not yet cleared */
 	bool membarrier;                  /**< arm orders senders with membarrier() */
 	/* fd passing for peers of other users */
+	uint64_t fd_key;                  /**< a request must carry it (shm_iface_addr) */
+	bool other_users;                 /**< UNIO_SHM_OTHER_USERS: serve other uids */
+	uint64_t fd_refused;              /**< requests of other uids refused (server thread) */
 	int listen_fd;
 	pthread_t server;
 	bool server_running;
@@ -260,6 +280,7 @@ struct shm_ep {
 	size_t peer_seg_size;
 	pid_t peer_pid;
 	uint64_t peer_iface_id;
+	uint64_t peer_fd_key;             /**< the peer's fd server key (its address) */
 	uint64_t peer_regs;               /**< the peer's registration table (its address) */
 	uint32_t peer_regs_fd;            /**< ... its sealed memfd there, UINT32_MAX: none */
 	const struct shm_reg *peer_regs_map;   /**< ... mapped read-only here, or NULL */
@@ -284,10 +305,13 @@ unio_status_t shm_seg_create(struct shm_iface *si, const struct unio_config *cfg
 void shm_seg_destroy(struct shm_iface *si);
 void shm_local_addr(const struct shm_iface *si, struct shm_iface_addr *a);
 bool shm_addr_same_host(const struct shm_iface_addr *a);
-int shm_open_peer_fd(pid_t pid, int fd, uint64_t iface_id, const char *kind,
+int shm_open_peer_fd(pid_t pid, int fd, uint64_t iface_id, uint64_t key, const char *kind,
 		     uint64_t want_id);
-/** The eventfd @p fd of the peer iface @p iface_id of @p pid (pidfd_getfd, SCM_RIGHTS). */
-int shm_open_peer_efd(pid_t pid, int pidfd, int fd, uint64_t iface_id);
+/**
+ * The eventfd @p fd of the peer iface @p iface_id (fd server key @p key) of @p pid
+ * (pidfd_getfd, SCM_RIGHTS).
+ */
+int shm_open_peer_efd(pid_t pid, int pidfd, int fd, uint64_t iface_id, uint64_t key);
 int shm_memfd(const char *prefix, uint64_t id, size_t *len, int hugepages);
 int shm_pidfd_open(pid_t pid);
 bool shm_pid_dead(pid_t pid, int pidfd);

@@ -25,13 +25,6 @@
 #include "shm_priv.h"
 
 #define HUGE_2M       (2u << 20)
-#define REQ_MAGIC     0x5155524d48534e55ull   /* "UNSHMRUQ" */
-
-struct fd_request {
-	uint64_t magic;
-	uint64_t iface_id;
-	uint64_t want_id;    /**< iface_id for the ring segment, or an alloc id */
-};
 
 static struct {
 	bool done;
@@ -120,6 +113,7 @@ shm_local_addr(const struct shm_iface *si, struct shm_iface_addr *a)
 	a->probe_addr = (uintptr_t)&si->iface_id;
 	a->reg_table = (uintptr_t)si->regs;
 	a->regs_fd = si->regs_fd >= 0 ? (uint32_t)si->regs_fd : UINT32_MAX;
+	a->fd_key = si->fd_key;
 	a->ns_ipc = host_id.ns[0];
 	a->ns_mnt = host_id.ns[1];
 	a->ns_pid = host_id.ns[2];
@@ -273,11 +267,31 @@ lookup_fd(struct shm_iface *si, uint64_t want_id)
 	return fd;
 }
 
+/*
+ * Whom the server answers: a requester of this process's uid (or root) could open
+ * /proc/<pid>/fd itself, or write into this process with process_vm_writev; one of another
+ * uid only with UNIO_SHM_OTHER_USERS=y, for it gets the whole segment, every sender's ring
+ * in it (doc/guides/drivers/shm.md, "Who can reach the segment").
+ */
+static bool
+requester_allowed(struct shm_iface *si, int c)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 || len != sizeof(cr))
+		return false;
+	if (cr.uid == geteuid() || cr.uid == 0 || si->other_users)
+		return true;
+	__atomic_fetch_add(&si->fd_refused, 1, __ATOMIC_RELAXED);
+	return false;
+}
+
 static void
 serve_one(struct shm_iface *si, int c)
 {
 	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct fd_request req;
+	struct shm_fd_request req;
 	uint8_t ok = 0;
 	struct iovec iov = { &ok, 1 };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
@@ -286,7 +300,8 @@ serve_one(struct shm_iface *si, int c)
 
 	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (recv(c, &req, sizeof(req), MSG_WAITALL) == (ssize_t)sizeof(req) &&
-	    req.magic == REQ_MAGIC && req.iface_id == si->iface_id)
+	    req.magic == SHM_FD_REQ_MAGIC && req.iface_id == si->iface_id &&
+	    req.key == si->fd_key && requester_allowed(si, c))
 		fd = lookup_fd(si, req.want_id);
 	if (fd >= 0) {
 		struct cmsghdr *cm;
@@ -357,9 +372,9 @@ server_start(struct shm_iface *si)
 }
 
 static int
-request_fd(pid_t pid, uint64_t iface_id, uint64_t want_id)
+request_fd(pid_t pid, uint64_t iface_id, uint64_t key, uint64_t want_id)
 {
-	struct fd_request req = { REQ_MAGIC, iface_id, want_id };
+	struct shm_fd_request req = { SHM_FD_REQ_MAGIC, iface_id, key, want_id };
 	char cbuf[CMSG_SPACE(sizeof(int))];
 	uint8_t ok = 0;
 	struct iovec iov = { &ok, 1 };
@@ -411,15 +426,19 @@ fd_has_id(int fd, const char *kind, uint64_t want_id)
 }
 
 int
-shm_open_peer_fd(pid_t pid, int fd, uint64_t iface_id, const char *kind, uint64_t want_id)
+shm_open_peer_fd(pid_t pid, int fd, uint64_t iface_id, uint64_t key, const char *kind,
+		 uint64_t want_id)
 {
 	char path[64];
 	int local;
 
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
 	local = open(path, O_RDWR | O_CLOEXEC);
-	if (local < 0 && (errno == EACCES || errno == EPERM))
-		local = request_fd(pid, iface_id, want_id);
+	if (local < 0 && (errno == EACCES || errno == EPERM)) {
+		local = request_fd(pid, iface_id, key, want_id);
+		if (local < 0)
+			errno = EACCES;   /* what the kernel said, and the server too */
+	}
 	if (local >= 0 && !fd_has_id(local, kind, want_id)) {
 		close(local);
 		return -1;
@@ -442,7 +461,7 @@ fd_is_eventfd(int fd)
 }
 
 int
-shm_open_peer_efd(pid_t pid, int pidfd, int fd, uint64_t iface_id)
+shm_open_peer_efd(pid_t pid, int pidfd, int fd, uint64_t iface_id, uint64_t key)
 {
 	int local = -1;
 
@@ -453,7 +472,7 @@ shm_open_peer_efd(pid_t pid, int pidfd, int fd, uint64_t iface_id)
 	RTE_SET_USED(pidfd);
 #endif
 	if (local < 0)
-		local = request_fd(pid, iface_id, ~iface_id);
+		local = request_fd(pid, iface_id, key, ~iface_id);
 	if (local >= 0 && !fd_is_eventfd(local)) {
 		close(local);
 		return -1;
@@ -490,6 +509,8 @@ shm_seg_create(struct shm_iface *si, const struct unio_config *cfg)
 
 	si->map_cache_max = cfg->shm_map_cache;
 	si->iface_id = shm_random_id();
+	si->fd_key = shm_random_id();
+	si->other_users = cfg->shm_other_users;
 	st = shm_regs_create(si);
 	if (st != UNIO_OK)
 		return st;
