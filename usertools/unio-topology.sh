@@ -9,16 +9,20 @@
 #       NAME-a:va <-> NAME-m:ma [br0] NAME-m:mb <-> NAME-b:vb
 #       --loss PCT: nft drops PCT % of the IPv4/UDP frames entering the bridge (both ways)
 #       --rate RATE: tc tbf limits the bridge's egress toward vb (e.g. 100mbit)
+#   unio-topology.sh hub up|down NAME [--mtu MTU]
+#       NAME-a: va, vb, vc, veths whose peers are ports of bridge br0 in NAME-a too: three
+#       ports on one Ethernet in one namespace (a third process; loopback carries control)
 #   --mtu MTU sets the MTU of every veth (jumbo frames), default 1500; 3442 is the largest
 #       the ethdev driver uses over af_xdp (its umem frames are a page) and the setting
 #       recommended for bulk over af_xdp; 9000 for af_packet (framesz=9216,blocksz=36864)
 #
-# MACs: va 02:00:00:00:00:0a, vb 02:00:00:00:00:0b.  "down" is idempotent and removes the
-# namespaces, and with them the veths, the bridge, the nft table and the qdisc.
+# MACs: va 02:00:00:00:00:0a, vb 02:00:00:00:00:0b, vc 02:00:00:00:00:0c.  "down" is
+# idempotent and removes the namespaces, and with them the veths, the bridge, the nft table
+# and the qdisc.
 set -e
 
 usage() {
-	echo "usage: $0 veth|bridge up|down NAME [--loss PCT] [--rate RATE] [--mtu MTU]" >&2
+	echo "usage: $0 veth|bridge|hub up|down NAME [--loss PCT] [--rate RATE] [--mtu MTU]" >&2
 	exit 2
 }
 
@@ -86,8 +90,21 @@ bridge_up() {
 	fi
 }
 
+hub_up() {
+	mkns "$name-a"
+	ip -n "$name-a" link add br0 type bridge
+	for x in a b c; do
+		ip -n "$name-a" link add "v$x" type veth peer name "p$x"
+		ip -n "$name-a" link set "p$x" mtu "$mtu" master br0 up
+	done
+	ip -n "$name-a" link set br0 up
+	ip -n "$name-a" link set vb address 02:00:00:00:00:0b mtu "$mtu" up
+	ip -n "$name-a" link set vc address 02:00:00:00:00:0c mtu "$mtu" up
+}
+
 finish_up() {
 	ip -n "$name-a" link set va address 02:00:00:00:00:0a mtu "$mtu" up
+	[ "$kind" = hub ] && return
 	ip -n "$name-b" link set vb address 02:00:00:00:00:0b mtu "$mtu" up
 	if [ "$kind" = bridge ]; then
 		ip -n "$name-m" link set dev ma mtu "$mtu"
@@ -96,13 +113,13 @@ finish_up() {
 }
 
 case $kind/$op in
-veth/up|bridge/up)
+veth/up|bridge/up|hub/up)
 	trap down EXIT
 	"${kind}_up"
 	finish_up
 	trap - EXIT
 	;;
-veth/down|bridge/down)
+veth/down|bridge/down|hub/down)
 	down
 	;;
 *)

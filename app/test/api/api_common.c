@@ -453,12 +453,16 @@ static int
 third_meet(const struct api_third_case *c, unio_worker_t *w, unio_ep_t *volatile *slot,
 	   const char *const *args, pid_t *pm)
 {
-	pid_t pp = test_spawn(c->peer, args);
-	unio_ep_t *ep_p = api_accept_child(w, slot, pp), *ep_m;
+	pid_t pp;
+	unio_ep_t *ep_p, *ep_m;
 	int rc = TEST_FAIL;
 
+	env_set(c->child_env[0], true);
+	pp = test_spawn(c->peer, args);
+	ep_p = api_accept_child(w, slot, pp);
 	*slot = NULL;
 	if (ep_p != NULL) {
+		env_set(c->child_env[1], true);
 		*pm = test_spawn(c->forger, args);
 		ep_m = api_accept_child(w, slot, *pm);
 		if (ep_m != NULL) {
@@ -508,6 +512,8 @@ api_third_process(const struct api_third_case *c)
 		rc = third_meet(c, w, &slot, args, &pm);
 	else
 		TEST_LOG("no context, worker with a %s iface or listener", c->drv);
+	env_set(c->child_env[0], false);
+	env_set(c->child_env[1], false);
 	env_set(c->env, false);
 	unsetenv("UNIO_TLS");
 	if (c->flag != NULL)

@@ -129,6 +129,9 @@ int api_child_end(unio_context_t *ctx, unio_worker_t *w, unio_ep_t *ep);
 struct api_third_case {
 	const char *drv;            /**< UNIO_TLS=drv,self; the children must take it */
 	const char *const *env;     /**< more "NAME", "VALUE" pairs to set, NULL-terminated */
+	/** Pairs set on top just before the peer, then M, is spawned (its own ethdev port),
+	 *  or NULL. */
+	const char *const *child_env[2];
 	const char *peer;           /**< UNIO_TEST_CHILD of the honest peer */
 	const char *forger;         /**< UNIO_TEST_CHILD of M */
 	const char *who;            /**< the honest peer's name in logs ("A") */

@@ -17,6 +17,7 @@
  * known answer, round trips, no two slots alike.
  */
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -580,6 +581,77 @@ UNIO_TEST(tcp_senders_third_process, mp)
 UNIO_TEST(shm_senders_third_process, mp)
 {
 	return forged_case(1, "shm");
+}
+
+/*
+ * Over ethdev: three af_packet ports on the hub topology's bridge (va, vb, vc: V, A, M) in
+ * one namespace, the control connection over its loopback.  Each process its own port and
+ * address; A and M inherit the environment at their spawn.
+ */
+static const char *const eth_env_v[] = {
+	"UNIO_EAL_ARGS", "--vdev=net_af_packet0,iface=va", "UNIO_ETHDEV_IP", "10.77.0.1",
+	/* this shared 2-core host delays the kernel's forwarding by milliseconds */
+	"UNIO_ETHDEV_TARGET_DELAY", "5ms", NULL };
+static const char *const eth_env_a[] = {
+	"UNIO_EAL_ARGS", "--vdev=net_af_packet0,iface=vb", "UNIO_ETHDEV_IP", "10.77.0.2", NULL };
+static const char *const eth_env_m[] = {
+	"UNIO_EAL_ARGS", "--vdev=net_af_packet0,iface=vc", "UNIO_ETHDEV_IP", "10.77.0.3", NULL };
+
+/* V over ethdev in namespace argv[0] (A and M, its children, too): case argv[1]. */
+UNIO_TEST_CHILD(forged_ethdev)
+{
+	struct api_third_case c;
+	const char *env[32];
+	unsigned int n = 0;
+
+	TEST_ASSERT(argc == 2 && test_enter_netns(argv[0]) == 0, "setns: %s", strerror(errno));
+	c = forged_cases[atoi(argv[1]) != 0];
+	for (const char *const *e = c.env; e != NULL && *e != NULL; e++)
+		env[n++] = *e;
+	for (const char *const *e = eth_env_v; *e != NULL; e++)
+		env[n++] = *e;
+	env[n] = NULL;
+	c.drv = "ethdev";
+	c.arg = (void *)(uintptr_t)c.drv;
+	c.env = env;
+	c.child_env[0] = eth_env_a;
+	c.child_env[1] = eth_env_m;
+	return api_third_process(&c);
+}
+
+/* Case @p i of forged_cases over ethdev, on the hub topology. */
+static int
+forged_case_ethdev(unsigned int i)
+{
+	char name[32], na[40], idx[4];
+	const char *args[] = { na, idx, NULL };
+	int rc = TEST_FAIL;
+
+	if (!test_can_netns())
+		TEST_SKIP_BECAUSE("needs root and iproute2 network namespaces");
+	snprintf(name, sizeof(name), "uniofrg-%d", getpid());
+	snprintf(na, sizeof(na), "%s-a", name);
+	snprintf(idx, sizeof(idx), "%u", i);
+	if (test_topology("hub", "up", name, NULL) == 0 &&
+	    test_wait(test_spawn("forged_ethdev", args), 120000) == 0)
+		rc = TEST_OK;
+	test_topology("hub", "down", name, NULL);
+	return rc;
+}
+
+/* The forged answers over ethdev: M over its own reliable channel to V. */
+UNIO_TEST(ethdev_answers_third_process, mp)
+{
+	return forged_case_ethdev(0);
+}
+
+/*
+ * The forged senders over ethdev: the connection id the protocol checks is the reliable
+ * channel's (its aliases share it).
+ */
+UNIO_TEST(ethdev_senders_third_process, mp)
+{
+	return forged_case_ethdev(1);
 }
 
 /*
