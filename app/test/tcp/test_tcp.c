@@ -8,6 +8,7 @@
  */
 
 #include <errno.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -2034,6 +2035,19 @@ raw_peer_closed(int fd)
 	return k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
+/* @p good connects to @p a, which connects back from its handler over the same connection. */
+static bool
+connect_back(struct tpeer *a, struct tpeer *good)
+{
+	if (tpeer_connect(good, a->addr) != 0 ||
+	    unio_tl_ep_am_short(good->ep, T_AM_HELLO, 0, good->addr,
+				good->iface->attr.iface_addr_len) != UNIO_OK)
+		return false;
+	for (int i = 0; i < 100000 && a->ep == NULL; i++)
+		progress2(a, good, 1);
+	return a->ep != NULL;
+}
+
 static bool
 dups_seen(struct tpeer *p)
 {
@@ -2069,14 +2083,7 @@ duplicate_hello(const char *mode)
 	TEST_ASSERT_EQ(tpeer_open(&good, "lo"), 0);
 	aa = (const struct tcp_addr *)a.addr;
 	ga = (const struct tcp_addr *)good.addr;
-	/* good connects; a connects back from its handler over the same connection */
-	if (tpeer_connect(&good, a.addr) != 0 ||
-	    unio_tl_ep_am_short(good.ep, T_AM_HELLO, 0, good.addr,
-				good.iface->attr.iface_addr_len) != UNIO_OK)
-		goto out;
-	for (int i = 0; i < 100000 && a.ep == NULL; i++)
-		progress2(&a, &good, 1);
-	if (a.ep == NULL) {
+	if (!connect_back(&a, &good)) {
 		TEST_LOG("a never heard from good");
 		goto out;
 	}
@@ -2161,6 +2168,104 @@ UNIO_TEST(tcp_duplicate_hello, fast)
 	TEST_ASSERT_EQ(duplicate_hello("busy"), TEST_OK);
 	TEST_ASSERT_EQ(duplicate_hello("epoll"), TEST_OK);
 	return TEST_OK;
+}
+
+/*
+ * ---- a HELLO that claims another peer's address ----
+ *
+ * Before good connects to a, two raw clients say HELLO to a as good (its exact address):
+ * one from 127.0.0.2 (another IPv4 than the claim's), one from 127.0.0.1 but as uid 65534
+ * (good's listener is root's).  Taken, the first such connection became good's: a's later
+ * ep to good sent on it (captured), and good's own connection was closed as a duplicate
+ * (tcp_duplicate_hello).  Now each is closed at its HELLO and counted (conns_false_claim),
+ * none as a duplicate; then good connects, a connects back over good's connection, and 100
+ * messages cross each way, in order, checksummed.  Root only (the child changes its uid).
+ */
+#define CLAIM_CLOSED 0
+
+/* Connect to @p srv from @p src_ip as @p uid, say @p hello; CLAIM_CLOSED once srv closes. */
+static int
+claim_client(const struct tcp_addr *srv, const char *src_ip, const uint8_t *hello, size_t n)
+{
+	struct sockaddr_in src = { .sin_family = AF_INET };
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = srv->port,
+				   .sin_addr.s_addr = srv->ipv4 };
+	struct pollfd pfd = { .events = POLLIN };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	src.sin_addr.s_addr = inet_addr(src_ip);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&src, sizeof(src)) != 0 ||
+	    connect(fd, (struct sockaddr *)&dst, sizeof(dst)) != 0 || send_all(fd, hello, n) != 0)
+		return 2;
+	pfd.fd = fd;
+	for (int i = 0; i < 50 && !raw_peer_closed(fd); i++)
+		poll(&pfd, 1, 100);
+	return raw_peer_closed(fd) ? CLAIM_CLOSED : 1;
+}
+
+/* Run claim_client() in a child (as uid 65534 when @p other_user), progressing @p p. */
+static int
+claim_run(struct tpeer *p, const char *src_ip, bool other_user, const uint8_t *hello,
+	  size_t n)
+{
+	pid_t pid;
+	int status = -1;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		if (other_user && (setgroups(0, NULL) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+				   setresuid(65534, 65534, 65534) != 0))
+			_exit(3);
+		_exit(claim_client((const struct tcp_addr *)p->addr, src_ip, hello, n));
+	}
+	for (int i = 0; i < 10000000 && waitpid(pid, &status, WNOHANG) == 0; i++)
+		unio_tl_iface_progress(p->iface);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+UNIO_TEST(tcp_hello_false_claim, mp)
+{
+	struct unio_tl_tcp_stats s;
+	struct tpeer a, good;
+	const struct tcp_addr *ga;
+	uint8_t buf[256];
+	int r_ip, r_uid, r = TEST_FAIL;
+	uint64_t seq;
+	size_t n;
+
+	if (geteuid() != 0)
+		TEST_SKIP_BECAUSE("switching a child to another user needs root");
+	TEST_ASSERT_EQ(tpeer_open(&a, "lo"), 0);
+	TEST_ASSERT_EQ(tpeer_open(&good, "lo"), 0);
+	ga = (const struct tcp_addr *)good.addr;
+	n = raw_hello(buf, ga, ntohs(ga->port));   /* good's own identity */
+	r_ip = claim_run(&a, "127.0.0.2", false, buf, n);
+	r_uid = claim_run(&a, "127.0.0.1", true, buf, n);
+	unio_tl_tcp_stats(a.iface, &s);
+	TEST_LOG("HELLO as good from 127.0.0.2: %s; from uid 65534: %s; false claims %" PRIu64
+		 ", duplicates %" PRIu64, r_ip == CLAIM_CLOSED ? "closed" : "kept",
+		 r_uid == CLAIM_CLOSED ? "closed" : "kept", s.conns_false_claim,
+		 s.conns_duplicate);
+	if (r_ip != CLAIM_CLOSED || r_uid != CLAIM_CLOSED || s.conns_false_claim != 2)
+		goto out;
+	if (!connect_back(&a, &good))
+		goto out;
+	for (seq = 0; seq < 100; seq++)
+		if (ping_both(&a, &good, seq) != 0)
+			break;
+	unio_tl_tcp_stats(a.iface, &s);
+	TEST_LOG("then good: %" PRIu64 " messages each way, duplicates %" PRIu64 ", accepted %"
+		 PRIu64 ", open %" PRIu64, seq, s.conns_duplicate, s.conns_accepted,
+		 s.open_conns);
+	if (seq == 100 && s.conns_duplicate == 0 && s.conns_accepted == 1 && s.open_conns == 1 &&
+	    s.conns_false_claim == 2 && a.rx_bad + good.rx_bad == 0 &&
+	    a.ep_errors + good.ep_errors == 0)
+		r = TEST_OK;
+out:
+	tpeer_close(&a);
+	tpeer_close(&good);
+	return r;
 }
 
 /*

@@ -9,6 +9,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 #include <net/if.h>
 #include <poll.h>
 #include <pthread.h>
@@ -765,12 +768,91 @@ hello_attach(struct tcp_iface *ti, int fd, const struct tcp_addr *peer)
 		conn_try_move(c->twin);
 }
 
+/*
+ * The uid of the TCP socket of this network namespace that a segment from @p dst:@p dport
+ * to @p src:@p sport (network order) would reach: an established one, else the listener
+ * (sock_diag's exact lookup).  False when there is none here (another host or namespace) or
+ * the query failed.
+ */
+static bool
+diag_uid(uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport, uint32_t *uid)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 r;
+	} req = {
+		.nlh = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+			 .nlmsg_flags = NLM_F_REQUEST },
+		.r = { .sdiag_family = AF_INET, .sdiag_protocol = IPPROTO_TCP,
+		       .idiag_states = ~0u,
+		       .id = { .idiag_sport = sport, .idiag_dport = dport, .idiag_src = { src },
+			       .idiag_dst = { dst },
+			       .idiag_cookie = { INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE } } },
+	};
+	union {
+		struct nlmsghdr h;
+		uint8_t b[1024];
+	} ans;
+	struct sockaddr_nl nl = { .nl_family = AF_NETLINK };
+	struct timeval tv = { 0, 200 * 1000 };
+	struct inet_diag_msg m;
+	int s = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	bool found = false;
+	ssize_t n;
+
+	if (s < 0)
+		return false;
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (sendto(s, &req, sizeof(req), 0, (struct sockaddr *)&nl, sizeof(nl)) ==
+	    (ssize_t)sizeof(req)) {
+		n = recv(s, &ans, sizeof(ans), 0);
+		if (n >= (ssize_t)NLMSG_LENGTH(sizeof(m)) &&
+		    ans.h.nlmsg_type == SOCK_DIAG_BY_FAMILY) {
+			memcpy(&m, NLMSG_DATA(&ans.h), sizeof(m));
+			*uid = m.idiag_uid;
+			found = true;
+		}
+	}
+	close(s);
+	return found;
+}
+
+/*
+ * May the dialler of accepted socket @p fd say HELLO as @p a?  Its IPv4 must be the
+ * connection's source: an honest dialler binds its iface address before it connects.  Where
+ * the claimed address is a listener of this namespace, the dialling socket must belong to
+ * the listener's uid (one uid is one domain: it could ptrace the listener).  What stays a
+ * claim: another process of that uid, or on that host when it is another (its port and
+ * uids are not seen from here); doc/guides/drivers/tcp.md, "What a HELLO claims".  NULL
+ * when it may, else why not.
+ */
+static const char *
+claim_refused(int fd, const struct tcp_addr *a)
+{
+	struct sockaddr_in peer, me;
+	socklen_t pl = sizeof(peer), ml = sizeof(me);
+	uint32_t uid_l, uid_d;
+
+	if (getpeername(fd, (struct sockaddr *)&peer, &pl) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&me, &ml) != 0 || peer.sin_family != AF_INET)
+		return "no IPv4 peer";
+	if (peer.sin_addr.s_addr != a->ipv4)
+		return "the connection comes from another IPv4";
+	if (diag_uid(a->ipv4, a->port, 0, 0, &uid_l) &&
+	    diag_uid(peer.sin_addr.s_addr, peer.sin_port, me.sin_addr.s_addr, me.sin_port,
+		     &uid_d) && uid_l != uid_d)
+		return "the dialler is not of the listener's user";
+	return NULL;
+}
+
 static void
 pending_rx(struct tcp_iface *ti, unsigned int i)
 {
 	struct tcp_pending *p = ti->pending[i];
 	struct tcp_hdr h;
 	struct tcp_addr a;
+	const char *why;
+	char ps[32];
 	ssize_t r = recv(p->item.fd, p->buf + p->got, sizeof(p->buf) - p->got, MSG_DONTWAIT);
 
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))
@@ -802,6 +884,14 @@ pending_rx(struct tcp_iface *ti, unsigned int i)
 		TCP_LOG(ERR, "%s: closing an incoming connection: bad address in HELLO (version "
 			"%u, want %u)", ti->super.dev_name, a.version, TCP_WIRE_VERSION);
 		ti->stats.malformed++;
+		pending_close(ti, i);
+		return;
+	}
+	why = claim_refused(p->item.fd, &a);
+	if (why != NULL) {
+		TCP_LOG(ERR, "%s: closing an incoming connection that says HELLO as %s: %s",
+			ti->super.dev_name, peer_str(&a, ps, sizeof(ps)), why);
+		ti->stats.conns_false_claim++;
 		pending_close(ti, i);
 		return;
 	}

@@ -46,6 +46,9 @@ struct unio_tl_tcp_stats {
 	uint64_t rx_cold;          /**< busy mode: connections left to epoll after 65536
 				    *   empty reads in a row (read every call again once
 				    *   bytes arrive or something is sent on them) */
+	uint64_t conns_false_claim; /**< accepted sockets closed at their HELLO: its address
+				     *   is not the connection's source IPv4, or names a
+				     *   listener here of another user than the dialler */
 };
 
 /**
