@@ -821,7 +821,9 @@ diag_uid(uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport, uint32_t *u
  * May the dialler of accepted socket @p fd say HELLO as @p a?  Its IPv4 must be the
  * connection's source: an honest dialler binds its iface address before it connects.  Where
  * the claimed address is a listener of this namespace, the dialling socket must belong to
- * the listener's uid (one uid is one domain: it could ptrace the listener).  What stays a
+ * the listener's uid or root's (one uid is one domain: it could ptrace the listener; root
+ * can anything).  A socket's uid is its creator's: a process that changed its uid after its
+ * iface opened is refused as a dialler of its own listener.  What stays a
  * claim: another process of that uid, or on that host when it is another (its port and
  * uids are not seen from here); doc/guides/drivers/tcp.md, "What a HELLO claims".  NULL
  * when it may, else why not.
@@ -840,7 +842,7 @@ claim_refused(int fd, const struct tcp_addr *a)
 		return "the connection comes from another IPv4";
 	if (diag_uid(a->ipv4, a->port, 0, 0, &uid_l) &&
 	    diag_uid(peer.sin_addr.s_addr, peer.sin_port, me.sin_addr.s_addr, me.sin_port,
-		     &uid_d) && uid_l != uid_d)
+		     &uid_d) && uid_l != uid_d && uid_d != 0)
 		return "the dialler is not of the listener's user";
 	return NULL;
 }
