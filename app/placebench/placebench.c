@@ -27,7 +27,11 @@
  * real-time priority on one CPU would wait for each other until the kernel's real-time
  * throttling let one run).
  *
- *   unio-placebench [-c CPU,CPU] [-r REGIONS] [-p PASSES] [-n MESSAGES] [-V] [-F]
+ * With -H the consumer zeroes only each fragment's header word, not every cell's first word:
+ * not enough for shm's rings, whose variable-length messages may start on any cell, but the
+ * difference is what the consumer's write-back of every line costs the sender.
+ *
+ *   unio-placebench [-c CPU,CPU] [-r REGIONS] [-p PASSES] [-n MESSAGES] [-V] [-F] [-H]
  *
  * Guest-physical addresses are printed where /proc/self/pagemap gives them (root).
  * Not a test of the library: a measurement tool (doc/guides/protocols.md, performance log).
@@ -76,6 +80,7 @@ struct shared {
 	uint64_t rx_sum;
 	int validate;
 	int fifo;
+	int header_only;
 	pid_t peer_tid;
 	size_t n_rx;
 	uint64_t rx_ns[SAMPLES];
@@ -219,7 +224,7 @@ receive_stream(void)
 				sh.rx_ns[k++] = now_ns() - t0;
 			if (sh.validate)
 				sum += sum_bytes(dst + off, FRAG);
-			for (uint32_t c = MSG_BYTES; c > 0; c -= CELL)
+			for (uint32_t c = sh.header_only ? CELL : MSG_BYTES; c > 0; c -= CELL)
 				*(volatile uint64_t *)(void *)(ring + pos + c - CELL) = 0;
 			pos += MSG_BYTES;
 			consumed += MSG_BYTES;
@@ -361,7 +366,7 @@ parse_args(int argc, char **argv, int cpu[2], unsigned int *regions, unsigned in
 {
 	int c;
 
-	while ((c = getopt(argc, argv, "c:r:p:n:VFh")) != -1) {
+	while ((c = getopt(argc, argv, "c:r:p:n:VFHh")) != -1) {
 		switch (c) {
 		case 'c':
 			if (sscanf(optarg, "%d,%d", &cpu[0], &cpu[1]) != 2 || cpu[0] < 0 ||
@@ -383,6 +388,9 @@ parse_args(int argc, char **argv, int cpu[2], unsigned int *regions, unsigned in
 		case 'F':
 			sh.fifo = 1;
 			break;
+		case 'H':
+			sh.header_only = 1;
+			break;
 		default:
 			return -1;
 		}
@@ -403,7 +411,7 @@ main(int argc, char **argv)
 
 	if (parse_args(argc, argv, cpu, &regions, &passes, &msgs) != 0) {
 		fprintf(stderr, "usage: unio-placebench [-c CPU,CPU] [-r REGIONS (1-256)] "
-			"[-p PASSES] [-n MESSAGES] [-V] [-F]\n");
+			"[-p PASSES] [-n MESSAGES] [-V] [-F] [-H]\n");
 		return 2;
 	}
 	map = mmap(NULL, (size_t)(regions + 1) * REGION, PROT_READ | PROT_WRITE,
