@@ -504,15 +504,44 @@ shm_deliver(struct unio_tl_iface *iface)
 
 /*
  * Delivery with one sender (see rx_poll_word_set()): the worker has seen the ring's next
- * header word set, so the ring walk starts at once (it reads the word again and stops at a
- * 0, should the worker call it otherwise), with no other ring to look at after it.
+ * header word set.  A one-cell message (up to 24 bytes: every 8-byte tagged message or AM)
+ * is consumed before its handler runs: its header word zeroed (the handler reads the
+ * payload only), the tail and r->next moved on, and the tail published when half a ring was
+ * consumed before this message (the cell itself goes back to the sender only with a later
+ * publication, after its handler).  Across the call the function keeps one register, and
+ * after it looks once more at the ring: a message behind it goes on in poll_rings(), the
+ * burst of a stream.  An empty ring does not publish its tail here (ring_poll() does, and
+ * the housekeeping call walks the rings with it once in WORKER_CTL_CALLS): a sender needs
+ * the tail only when its cached credit runs out, half a ring later at the earliest.
+ * Anything else (a longer message, a PAD, a malformed header, no message) takes the full
+ * walk, poll_rings().
  */
 static __rte_noinline unsigned int
 shm_deliver_one(struct unio_tl_iface *iface)
 {
+	const uint64_t msg_tag = ((SHM_HDR_MAGIC << 8) | SHM_TYPE_MSG) << (8 - SHM_ID_BITS);
 	struct shm_iface *si = shm_iface_of(iface);
+	struct shm_rx_ring *r = si->active;
+	uint64_t *c = r->next;
+	uint64_t w = __atomic_load_n(c, __ATOMIC_ACQUIRE);
+	uint64_t tail = r->tail;
 
-	return ring_poll(si, si->active);
+	if (unlikely(w >> (32 + SHM_ID_BITS) != msg_tag ||
+		     (uint32_t)w > SHM_CELL - sizeof(uint64_t)))
+		return poll_rings(si, r, 0);
+	*c = 0;
+	r->tail = tail + 1;
+	r->next = cell_word(r->ring, (tail + 1) & si->mask);
+	if (unlikely(tail - r->published >= si->n_cells / 2)) {
+		__atomic_store_n(&r->ctl->tail, tail, __ATOMIC_RELEASE);
+		r->published = tail;
+	}
+	unio_tl_iface_invoke_am(&si->super, (uint8_t)(w >> 32), c + 1, (uint32_t)w, 0,
+				r->conn_id);
+	r = si->active;
+	if (__atomic_load_n(r->next, __ATOMIC_RELAXED) != 0)
+		return poll_rings(si, r, 1);
+	return 1;
 }
 
 /*

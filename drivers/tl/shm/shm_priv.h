@@ -21,7 +21,8 @@
  * zeroes the first word of every cell it consumed, so stale bytes can never look like a
  * header.  A message never wraps: the sender writes a PAD header to skip the ring's end.
  * The consumer's tail lives on the slot's second line and is published every half ring (or
- * when the ring is found empty); the sender keeps a cached copy.
+ * when a full ring walk finds the ring empty; not by the one-cell path of shm_deliver_one());
+ * the sender keeps a cached copy.
  *
  * Wakeup (an application sleeping in epoll on the worker's fd): each iface has an eventfd,
  * whose number is in its segment header next to an "armed" word.  Arm sets the word, makes
