@@ -438,6 +438,54 @@ api_child_end(unio_context_t *ctx, unio_worker_t *w, unio_ep_t *ep)
 	return 0;
 }
 
+int
+api_parent_open(struct api_parent *p, const char *const *overrides, const char *drv,
+		int port, const char *child, const char *arg)
+{
+	char port_s[16];
+	const char *args[] = { port_s, arg, NULL };
+
+	*p = (struct api_parent){ .ctx = api_ctx(overrides), .pid = -1 };
+	TEST_ASSERT(p->ctx != NULL, "context");
+	p->w = unio_worker_create(p->ctx, NULL, NULL);
+	TEST_ASSERT(p->w != NULL && (drv == NULL || api_worker_iface(p->w, drv, NULL) != NULL),
+		    "worker with a %s iface", drv != NULL ? drv : "any");
+	p->l = api_listen(p->w, port, &p->ep, NULL, NULL);
+	TEST_ASSERT(p->l != NULL, "listener");
+	snprintf(port_s, sizeof(port_s), "%d", port);
+	p->pid = test_spawn(child, args);
+	TEST_ASSERT(p->pid > 0, "spawn %s", child);
+	api_accept_child(p->w, (unio_ep_t *volatile *)&p->ep, p->pid);
+	return TEST_OK;
+}
+
+int
+api_parent_connected(struct api_parent *p)
+{
+	int crc;
+
+	if (p->ep != NULL)
+		return TEST_OK;
+	crc = api_wait_child(p->w, p->pid, 1000, NULL);
+	if (crc == 77 && api_no_host_driver())
+		TEST_SKIP_BECAUSE("no built driver reaches another process of this host");
+	TEST_ASSERT(0, "the child never connected (exit %d)", crc);
+}
+
+void
+api_parent_close(struct api_parent *p)
+{
+	if (p->ep != NULL)
+		unio_ep_close(p->ep, UNIO_EP_CLOSE_FORCE, NULL);
+	if (p->l != NULL)
+		unio_listener_destroy(p->l);
+	if (p->w != NULL)
+		unio_worker_destroy(p->w);
+	if (p->ctx != NULL)
+		unio_context_destroy(p->ctx);
+	*p = (struct api_parent){ .pid = -1 };
+}
+
 static void
 env_set(const char *const *env, bool set)
 {
@@ -544,4 +592,104 @@ api_worker_counter(unio_worker_t *w, const char *line)
 		v = strtoull(p + strlen(line), NULL, 10);
 	free(txt);
 	return v;
+}
+
+/* The tag that carries the echo's sizes; the messages' tags have a low byte 0. */
+#define ECHO_SIZES_TAG 0xfeedfacecafe0001ull
+#define ECHO_MAX_SIZES 32
+
+static uint64_t
+echo_tag(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s & ~0xffull;  /* low byte 0: never equal to the control tags */
+}
+
+int
+api_echo_drive(unio_worker_t *w, unio_ep_t *ep, size_t big, uint64_t seed)
+{
+	uint64_t sizes[ECHO_MAX_SIZES];
+	size_t sz[ECHO_MAX_SIZES];
+	unio_request_t *sreq[ECHO_MAX_SIZES];
+	uint8_t *bufs[ECHO_MAX_SIZES], *rbuf;
+	struct unio_recv_info info;
+	unsigned int n = api_size_classes(ep, big, sz);
+	unio_status_t st;
+
+	for (unsigned int i = 0; i < n; i++)
+		sizes[i] = sz[i];
+	TEST_ASSERT_STATUS(api_send(w, ep, sizes, n * sizeof(sizes[0]), ECHO_SIZES_TAG, 0),
+			   UNIO_OK);
+	for (unsigned int i = 0; i < n; i++) {
+		uint64_t tag = echo_tag(&seed);
+
+		bufs[i] = malloc(sizes[i] + 1);
+		TEST_ASSERT(bufs[i] != NULL, "malloc");
+		test_fill(bufs[i], sizes[i], tag);
+		st = i % 4 == 3 ? unio_tag_send_sync(ep, bufs[i], sizes[i], tag, NULL, &sreq[i]) :
+		     unio_tag_send(ep, bufs[i], sizes[i], tag, NULL, &sreq[i]);
+		TEST_ASSERT(st == UNIO_OK || st == UNIO_INPROGRESS, "send: %s",
+			    unio_status_string(st));
+		if (st == UNIO_OK)
+			sreq[i] = NULL;
+	}
+	rbuf = malloc(big + 1);
+	TEST_ASSERT(rbuf != NULL, "malloc");
+	for (unsigned int i = 0; i < n; i++) {
+		st = api_recv(w, rbuf, sizes[i], 0, 0, &info);
+		TEST_ASSERT(st == UNIO_OK && info.length == sizes[i], "echo %u: %s, %zu bytes", i,
+			    unio_status_string(st), info.length);
+		TEST_ASSERT(test_checksum(rbuf, sizes[i]) == test_checksum(bufs[i], sizes[i]),
+			    "echo %u of %" PRIu64 " bytes differs", i, sizes[i]);
+		if (sreq[i] != NULL)
+			TEST_ASSERT_STATUS(unio_request_wait(w, sreq[i], NULL), UNIO_OK);
+		free(bufs[i]);
+	}
+	free(rbuf);
+	return TEST_OK;
+}
+
+int
+api_echo_serve(unio_worker_t *w, unio_ep_t *ep, uint64_t seed)
+{
+	static const uint64_t masks[] = { UINT64_MAX, 0xffffffffffff0000ull, 0 };
+	uint64_t sizes[ECHO_MAX_SIZES];
+	unio_request_t *sreq[ECHO_MAX_SIZES];
+	uint8_t *bufs[ECHO_MAX_SIZES];
+	struct unio_recv_info info;
+	unio_status_t st;
+	unsigned int n;
+
+	TEST_ASSERT_STATUS(api_recv(w, sizes, sizeof(sizes), ECHO_SIZES_TAG, UINT64_MAX, &info),
+			   UNIO_OK);
+	n = (unsigned int)(info.length / sizeof(sizes[0]));
+	for (unsigned int i = 0; i < n; i++) {
+		uint64_t tag = echo_tag(&seed), mask = masks[i % RTE_DIM(masks)];
+		uint8_t *want = malloc(sizes[i] + 1);
+
+		bufs[i] = malloc(sizes[i] + 1);
+		TEST_ASSERT(want != NULL && bufs[i] != NULL, "malloc");
+		bufs[i][sizes[i]] = 0xee;
+		st = api_recv(w, bufs[i], sizes[i], tag & mask, mask, &info);
+		test_fill(want, sizes[i], tag);
+		TEST_ASSERT(st == UNIO_OK && info.tag == tag && info.length == sizes[i] &&
+			    test_checksum(want, sizes[i]) == test_checksum(bufs[i], sizes[i]) &&
+			    bufs[i][sizes[i]] == 0xee,
+			    "message %u (%" PRIu64 " bytes): %s, tag %#" PRIx64 " length %zu", i,
+			    sizes[i], unio_status_string(st), info.tag, info.length);
+		free(want);
+		st = unio_tag_send(ep, bufs[i], sizes[i], tag, NULL, &sreq[i]);
+		TEST_ASSERT(st == UNIO_OK || st == UNIO_INPROGRESS, "echo send: %s",
+			    unio_status_string(st));
+		if (st == UNIO_OK)
+			sreq[i] = NULL;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		if (sreq[i] != NULL)
+			TEST_ASSERT_STATUS(unio_request_wait(w, sreq[i], NULL), UNIO_OK);
+		free(bufs[i]);
+	}
+	return TEST_OK;
 }

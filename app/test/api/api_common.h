@@ -116,6 +116,35 @@ int api_wait_child(unio_worker_t *w, pid_t pid, int ms, int *status);
  */
 int api_reap_child(unio_worker_t *w, pid_t pid, const char *who);
 
+/** This process, the parent of one child process that connects to it (api_parent_open()). */
+struct api_parent {
+	unio_context_t *ctx;
+	unio_worker_t *w;
+	unio_listener_t *l;
+	unio_ep_t *ep;          /**< accepted from the child; NULL when it never connected */
+	pid_t pid;              /**< the child; -1 when none was spawned */
+};
+
+/**
+ * Fill @p p: a context with @p overrides, a worker (with an iface of @p drv unless NULL)
+ * listening on 127.0.0.1:@p port, child @p child spawned with argv { port, @p arg (unless
+ * NULL) }, and its connection accepted, or not (p->ep NULL) once the child exited.
+ * TEST_OK once the child was spawned, else TEST_FAIL with why logged; either way
+ * api_parent_close() undoes the rest (the child is waited for with api_wait_child()).
+ */
+int api_parent_open(struct api_parent *p, const char *const *overrides, const char *drv,
+		    int port, const char *child, const char *arg);
+
+/**
+ * TEST_OK when the child of @p p connected.  Else wait for it (1 s): TEST_SKIP when it
+ * exited 77 and no built driver reaches another process of this host
+ * (api_no_host_driver()), TEST_FAIL otherwise; logged.
+ */
+int api_parent_connected(struct api_parent *p);
+
+/** Close the ep and destroy the listener, worker and context of @p p that exist. */
+void api_parent_close(struct api_parent *p);
+
 /**
  * The end of a child connected by @p ep: progress @p w until the parent closes (or two
  * million rounds), then close @p ep and destroy @p w and @p ctx; returns 0 (its exit code).
@@ -160,6 +189,19 @@ int api_progress_until(unio_worker_t *w, volatile int *flag, int ms);
  * and up to), 64 KiB, 1 MiB, and @p big; returns the count written to @p sizes (at most 32).
  */
 unsigned int api_size_classes(unio_ep_t *ep, size_t big, size_t *sizes);
+
+/**
+ * The tagged echo, driving side: send every size class of @p ep (api_size_classes(), up to
+ * @p big) with tags drawn from @p seed, every fourth sync, and receive each echo (any tag)
+ * checksummed against what was sent.  TEST_OK or TEST_FAIL.
+ */
+int api_echo_drive(unio_worker_t *w, unio_ep_t *ep, size_t big, uint64_t seed);
+
+/**
+ * The tagged echo, echoing side (the same @p seed): receive each message by exact, masked
+ * and wildcard tags, check its tag, length, checksum and the byte after it, send it back.
+ */
+int api_echo_serve(unio_worker_t *w, unio_ep_t *ep, uint64_t seed);
 
 /**
  * True when no built driver but self has a device under the environment's UNIO_* settings:

@@ -719,40 +719,21 @@ UNIO_TEST_CHILD(am_mp_receiver)
 static int
 am_mp(const char *lane)
 {
-	unio_context_t *ctx = api_ctx(NULL);
-	int port = test_free_port(), rc, crc;
-	unio_listener_t *l;
-	unio_ep_t *ep = NULL;
-	unio_worker_t *w;
-	char port_s[16];
-	const char *args[] = { port_s, NULL };
-	pid_t pid;
+	struct api_parent p;
+	int rc = api_parent_open(&p, NULL, NULL, test_free_port(), "am_mp_receiver", NULL);
+	int crc = -1;
 
-	TEST_ASSERT(ctx != NULL, "context");
-	w = unio_worker_create(ctx, NULL, NULL);
-	TEST_ASSERT(w != NULL, "worker");
-	l = api_listen(w, port, &ep, NULL, NULL);
-	TEST_ASSERT(l != NULL, "listener");
-	snprintf(port_s, sizeof(port_s), "%d", port);
-	pid = test_spawn("am_mp_receiver", args);
-	api_accept_child(w, (unio_ep_t *volatile *)&ep, pid);
-	if (ep == NULL) {
-		crc = api_wait_child(w, pid, 1000, NULL);
-		unio_listener_destroy(l);
-		unio_worker_destroy(w);
-		unio_context_destroy(ctx);
-		if (crc == 77 && api_no_host_driver())
-			TEST_SKIP_BECAUSE("no built driver reaches another process of this host");
-		TEST_ASSERT(0, "the child never connected (exit %d)", crc);
+	if (rc == TEST_OK)
+		rc = api_parent_connected(&p);
+	if (rc == TEST_OK) {
+		rc = lane == NULL || strcmp(p.ep->lane.iface->driver->name, lane) == 0 ?
+		     run_sender(p.w, p.ep, NULL, NULL, MP_MAX_SIZE) : TEST_FAIL;
+		unio_am_send(p.ep, ID_END, NULL, 0, NULL, 0, NULL, 0, NULL);
+		crc = api_wait_child(p.w, p.pid, 30000, NULL);
 	}
-	rc = lane == NULL || strcmp(ep->lane.iface->driver->name, lane) == 0 ?
-	     run_sender(w, ep, NULL, NULL, MP_MAX_SIZE) : TEST_FAIL;
-	unio_am_send(ep, ID_END, NULL, 0, NULL, 0, NULL, 0, NULL);
-	crc = api_wait_child(w, pid, 30000, NULL);
-	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
-	unio_listener_destroy(l);
-	unio_worker_destroy(w);
-	unio_context_destroy(ctx);
+	api_parent_close(&p);
+	if (rc == TEST_SKIP)
+		return rc;
 	TEST_ASSERT_EQ(rc, TEST_OK);
 	TEST_ASSERT_EQ(crc, 0);
 	return TEST_OK;

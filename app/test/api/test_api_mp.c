@@ -14,18 +14,7 @@
 #include "unio_proto.h"
 
 #define MIB (1024 * 1024)
-#define SIZES_TAG 0xfeedfacecafe0001ull
 #define READY_TAG 0xfeedfacecafe0002ull
-#define MAX_SIZES 32
-
-static uint64_t
-rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s & ~0xffull;  /* low byte 0: never equal to the control tags */
-}
 
 static int
 child_exit(unio_context_t *ctx, unio_worker_t *w, int rc)
@@ -35,64 +24,25 @@ child_exit(unio_context_t *ctx, unio_worker_t *w, int rc)
 	return rc;
 }
 
-static const uint64_t masks[] = { UINT64_MAX, 0xffffffffffff0000ull, 0 };
-
 /* ---- every size class, echoed ---- */
 
 UNIO_TEST_CHILD(api_mp_echo)
 {
 	unio_context_t *ctx = api_ctx(NULL);
-	uint64_t sizes[MAX_SIZES], seed;
-	unio_request_t *sreq[MAX_SIZES];
-	uint8_t *bufs[MAX_SIZES];
-	struct unio_recv_info info;
 	unio_worker_t *w;
 	unio_status_t st;
 	unio_ep_t *ep;
-	unsigned int n;
 
 	if (argc < 2 || ctx == NULL)
 		return 2;
-	seed = strtoull(argv[1], NULL, 0);
 	w = unio_worker_create(ctx, NULL, &st);
 	ep = w != NULL ? api_connect(w, atoi(argv[0]), NULL, NULL, &st) : NULL;
 	if (ep == NULL) {
 		TEST_LOG("child connect: %s", unio_status_string(st));
 		return child_exit(ctx, w, st == UNIO_ERR_UNREACHABLE ? 77 : 3);
 	}
-	if (api_recv(w, sizes, sizeof(sizes), SIZES_TAG, UINT64_MAX, &info) != UNIO_OK)
+	if (api_echo_serve(w, ep, strtoull(argv[1], NULL, 0)) != TEST_OK)
 		return child_exit(ctx, w, 4);
-	n = (unsigned int)(info.length / sizeof(sizes[0]));
-	for (unsigned int i = 0; i < n; i++) {
-		uint64_t tag = rnd(&seed), mask = masks[i % RTE_DIM(masks)];
-		uint8_t *want = malloc(sizes[i] + 1);
-
-		bufs[i] = malloc(sizes[i] + 1);
-		if (want == NULL || bufs[i] == NULL)
-			return child_exit(ctx, w, 5);
-		bufs[i][sizes[i]] = 0xee;
-		st = api_recv(w, bufs[i], sizes[i], tag & mask, mask, &info);
-		test_fill(want, sizes[i], tag);
-		if (st != UNIO_OK || info.tag != tag || info.length != sizes[i] ||
-		    test_checksum(want, sizes[i]) != test_checksum(bufs[i], sizes[i]) ||
-		    bufs[i][sizes[i]] != 0xee) {
-			TEST_LOG("child: message %u (%" PRIu64 " bytes): %s, tag %#" PRIx64
-				 " length %zu", i, sizes[i], unio_status_string(st), info.tag,
-				 info.length);
-			return child_exit(ctx, w, 6);
-		}
-		free(want);
-		st = unio_tag_send(ep, bufs[i], sizes[i], tag, NULL, &sreq[i]);
-		if (st == UNIO_OK)
-			sreq[i] = NULL;
-		else if (st != UNIO_INPROGRESS)
-			return child_exit(ctx, w, 7);
-	}
-	for (unsigned int i = 0; i < n; i++) {
-		if (sreq[i] != NULL && unio_request_wait(w, sreq[i], NULL) != UNIO_OK)
-			return child_exit(ctx, w, 8);
-		free(bufs[i]);
-	}
 	unio_ep_close(ep, UNIO_EP_CLOSE_FLUSH, NULL);
 	return child_exit(ctx, w, 0);
 }
@@ -103,83 +53,30 @@ static int want_scheme = -1;
 static int
 echo_run(unio_worker_t *w, unio_ep_t *ep, uint64_t seed)
 {
-	uint64_t sizes[MAX_SIZES];
-	size_t sz[MAX_SIZES];
-	unio_request_t *sreq[MAX_SIZES];
-	uint8_t *bufs[MAX_SIZES], *rbuf;
-	struct unio_recv_info info;
-	unsigned int n = api_size_classes(ep, 64 * MIB, sz);
-	unio_status_t st;
-
 	TEST_ASSERT(want_scheme < 0 || ep->lane.rndv_scheme == want_scheme,
 		    "rendezvous scheme %d, want %d", ep->lane.rndv_scheme, want_scheme);
-	for (unsigned int i = 0; i < n; i++)
-		sizes[i] = sz[i];
-	TEST_ASSERT_STATUS(api_send(w, ep, sizes, n * sizeof(sizes[0]), SIZES_TAG, 0), UNIO_OK);
-	for (unsigned int i = 0; i < n; i++) {
-		uint64_t tag = rnd(&seed);
-
-		bufs[i] = malloc(sizes[i] + 1);
-		TEST_ASSERT(bufs[i] != NULL, "malloc");
-		test_fill(bufs[i], sizes[i], tag);
-		st = i % 4 == 3 ? unio_tag_send_sync(ep, bufs[i], sizes[i], tag, NULL, &sreq[i]) :
-		     unio_tag_send(ep, bufs[i], sizes[i], tag, NULL, &sreq[i]);
-		TEST_ASSERT(st == UNIO_OK || st == UNIO_INPROGRESS, "send: %s",
-			    unio_status_string(st));
-		if (st == UNIO_OK)
-			sreq[i] = NULL;
-	}
-	rbuf = malloc(64 * MIB + 1);
-	TEST_ASSERT(rbuf != NULL, "malloc");
-	for (unsigned int i = 0; i < n; i++) {
-		st = api_recv(w, rbuf, sizes[i], 0, 0, &info);
-		TEST_ASSERT(st == UNIO_OK && info.length == sizes[i], "echo %u: %s, %zu bytes", i,
-			    unio_status_string(st), info.length);
-		TEST_ASSERT(test_checksum(rbuf, sizes[i]) == test_checksum(bufs[i], sizes[i]),
-			    "echo %u of %" PRIu64 " bytes differs", i, sizes[i]);
-		if (sreq[i] != NULL)
-			TEST_ASSERT_STATUS(unio_request_wait(w, sreq[i], NULL), UNIO_OK);
-		free(bufs[i]);
-	}
-	free(rbuf);
-	return TEST_OK;
+	return api_echo_drive(w, ep, 64 * MIB, seed);
 }
 
 static int
 mp_echo(const char *const *ovr)
 {
-	unio_context_t *ctx = api_ctx(ovr);
-	unio_worker_t *w;
-	unio_listener_t *l;
-	unio_ep_t *ep = NULL;
-	int port = test_free_port(), rc, crc;
-	char port_s[16], seed_s[32];
-	const char *args[] = { port_s, seed_s, NULL };
-	pid_t pid;
+	int port = test_free_port(), rc, crc = -1;
+	uint64_t seed = 0x5eedull + (unsigned long long)port;
+	struct api_parent p;
+	char seed_s[32];
 
-	TEST_ASSERT(ctx != NULL, "context");
-	w = unio_worker_create(ctx, NULL, NULL);
-	TEST_ASSERT(w != NULL, "worker");
-	l = api_listen(w, port, &ep, NULL, NULL);
-	TEST_ASSERT(l != NULL, "listener");
-	snprintf(port_s, sizeof(port_s), "%d", port);
-	snprintf(seed_s, sizeof(seed_s), "%llu", 0x5eedull + (unsigned long long)port);
-	pid = test_spawn("api_mp_echo", args);
-	api_accept_child(w, (unio_ep_t *volatile *)&ep, pid);
-	if (ep == NULL) {
-		crc = api_wait_child(w, pid, 1000, NULL);
-		unio_worker_destroy(w);
-		unio_context_destroy(ctx);
-		if (crc == 77 && api_no_host_driver())
-			TEST_SKIP_BECAUSE("no built driver reaches another process of this host");
-		TEST_ASSERT(0, "the child never connected (exit %d)", crc);
+	snprintf(seed_s, sizeof(seed_s), "%llu", (unsigned long long)seed);
+	rc = api_parent_open(&p, ovr, NULL, port, "api_mp_echo", seed_s);
+	if (rc == TEST_OK)
+		rc = api_parent_connected(&p);
+	if (rc == TEST_OK) {
+		rc = echo_run(p.w, p.ep, seed);
+		crc = api_wait_child(p.w, p.pid, 50000, NULL);
 	}
-	rc = echo_run(w, ep, 0x5eedull + (unsigned long long)port);
-	crc = api_wait_child(w, pid, 50000, NULL);
-	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
-	unio_listener_destroy(l);
-	unio_worker_destroy(w);
-	unio_context_destroy(ctx);
+	api_parent_close(&p);
+	if (rc == TEST_SKIP)
+		return rc;
 	TEST_ASSERT_EQ(rc, TEST_OK);
 	TEST_ASSERT_EQ(crc, 0);
 	return TEST_OK;

@@ -506,45 +506,28 @@ accessor(unio_worker_t *w, unio_ep_t *ep)
 UNIO_TEST(rcache_shm_peer_remap, mp)
 {
 	struct unio_rcache_stats s = { .regions = 1 };
-	unio_context_t *ctx;
-	int port = test_free_port(), rc, status = 0;
-	unio_listener_t *l;
-	unio_ep_t *ep = NULL;
-	unio_worker_t *w;
-	char port_s[16];
-	const char *args[] = { port_s, NULL };
-	pid_t pid;
+	struct api_parent p;
+	int rc, status = 0;
 
 	/* both processes: 4 KiB pages (the sizes above), the accessor's bound */
 	setenv("UNIO_HUGEPAGES", "no", 1);
 	setenv("UNIO_SHM_MAP_CACHE", "3m", 1);
-	ctx = api_ctx(NULL);
-	TEST_ASSERT(ctx != NULL, "context");
-	w = unio_worker_create(ctx, NULL, NULL);
-	TEST_ASSERT(w != NULL && api_worker_iface(w, "shm", NULL) != NULL,
-		    "worker with a shm iface");
-	l = api_listen(w, port, &ep, NULL, NULL);
-	TEST_ASSERT(l != NULL, "listener");
-	snprintf(port_s, sizeof(port_s), "%d", port);
-	pid = test_spawn("rcache_shm_owner", args);
+	rc = api_parent_open(&p, NULL, "shm", test_free_port(), "rcache_shm_owner", NULL);
 	unsetenv("UNIO_HUGEPAGES");
 	unsetenv("UNIO_SHM_MAP_CACHE");
-	api_accept_child(w, (unio_ep_t *volatile *)&ep, pid);
-	rc = ep != NULL ? accessor(w, ep) : TEST_FAIL;
-	api_wait_child(w, pid, 30000, &status);
+	if (rc == TEST_OK)
+		rc = p.ep != NULL ? accessor(p.w, p.ep) : TEST_FAIL;
+	if (p.pid > 0)
+		api_wait_child(p.w, p.pid, 30000, &status);
 	/* the owner is gone: once the shm iface notices, none of its memory stays mapped */
 	for (uint64_t t0 = rte_get_timer_cycles(); rc == TEST_OK &&
 	     rte_get_timer_cycles() - t0 < 5 * rte_get_timer_hz(); ) {
-		unio_worker_progress(w);
-		unio_tl_shm_map_stats(api_worker_iface(w, "shm", NULL), &s);
+		unio_worker_progress(p.w);
+		unio_tl_shm_map_stats(api_worker_iface(p.w, "shm", NULL), &s);
 		if (s.regions == 0)
 			break;
 	}
-	if (ep != NULL)
-		unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
-	unio_listener_destroy(l);
-	unio_worker_destroy(w);
-	unio_context_destroy(ctx);
+	api_parent_close(&p);
 	TEST_ASSERT_EQ(rc, TEST_OK);
 	TEST_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "owner exit status %#x", status);
 	TEST_ASSERT(s.regions == 0 && s.bytes == 0, "%u regions, %zu bytes of the dead owner "

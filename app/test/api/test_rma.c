@@ -765,32 +765,19 @@ mp_accessor(unio_worker_t *w, unio_ep_t *ep, const char *lane)
 static int
 rma_mp(const char *lane)
 {
-	unio_context_t *ctx = api_ctx(NULL);
-	int port = test_free_port(), rc, status = 0;
-	unio_listener_t *l;
-	unio_ep_t *ep = NULL;
-	unio_worker_t *w;
-	char port_s[16];
-	const char *args[] = { port_s, NULL };
-	pid_t pid;
+	struct api_parent p;
+	int rc = api_parent_open(&p, NULL, NULL, test_free_port(), "rma_mp_owner", NULL);
+	int status = 0;
 
-	TEST_ASSERT(ctx != NULL, "context");
-	w = unio_worker_create(ctx, NULL, NULL);
-	TEST_ASSERT(w != NULL, "worker");
-	l = api_listen(w, port, &ep, NULL, NULL);
-	TEST_ASSERT(l != NULL, "listener");
-	snprintf(port_s, sizeof(port_s), "%d", port);
-	pid = test_spawn("rma_mp_owner", args);
-	api_accept_child(w, (unio_ep_t *volatile *)&ep, pid);
-	rc = ep != NULL ? mp_accessor(w, ep, lane) : TEST_FAIL;
-	api_wait_child(w, pid, 30000, &status);
-	if (ep != NULL)
-		unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
-	unio_listener_destroy(l);
-	unio_worker_destroy(w);
-	unio_context_destroy(ctx);
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 77 && api_no_host_driver())
-		TEST_SKIP_BECAUSE("no built driver reaches another process of this host");
+	if (rc == TEST_OK)
+		rc = api_parent_connected(&p);
+	if (rc == TEST_OK) {
+		rc = mp_accessor(p.w, p.ep, lane);
+		api_wait_child(p.w, p.pid, 30000, &status);
+	}
+	api_parent_close(&p);
+	if (rc == TEST_SKIP)
+		return rc;
 	TEST_ASSERT_EQ(rc, TEST_OK);
 	TEST_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "owner exit status %#x", status);
 	return TEST_OK;

@@ -37,22 +37,10 @@
 #include "unio_test.h"
 
 #define MIB ((size_t)1024 * 1024)
-#define SIZES_TAG 0xfeedfacecafe0001ull
 #define DONE_TAG  0xfeedfacecafe0003ull
-#define MAX_SIZES 32
 #define AM_ID     7
 
-static const uint64_t masks[] = { UINT64_MAX, 0xffffffffffff0000ull, 0 };
 static const size_t am_sizes[] = { 0, 1, 100, 1300, 1400, 1500, 9000, 65536, 200000, MIB };
-
-static uint64_t
-rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s & ~0xffull;  /* low byte 0: never equal to the control tags */
-}
 
 static double
 now_s(void)
@@ -68,86 +56,9 @@ now_s(void)
 static int
 tag_drive(unio_worker_t *w, unio_ep_t *ep, uint64_t seed)
 {
-	uint64_t sizes[MAX_SIZES];
-	size_t sz[MAX_SIZES];
-	unio_request_t *sreq[MAX_SIZES];
-	uint8_t *bufs[MAX_SIZES], *rbuf;
-	struct unio_recv_info info;
-	unsigned int n = api_size_classes(ep, 4 * MIB, sz);
-	unio_status_t st;
-
-	for (unsigned int i = 0; i < n; i++)
-		sizes[i] = sz[i];
-	TEST_ASSERT_STATUS(api_send(w, ep, sizes, n * sizeof(sizes[0]), SIZES_TAG, 0), UNIO_OK);
-	for (unsigned int i = 0; i < n; i++) {
-		uint64_t tag = rnd(&seed);
-
-		bufs[i] = malloc(sizes[i] + 1);
-		TEST_ASSERT(bufs[i] != NULL, "malloc");
-		test_fill(bufs[i], sizes[i], tag);
-		st = i % 4 == 3 ? unio_tag_send_sync(ep, bufs[i], sizes[i], tag, NULL, &sreq[i]) :
-		     unio_tag_send(ep, bufs[i], sizes[i], tag, NULL, &sreq[i]);
-		TEST_ASSERT(st == UNIO_OK || st == UNIO_INPROGRESS, "send: %s",
-			    unio_status_string(st));
-		if (st == UNIO_OK)
-			sreq[i] = NULL;
-	}
-	rbuf = malloc(4 * MIB + 1);
-	TEST_ASSERT(rbuf != NULL, "malloc");
-	for (unsigned int i = 0; i < n; i++) {
-		st = api_recv(w, rbuf, sizes[i], 0, 0, &info);
-		TEST_ASSERT(st == UNIO_OK && info.length == sizes[i], "echo %u: %s, %zu bytes", i,
-			    unio_status_string(st), info.length);
-		TEST_ASSERT(test_checksum(rbuf, sizes[i]) == test_checksum(bufs[i], sizes[i]),
-			    "echo %u of %" PRIu64 " bytes differs", i, sizes[i]);
-		if (sreq[i] != NULL)
-			TEST_ASSERT_STATUS(unio_request_wait(w, sreq[i], NULL), UNIO_OK);
-		free(bufs[i]);
-	}
-	free(rbuf);
-	TEST_LOG("tagged: %u size classes (0 .. 4 MiB) echoed and verified", n);
-	return TEST_OK;
-}
-
-static int
-tag_echo(unio_worker_t *w, unio_ep_t *ep, uint64_t seed)
-{
-	uint64_t sizes[MAX_SIZES];
-	unio_request_t *sreq[MAX_SIZES];
-	uint8_t *bufs[MAX_SIZES];
-	struct unio_recv_info info;
-	unio_status_t st;
-	unsigned int n;
-
-	TEST_ASSERT_STATUS(api_recv(w, sizes, sizeof(sizes), SIZES_TAG, UINT64_MAX, &info),
-			   UNIO_OK);
-	n = (unsigned int)(info.length / sizeof(sizes[0]));
-	for (unsigned int i = 0; i < n; i++) {
-		uint64_t tag = rnd(&seed), mask = masks[i % RTE_DIM(masks)];
-		uint8_t *want = malloc(sizes[i] + 1);
-
-		bufs[i] = malloc(sizes[i] + 1);
-		TEST_ASSERT(want != NULL && bufs[i] != NULL, "malloc");
-		bufs[i][sizes[i]] = 0xee;
-		st = api_recv(w, bufs[i], sizes[i], tag & mask, mask, &info);
-		test_fill(want, sizes[i], tag);
-		TEST_ASSERT(st == UNIO_OK && info.tag == tag && info.length == sizes[i] &&
-			    test_checksum(want, sizes[i]) == test_checksum(bufs[i], sizes[i]) &&
-			    bufs[i][sizes[i]] == 0xee,
-			    "message %u (%" PRIu64 " bytes): %s, tag %#" PRIx64 " length %zu", i,
-			    sizes[i], unio_status_string(st), info.tag, info.length);
-		free(want);
-		st = unio_tag_send(ep, bufs[i], sizes[i], tag, NULL, &sreq[i]);
-		TEST_ASSERT(st == UNIO_OK || st == UNIO_INPROGRESS, "echo send: %s",
-			    unio_status_string(st));
-		if (st == UNIO_OK)
-			sreq[i] = NULL;
-	}
-	for (unsigned int i = 0; i < n; i++) {
-		if (sreq[i] != NULL)
-			TEST_ASSERT_STATUS(unio_request_wait(w, sreq[i], NULL), UNIO_OK);
-		free(bufs[i]);
-	}
+	if (api_echo_drive(w, ep, 4 * MIB, seed) != TEST_OK)
+		return TEST_FAIL;
+	TEST_LOG("tagged: size classes (0 .. 4 MiB) echoed and verified");
 	return TEST_OK;
 }
 
@@ -776,7 +687,8 @@ UNIO_TEST_CHILD(ethdev_api_peer)
 	else
 		rc = connect_ctl(&c, role, argv[4], atoi(argv[5]));
 	if (rc == TEST_OK)
-		rc = role == 0 ? tag_drive(c.w, c.ep, 0x5eedull) : tag_echo(c.w, c.ep, 0x5eedull);
+		rc = role == 0 ? tag_drive(c.w, c.ep, 0x5eedull) :
+		     api_echo_serve(c.w, c.ep, 0x5eedull);
 	if (rc == TEST_OK)
 		rc = am_run(c.w, c.ep, role);
 	if (rc == TEST_OK)
