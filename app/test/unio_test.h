@@ -96,6 +96,10 @@ pid_t test_spawn(const char *name, const char *const *args);
 /** Wait for @p pid up to @p timeout_ms; kill it when late.  Returns its exit code or -1. */
 int test_wait(pid_t pid, int timeout_ms);
 
+/** CLOCK_MONOTONIC in seconds, and in whole milliseconds. */
+double test_now_s(void);
+uint64_t test_now_ms(void);
+
 /** Run a shell command, return its exit status (or -1). */
 int test_system(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

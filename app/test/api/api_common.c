@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -494,6 +495,23 @@ env_set(const char *const *env, bool set)
 			setenv(env[0], env[1], 1);
 		else
 			unsetenv(env[0]);
+}
+
+unio_ep_t *
+api_third_child(unio_worker_t *w, int argc, char **argv)
+{
+	unio_status_t st = UNIO_ERR_INVALID_PARAM;
+	unio_ep_t *ep;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (argc < 3 || w == NULL)
+		return NULL;
+	ep = api_connect(w, atoi(argv[0]), NULL, NULL, &st);
+	if (ep == NULL || strcmp(ep->lane.iface->driver->name, argv[2]) != 0) {
+		TEST_LOG("child: %s", ep == NULL ? unio_status_string(st) : "another lane");
+		return NULL;
+	}
+	return ep;
 }
 
 /* The victim's part, once the worker listens on @p port: both children spawned and met. */

@@ -173,6 +173,13 @@ struct api_third_case {
 };
 
 /**
+ * In a child of api_third_process() (argv port, flag, driver): die with the parent, and
+ * connect @p w to it.  The ep, or NULL (logged) when the arguments or @p w are missing, the
+ * connect failed or the ep's lane is not of the driver named.
+ */
+unio_ep_t *api_third_child(unio_worker_t *w, int argc, char **argv);
+
+/**
  * Run case @p c: set the environment; listen; spawn the peer then M (each with argv port,
  * flag file path, driver) and accept each; run the victim (unio logs at CRIT) and close
  * both eps; create the flag file (a peer may wait for it), reap both children, restore

@@ -19,9 +19,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -84,19 +81,17 @@ UNIO_TEST_CHILD(idsec_peer)
 	static const size_t lens[3] = { RNDV_LEN, RNDV_LEN, SYNC_LEN };
 	struct peer_answer ans = { { 1, 1, 1 }, 0 };
 	struct unio_recv_info info;
-	unio_status_t st = UNIO_ERR_INVALID_PARAM;
 	unio_request_t *sreq = NULL;
 	uint8_t *buf, *want;
 	uint64_t v_ep_a, one = 1;
 	unio_ep_t *ep;
 
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	buf = malloc(RNDV_LEN);
 	want = malloc(RNDV_LEN);
-	if (argc < 3 || w == NULL || buf == NULL || want == NULL)
+	if (buf == NULL || want == NULL)
 		return 2;
-	ep = api_connect(w, atoi(argv[0]), NULL, NULL, &st);
-	if (ep == NULL || strcmp(ep->lane.iface->driver->name, argv[2]) != 0)
+	ep = api_third_child(w, argc, argv);
+	if (ep == NULL)
 		return 3;
 	v_ep_a = ep->remote_id;
 	if (api_send(w, ep, &v_ep_a, sizeof(v_ep_a), TAG_INFO, 0) != UNIO_OK)
@@ -138,16 +133,12 @@ UNIO_TEST_CHILD(idsec_forger)
 	uint8_t m[sizeof(struct proto_frag_hdr) + INJECT_LEN];
 	struct unio_recv_info info;
 	struct forge_ids ids;
-	unio_status_t st = UNIO_ERR_INVALID_PARAM;
 	struct unio_tl_ep *tl;
 	uint64_t done = 1;
 	unio_ep_t *ep;
 
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (argc < 3 || w == NULL)
-		return 2;
-	ep = api_connect(w, atoi(argv[0]), NULL, NULL, &st);
-	if (ep == NULL || strcmp(ep->lane.iface->driver->name, argv[2]) != 0)
+	ep = api_third_child(w, argc, argv);
+	if (ep == NULL)
 		return 3;
 	tl = ep->lane.tl_ep;
 	/* phase 1: the answers to V's three sends to A */
@@ -367,11 +358,10 @@ UNIO_TEST_CHILD(srcid_peer)
 	uint64_t v_ep_a, fin, drops;
 	unio_ep_t *ep;
 
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (argc < 3 || w == NULL || buf == NULL)
+	if (buf == NULL)
 		return 2;
-	ep = api_connect(w, atoi(argv[0]), NULL, NULL, &st);
-	if (ep == NULL || strcmp(ep->lane.iface->driver->name, argv[2]) != 0)
+	ep = api_third_child(w, argc, argv);
+	if (ep == NULL)
 		return 3;
 	v_ep_a = ep->remote_id;
 	if (api_send(w, ep, &v_ep_a, sizeof(v_ep_a), TAG_INFO, 0) != UNIO_OK)
@@ -405,18 +395,14 @@ UNIO_TEST_CHILD(srcid_forger)
 	unio_context_t *ctx = api_ctx(NULL);
 	unio_worker_t *w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
 	uint8_t m[sizeof(struct proto_eager_first_hdr) + SRC_AM_LEN];
-	unio_status_t st = UNIO_ERR_INVALID_PARAM;
 	struct unio_recv_info info;
 	struct forge_ids ids;
 	struct unio_tl_ep *tl;
 	uint64_t done = 1;
 	unio_ep_t *ep;
 
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (argc < 3 || w == NULL)
-		return 2;
-	ep = api_connect(w, atoi(argv[0]), NULL, NULL, &st);
-	if (ep == NULL || strcmp(ep->lane.iface->driver->name, argv[2]) != 0)
+	ep = api_third_child(w, argc, argv);
+	if (ep == NULL)
 		return 3;
 	tl = ep->lane.tl_ep;
 	if (api_recv(w, &ids, sizeof(ids), TAG_IDS, UINT64_MAX, &info) != UNIO_OK)

@@ -91,14 +91,12 @@ UNIO_TEST_CHILD(shm_third_owner)
 	struct third_info ti = { 0 };
 	struct third_answer ans;
 	struct unio_recv_info info;
-	unio_status_t st = UNIO_ERR_INVALID_PARAM;
 	unio_ep_t *ep;
 	uint64_t go;
 
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (argc < 1 || w == NULL || api_worker_iface(w, "shm", NULL) == NULL)
+	if (w == NULL || api_worker_iface(w, "shm", NULL) == NULL)
 		return 2;
-	ep = api_connect(w, atoi(argv[0]), NULL, NULL, &st);
+	ep = api_third_child(w, argc, argv);
 	if (ep == NULL)
 		return 3;
 	test_fill(t_secret, SECRET_LEN, 0x5ec7e7);
@@ -165,16 +163,12 @@ UNIO_TEST_CHILD(shm_third_attacker)
 	struct unio_recv_info info;
 	struct unio_tl_iface *ifc;
 	struct third_info ti;
-	unio_status_t st = UNIO_ERR_INVALID_PARAM;
 	unio_ep_t *ep;
 	size_t kl;
 	uint64_t done = 1;
 
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (argc < 1 || w == NULL || (ifc = api_worker_iface(w, "shm", NULL)) == NULL)
-		return 2;
-	ep = api_connect(w, atoi(argv[0]), NULL, NULL, &st);
-	if (ep == NULL || strcmp(ep->lane.iface->driver->name, "shm") != 0)
+	ep = api_third_child(w, argc, argv);
+	if (ep == NULL || (ifc = api_worker_iface(w, "shm", NULL)) == NULL)
 		return 3;
 	if (api_recv(w, &ti, sizeof(ti), TAG_INFO, UINT64_MAX, &info) != UNIO_OK)
 		return 4;

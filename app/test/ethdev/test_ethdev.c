@@ -157,20 +157,11 @@ t_release(int rc)
 	return rc;
 }
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* The TSC at @p deadline (now_s() time): clock_gettime is slow on this VM, rdtsc is not. */
+/* The TSC at @p deadline (test_now_s() time): clock_gettime is slow on this VM, rdtsc is not. */
 static uint64_t
 deadline_tsc(double deadline)
 {
-	double left = deadline - now_s();
+	double left = deadline - test_now_s();
 
 	return rte_rdtsc() + (uint64_t)(RTE_MAX(left, 0.0) * (double)rte_get_tsc_hz());
 }
@@ -428,7 +419,7 @@ addr_read(struct peer *p, const char *prefix, int role, double deadline)
 	char path[256];
 
 	snprintf(path, sizeof(path), "%s-%c.addr", prefix, 'a' + role);
-	while (now_s() < deadline) {
+	while (test_now_s() < deadline) {
 		FILE *f = fopen(path, "r");
 
 		if (f != NULL) {
@@ -666,8 +657,8 @@ peer_run(struct peer *p, struct fuzz *fz, uint64_t fuzz_k, double deadline)
 			bye_sent = unio_tl_ep_am_short(p->ep, AM_BYE, 0, NULL, 0) == UNIO_OK;
 		if (bye_sent && p->bye && linger == 0 &&
 		    unio_tl_ep_flush(p->ep, NULL) == UNIO_OK)
-			linger = now_s() + (!memif(p) ? 0.3 : p->role == 0 ? 0.1 : 0.5);
-		if (linger != 0 && now_s() > linger)
+			linger = test_now_s() + (!memif(p) ? 0.3 : p->role == 0 ? 0.1 : 0.5);
+		if (linger != 0 && test_now_s() > linger)
 			return TEST_OK;
 	}
 	TEST_LOG("role %d: %s: sent %" PRIu64 " rcvd %" PRIu64 " bye %d/%d", p->role,
@@ -710,7 +701,7 @@ mode_serve(struct peer *p, const char *prefix, double deadline)
 	struct unio_tl_ethdev_stats s;
 
 	snprintf(path, sizeof(path), "%s.stop", prefix);
-	while (access(path, F_OK) != 0 && now_s() < deadline)
+	while (access(path, F_OK) != 0 && test_now_s() < deadline)
 		for (int i = 0; i < 1000; i++)
 			unio_tl_iface_progress(p->iface);
 	unio_tl_ethdev_stats(p->iface, &s);
@@ -727,7 +718,7 @@ mode_silent(struct peer *p, double deadline)
 {
 	struct unio_tl_ethdev_stats s;
 
-	while (now_s() < deadline && (p->role == 1 ? p->rcvd < 10 : p->err == UNIO_OK)) {
+	while (test_now_s() < deadline && (p->role == 1 ? p->rcvd < 10 : p->err == UNIO_OK)) {
 		unio_tl_iface_progress(p->iface);
 		if (p->role == 0 && p->sent < p->n_tx && send_one(p) == UNIO_OK)
 			p->sent++;
@@ -818,7 +809,7 @@ mode_mq(struct peer *p, const char *prefix, const char *vdev, const char *ip, do
 		epp.iface_addr_len = sizeof(tx.other);
 		TEST_ASSERT_STATUS(t_ep_create(p->iface, &epp, &tx.ep), UNIO_OK);
 		tx.sent = 0;
-		while (now_s() < deadline && (p->sent < p->n_tx || tx.sent < tx.n_tx ||
+		while (test_now_s() < deadline && (p->sent < p->n_tx || tx.sent < tx.n_tx ||
 		       unio_tl_ep_flush(p->ep, NULL) != UNIO_OK ||
 		       unio_tl_ep_flush(tx.ep, NULL) != UNIO_OK)) {
 			unio_tl_iface_progress(p->iface);
@@ -827,7 +818,7 @@ mode_mq(struct peer *p, const char *prefix, const char *vdev, const char *ip, do
 			if (tx.sent < tx.n_tx && send_one(&tx) == UNIO_OK)
 				tx.sent++;
 		}
-		TEST_ASSERT(now_s() < deadline, "role 1: sent %" PRIu64 " + %" PRIu64, p->sent,
+		TEST_ASSERT(test_now_s() < deadline, "role 1: sent %" PRIu64 " + %" PRIu64, p->sent,
 			    tx.sent);
 		return TEST_OK;
 	}
@@ -846,14 +837,14 @@ mode_mq(struct peer *p, const char *prefix, const char *vdev, const char *ip, do
 	epp.iface_addr = &p1.self;
 	epp.iface_addr_len = sizeof(p1.self);
 	TEST_ASSERT_STATUS(t_ep_create(p->iface, &epp, &tx.ep), UNIO_OK);
-	while (now_s() < deadline && (linger == 0 || now_s() < linger)) {
+	while (test_now_s() < deadline && (linger == 0 || test_now_s() < linger)) {
 		unio_tl_iface_progress(p->iface);
 		unio_tl_iface_progress(p1.iface);
 		if (tx.sent < tx.n_tx && send_one(&tx) == UNIO_OK)
 			tx.sent++;
 		if (linger == 0 && p->rcvd == p->n_rx && p1.rcvd == p1.n_rx &&
 		    local.rcvd == tx.n_tx && unio_tl_ep_flush(tx.ep, NULL) == UNIO_OK)
-			linger = now_s() + 0.3;
+			linger = test_now_s() + 0.3;
 	}
 	unio_tl_ethdev_stats(p->iface, &s0);
 	unio_tl_ethdev_stats(p1.iface, &s1);
@@ -889,14 +880,14 @@ mode_fair(struct peer *p, const char *vdev, const char *ip, double deadline)
 	if (p->role == 1) {
 		struct peer *q = qp;
 
-		while (now_s() < deadline && (linger == 0 || now_s() < linger)) {
+		while (test_now_s() < deadline && (linger == 0 || test_now_s() < linger)) {
 			if (unio_tl_iface_progress(p->iface) == 0)
 				sched_yield();
 			if (share < 0 && (p->rcvd == p->n_rx || q->rcvd == q->n_rx))
 				share = (double)RTE_MIN(p->rx_bytes, q->rx_bytes) /
 					(double)RTE_MAX(p->rx_bytes, q->rx_bytes);
 			if (linger == 0 && p->rcvd == p->n_rx && q->rcvd == q->n_rx)
-				linger = now_s() + 0.3;
+				linger = test_now_s() + 0.3;
 		}
 		printf("ethdev two flows: when the first completed the other had %.0f %% of its "
 		       "bytes\n", share * 100);
@@ -916,7 +907,7 @@ mode_fair(struct peer *p, const char *vdev, const char *ip, double deadline)
 	epp.iface_addr = &p1.other;
 	epp.iface_addr_len = sizeof(p1.other);
 	TEST_ASSERT_STATUS(t_ep_create(p1.iface, &epp, &p1.ep), UNIO_OK);
-	while (now_s() < deadline && (p->sent < p->n_tx || p1.sent < p1.n_tx ||
+	while (test_now_s() < deadline && (p->sent < p->n_tx || p1.sent < p1.n_tx ||
 	       unio_tl_ep_flush(p->ep, NULL) != UNIO_OK ||
 	       unio_tl_ep_flush(p1.ep, NULL) != UNIO_OK)) {
 		unsigned int ev = unio_tl_iface_progress(p->iface) +
@@ -935,7 +926,7 @@ mode_fair(struct peer *p, const char *vdev, const char *ip, double deadline)
 		if (!sent && ev == 0)
 			sched_yield();
 	}
-	TEST_ASSERT(now_s() < deadline, "sent %" PRIu64 " + %" PRIu64, p->sent, p1.sent);
+	TEST_ASSERT(test_now_s() < deadline, "sent %" PRIu64 " + %" PRIu64, p->sent, p1.sent);
 	for (int k = 0; k < 2; k++) {
 		const struct eth_ep *e = (const struct eth_ep *)(k ? p1.ep : p->ep);
 		double us = 1e6 / (double)rte_get_tsc_hz();
@@ -945,7 +936,7 @@ mode_fair(struct peer *p, const char *vdev, const char *ip, double deadline)
 			 (double)e->min_rtt * us, (double)e->srtt * us, e->ei->st.tx_retx,
 			 e->ei->st.probes, e->ei->st.timeouts);
 	}
-	for (linger = now_s() + 0.3; now_s() < linger; ) {
+	for (linger = test_now_s() + 0.3; test_now_s() < linger; ) {
 		unio_tl_iface_progress(p->iface);
 		unio_tl_iface_progress(p1.iface);
 	}
@@ -966,11 +957,11 @@ mode_dial(struct peer *p, double deadline)
 	double linger = 0;
 
 	if (p->role == 1) {
-		while (now_s() < deadline && (linger == 0 || now_s() < linger)) {
+		while (test_now_s() < deadline && (linger == 0 || test_now_s() < linger)) {
 			if (unio_tl_iface_progress(p->iface) == 0)
 				sched_yield();
 			if (linger == 0 && p->rcvd == p->n_rx)
-				linger = now_s() + 0.5;
+				linger = test_now_s() + 0.5;
 		}
 		TEST_ASSERT_EQ(p->bad, 0);
 		TEST_ASSERT_EQ(p->rcvd, p->n_rx);
@@ -981,14 +972,14 @@ mode_dial(struct peer *p, double deadline)
 	epp.iface_addr = &p->other;
 	epp.iface_addr_len = sizeof(p->other);
 	TEST_ASSERT_STATUS(t_ep_create(p->iface, &epp, &p->ep), UNIO_OK);
-	while (now_s() < deadline &&
+	while (test_now_s() < deadline &&
 	       (p->sent < p->n_tx || unio_tl_ep_flush(p->ep, NULL) != UNIO_OK)) {
 		if (unio_tl_iface_progress(p->iface) == 0)
 			sched_yield();
 		if (p->sent < p->n_tx && send_one(p) == UNIO_OK)
 			p->sent++;
 	}
-	TEST_ASSERT(now_s() < deadline, "sent %" PRIu64, p->sent);
+	TEST_ASSERT(test_now_s() < deadline, "sent %" PRIu64, p->sent);
 	t_ep_destroy(p->ep);
 	return TEST_OK;
 }
@@ -1018,7 +1009,7 @@ ethdev_peer_run(int argc, char **argv)
 	fuzz_k = strtoull(argv[7], NULL, 0);
 	mode = argv[8];
 	p.n_tx = p.n_rx = strtoull(argv[5], NULL, 0);
-	deadline = now_s() + PEER_CAP_S;
+	deadline = test_now_s() + PEER_CAP_S;
 	p.zc = strcmp(mode, "zc") == 0;
 	if (strcmp(mode, "slowrx") == 0) {   /* a stream to a receiver that polls every ms */
 		p.slow = role == 1;
@@ -1081,7 +1072,7 @@ ethdev_peer_run(int argc, char **argv)
 	TEST_ASSERT_STATUS(t_ep_create(p.iface, &epp, &p.ep), UNIO_OK);
 	if (fuzz_k != 0 && role == 1)
 		TEST_ASSERT(fuzz_open(&fz, "vb") == 0, "raw socket: %s", strerror(errno));
-	t0 = now_s();
+	t0 = test_now_s();
 	if (strcmp(mode, "mq") == 0) {
 		p.n_tx = role == 1 ? p.n_tx : p.n_tx / 4;     /* role 0: local messages */
 		p.n_rx = role == 0 ? p.n_rx : 0;
@@ -1115,10 +1106,10 @@ ethdev_peer_run(int argc, char **argv)
 	if (rc == TEST_OK)
 		memif_server_wait(&p);
 	unio_tl_ethdev_stats(p.iface, &s);
-	stats_log(&p, &s, now_s() - t0);
+	stats_log(&p, &s, test_now_s() - t0);
 	if (strcmp(mode, "stream") == 0 && role == 1)
 		printf("ethdev stream goodput: %.1f Mbit/s\n",
-		       (double)p.rx_bytes * 8 / 1e6 / (now_s() - t0 - 0.3));
+		       (double)p.rx_bytes * 8 / 1e6 / (test_now_s() - t0 - 0.3));
 	if (strcmp(mode, "stream") == 0 && role == 0) {
 		TEST_LOG("retransmitted %.2f %% of the data bytes",
 			 100.0 * (double)s.tx_retx_bytes / (double)s.tx_data_bytes);
@@ -1139,7 +1130,7 @@ ethdev_peer_run(int argc, char **argv)
 		TEST_ASSERT(role == 1 ? s.arp_requests == 0 : s.arp_requests >= 1,
 			    "arp requests %" PRIu64, s.arp_requests);
 		if (role == 0) {
-			while (p.err2 == UNIO_OK && now_s() < deadline)
+			while (p.err2 == UNIO_OK && test_now_s() < deadline)
 				unio_tl_iface_progress(p.iface);
 			TEST_ASSERT_STATUS(p.err2, UNIO_ERR_UNREACHABLE);
 			t_ep_destroy(p.ep2);
@@ -1949,7 +1940,7 @@ ethdev_kudp_run(int argc, char **argv)
 	struct unio_tl_ethdev_stats s = { 0 };
 	struct unio_tl_ep_params epp = { .iface_addr = &p.other,
 					 .iface_addr_len = sizeof(p.other) };
-	double end = now_s() + 20;
+	double end = test_now_s() + 20;
 
 	TEST_ASSERT(argc == 1, "argc %d", argc);
 	TEST_ASSERT(test_enter_netns(argv[0]) == 0, "setns %s: %s", argv[0], strerror(errno));
@@ -1959,7 +1950,7 @@ ethdev_kudp_run(int argc, char **argv)
 	TEST_ASSERT_STATUS(unio_tl_sockaddr_to_addr(p.iface, (struct sockaddr *)&k, sizeof(k),
 						    &p.other), UNIO_OK);
 	TEST_ASSERT_STATUS(t_ep_create(p.iface, &epp, &p.ep), UNIO_OK);
-	for (uint64_t i = 0; s.drop_bad_hdr < 3 && now_s() < end; i++) {
+	for (uint64_t i = 0; s.drop_bad_hdr < 3 && test_now_s() < end; i++) {
 		unio_tl_iface_progress(p.iface);
 		if (i % 1000 == 0)
 			unio_tl_ep_am_short(p.ep, AM_DATA, i, NULL, 0);

@@ -42,15 +42,6 @@
 
 static const size_t am_sizes[] = { 0, 1, 100, 1300, 1400, 1500, 9000, 65536, 200000, MIB };
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* ---- the tagged echo: role 0 sends every size class, role 1 echoes with wildcards ---- */
 
 static int
@@ -186,7 +177,7 @@ am_run(unio_worker_t *w, unio_ep_t *ep, int role)
 	TEST_ASSERT_STATUS(api_send(w, ep, &ours, sizeof(ours), DONE_TAG, 0), UNIO_OK);
 	TEST_ASSERT_STATUS(api_recv(w, &peer_sent, sizeof(peer_sent), DONE_TAG, UINT64_MAX,
 				    &info), UNIO_OK);
-	end = now_s() + 30;
+	end = test_now_s() + 30;
 	for (;;) {
 		unsigned int done = 0;
 
@@ -194,7 +185,7 @@ am_run(unio_worker_t *w, unio_ep_t *ep, int role)
 		for (unsigned int k = 0; k < ams.n_rreq; k++)
 			done += ams.rreq[k] == NULL ||
 				unio_request_test(ams.rreq[k], NULL) != UNIO_INPROGRESS;
-		if ((ams.got + ams.rndv >= peer_sent && done == ams.n_rreq) || now_s() > end)
+		if ((ams.got + ams.rndv >= peer_sent && done == ams.n_rreq) || test_now_s() > end)
 			break;
 	}
 	for (unsigned int k = 0; k < ams.n_rreq; k++) {
@@ -468,7 +459,7 @@ dial(struct conn *c, const struct sockaddr_in *a, double end, unio_status_t *st)
 	struct timespec ts = { 0, 20 * 1000 * 1000 };
 	unio_ep_t *ep = NULL;
 
-	while (ep == NULL && now_s() < end) {
+	while (ep == NULL && test_now_s() < end) {
 		ep = unio_ep_create(c->w, &p, st);
 		if (ep == NULL && *st != UNIO_ERR_UNREACHABLE)
 			break;
@@ -513,7 +504,7 @@ connect_oob(struct conn *c, int role, const char *prefix)
 	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_WORKER_ADDR };
 	static uint8_t theirs[8192];
 	char path[256], tmp[272];
-	double end = now_s() + 20;
+	double end = test_now_s() + 20;
 	unio_status_t st;
 	size_t len = 0;
 	void *mine;
@@ -527,7 +518,7 @@ connect_oob(struct conn *c, int role, const char *prefix)
 		    rename(tmp, path) == 0, "writing %s", path);
 	unio_worker_release_address(c->w, mine);
 	snprintf(path, sizeof(path), "%s.%d", prefix, 1 - role);
-	while (access(path, F_OK) != 0 && now_s() < end)
+	while (access(path, F_OK) != 0 && test_now_s() < end)
 		usleep(10000);
 	f = fopen(path, "rb");
 	TEST_ASSERT(f != NULL, "the peer's address never came (%s)", path);
@@ -537,7 +528,7 @@ connect_oob(struct conn *c, int role, const char *prefix)
 	p.worker_addr_len = len;
 	c->ep = unio_ep_create(c->w, &p, &st);
 	TEST_ASSERT(c->ep != NULL, "ep from the peer's worker address: %s", unio_status_string(st));
-	while (c->ep->state == EP_CONNECTING && now_s() < end)
+	while (c->ep->state == EP_CONNECTING && test_now_s() < end)
 		unio_worker_progress(c->w);
 	TEST_ASSERT(c->ep->state == EP_CONNECTED, "ep by worker address: state %u",
 		    c->ep->state);
@@ -552,7 +543,7 @@ connect_ctl(struct conn *c, int role, const char *ctl_ip, int port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	unio_status_t st = UNIO_OK;
-	double end = now_s() + 20;
+	double end = test_now_s() + 20;
 
 	a.sin_addr.s_addr = inet_addr(ctl_ip);
 	if (role == 0) {
@@ -576,7 +567,7 @@ connect_ctl(struct conn *c, int role, const char *ctl_ip, int port)
 				    strcmp(c->l->iface->driver->name, "ethdev") == 0,
 				    "the listener has a kernel socket");
 		}
-		while (c->ep == NULL && now_s() < end)
+		while (c->ep == NULL && test_now_s() < end)
 			unio_worker_progress(c->w);
 		if (c->cm) {
 			char ip[INET_ADDRSTRLEN];
@@ -618,7 +609,7 @@ goodbye(struct conn *c)
 	TEST_ASSERT_STATUS(api_recv(c->w, &got, sizeof(got), DONE_TAG + 1, UINT64_MAX, &info),
 			   UNIO_OK);
 	TEST_ASSERT_EQ(got, bye);
-	for (double end = now_s() + 0.1; now_s() < end;)
+	for (double end = test_now_s() + 0.1; test_now_s() < end;)
 		unio_worker_progress(c->w);
 	return TEST_OK;
 }
@@ -637,11 +628,11 @@ close_cm(struct conn *c, int role)
 	if (role == 1) {
 		TEST_ASSERT_STATUS(unio_ep_close(c->ep, UNIO_EP_CLOSE_FLUSH, NULL), UNIO_OK);
 		c->ep = NULL;
-		for (double end = now_s() + 0.3; now_s() < end;)
+		for (double end = test_now_s() + 0.3; test_now_s() < end;)
 			unio_worker_progress(c->w);   /* the CLOSE is acked meanwhile */
 		return TEST_OK;
 	}
-	for (double end = now_s() + 5; !c->ep->remote_closed && now_s() < end;)
+	for (double end = test_now_s() + 5; !c->ep->remote_closed && test_now_s() < end;)
 		unio_worker_progress(c->w);
 	TEST_ASSERT(c->ep->remote_closed, "the client's CLOSE did not arrive");
 	TEST_ASSERT_STATUS(unio_tag_send(c->ep, &x, sizeof(x), DONE_TAG + 2, NULL, &req),
@@ -947,7 +938,7 @@ UNIO_TEST_CHILD(ethdev_api_two_workers)
 		goto out;
 	}
 	__atomic_store_n(&t.want_listener, 1, __ATOMIC_RELEASE);
-	for (double end = now_s() + 10; ep == NULL && now_s() < end;)
+	for (double end = test_now_s() + 10; ep == NULL && test_now_s() < end;)
 		ep = unio_ep_create(cli, &p, &st);   /* REFUSED until the thread listens */
 	if (ep == NULL || strcmp(ep->lane.iface->driver->name, "ethdev") != 0) {
 		TEST_LOG("with a listener: %s", unio_status_string(st));
@@ -1066,7 +1057,7 @@ md_exchange(struct md_side *s)
 		TEST_ASSERT(unio_tag_send(s[i].ep, out[i], sizeof(out[i]), 0x6d64, NULL,
 					  &sr[i]) >= 0, "send %d", i);
 	}
-	for (end = now_s() + 10; done != 4 && now_s() < end;) {
+	for (end = test_now_s() + 10; done != 4 && test_now_s() < end;) {
 		done = 0;
 		for (int i = 0; i < 2; i++) {
 			unio_worker_progress(s[i].w);
@@ -1097,10 +1088,10 @@ md_thread(void *arg)
 	a.sin_addr.s_addr = inet_addr("10.77.0.1");
 	while (!__atomic_load_n(s->go, __ATOMIC_ACQUIRE))
 		unio_worker_progress(s->w);
-	t0 = now_s();
+	t0 = test_now_s();
 	s->ep = unio_ep_create(s->w, &p, &s->st);
-	s->secs = now_s() - t0;
-	for (double end = now_s() + 1; now_s() < end;)
+	s->secs = test_now_s() - t0;
+	for (double end = test_now_s() + 1; test_now_s() < end;)
 		unio_worker_progress(s->w);
 	return NULL;
 }
@@ -1249,7 +1240,7 @@ UNIO_TEST_CHILD(ethdev_api_alias_err_close_child)
 		TEST_ASSERT(ae_eps[i] != NULL, "ep %d: %s", i, unio_status_string(st));
 	}
 	unio_worker_release_address(wb, addr);
-	for (double end = now_s() + 10; now_s() < end;) {
+	for (double end = test_now_s() + 10; test_now_s() < end;) {
 		unio_worker_progress(wa);
 		unio_worker_progress(wb);
 		if (ae_eps[0]->state == EP_CONNECTED && ae_eps[1]->state == EP_CONNECTED &&
@@ -1263,9 +1254,9 @@ UNIO_TEST_CHILD(ethdev_api_alias_err_close_child)
 	/* wb is never progressed again: its acks stop */
 	TEST_ASSERT_STATUS(unio_tag_send_sync(ae_eps[0], &x, sizeof(x), 1, NULL, &req),
 			   UNIO_INPROGRESS);      /* done when matched: never */
-	for (double end = now_s() + 20; ae_errs == 0 && now_s() < end;)
+	for (double end = test_now_s() + 20; ae_errs == 0 && test_now_s() < end;)
 		unio_worker_progress(wa);
-	for (double end = now_s() + 0.5; now_s() < end;)
+	for (double end = test_now_s() + 0.5; test_now_s() < end;)
 		unio_worker_progress(wa);    /* the driver's timers free the connection */
 	TEST_ASSERT_EQ(ae_errs, 1);
 	for (int i = 0; i < 3; i++)

@@ -47,15 +47,6 @@ struct cm_threads {
 	unsigned int n_nested;
 };
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static unio_ep_t *
 dial(unio_worker_t *w, const struct sockaddr_in *a, unio_status_t *st)
 {
@@ -172,11 +163,11 @@ cm_threads_run(struct cm_threads *s)
 	st = dials(s, &s->addr_b);
 	st_k = dials(s, &s->addr_k);
 	/* the REJECTs are acked: b's eps that carried them go (one connection per iface pair) */
-	for (double end = now_s() + 0.3; now_s() < end;)
+	for (double end = test_now_s() + 0.3; test_now_s() < end;)
 		unio_worker_progress(s->a);
 	__atomic_store_n(&s->phase, 1, __ATOMIC_RELEASE);
-	for (double end = now_s() + 30; __atomic_load_n(&s->phase, __ATOMIC_ACQUIRE) != 2 &&
-	     now_s() < end;)
+	for (double end = test_now_s() + 30; __atomic_load_n(&s->phase, __ATOMIC_ACQUIRE) != 2 &&
+	     test_now_s() < end;)
 		unio_worker_progress(s->a);
 	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
@@ -301,9 +292,9 @@ bl_client_main(void *arg)
 
 	while (!__atomic_load_n(&s->go, __ATOMIC_ACQUIRE))
 		usleep(100);
-	t0 = now_s();
+	t0 = test_now_s();
 	ep = dial(s->cli[c->i], &s->addr, &s->st[c->i]);
-	s->took[c->i] = now_s() - t0;
+	s->took[c->i] = test_now_s() - t0;
 	if (ep != NULL)
 		unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
 	__atomic_fetch_add(&s->n_done, 1, __ATOMIC_RELEASE);
@@ -334,12 +325,12 @@ cm_backlog_run(struct cm_backlog *s)
 	}
 	__atomic_store_n(&s->go, 1, __ATOMIC_RELEASE);
 	usleep(1000000);    /* every HELLO waits in the server's queue meanwhile */
-	for (end = now_s() + 30;
-	     __atomic_load_n(&s->n_done, __ATOMIC_ACQUIRE) < BL_CLIENTS && now_s() < end;)
+	for (end = test_now_s() + 30;
+	     __atomic_load_n(&s->n_done, __ATOMIC_ACQUIRE) < BL_CLIENTS && test_now_s() < end;)
 		unio_worker_progress(s->srv);
 	for (unsigned int i = 0; i < BL_CLIENTS; i++)
 		pthread_join(t[i], NULL);
-	for (end = now_s() + 0.3; now_s() < end;)      /* the refusals are acked */
+	for (end = test_now_s() + 0.3; test_now_s() < end;)      /* the refusals are acked */
 		unio_worker_progress(s->srv);
 	TEST_ASSERT_STATUS(unio_tl_ethdev_stats(ifc, &st), UNIO_OK);
 	for (unsigned int i = 0; i < BL_CLIENTS; i++) {
@@ -453,7 +444,7 @@ kp_server(unio_worker_t *w, const char *ready)
 	l = unio_listener_create(w, &lp, &st);
 	TEST_ASSERT(l != NULL && l->fd >= 0, "kernel listener: %s", unio_status_string(st));
 	close(open(ready, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
-	for (double end = now_s() + 30; ep == NULL && now_s() < end;)
+	for (double end = test_now_s() + 30; ep == NULL && test_now_s() < end;)
 		unio_worker_progress(w);
 	TEST_ASSERT(ep != NULL, "no client connected");
 	TEST_ASSERT_STATUS(api_recv(w, buf, sizeof(buf), KP_TAG, UINT64_MAX, &info), UNIO_OK);
@@ -475,12 +466,12 @@ kp_client(unio_worker_t *w)
 	uint64_t sum = 0;
 	unio_status_t st;
 	unio_ep_t *ep;
-	double t0 = now_s();
+	double t0 = test_now_s();
 
 	a.sin_addr.s_addr = inet_addr("10.77.0.2");
 	ep = dial(w, &a, &st);
 	TEST_LOG("client: ep_create to 10.77.0.2:13337 (a kernel listener): %s after %.2f s",
-		 unio_status_string(st), now_s() - t0);
+		 unio_status_string(st), test_now_s() - t0);
 	TEST_ASSERT(ep != NULL, "no connection: %s", unio_status_string(st));
 	TEST_ASSERT(ep->ctl_fd >= 0 && !ep->by_driver, "not connected through the kernel");
 	TEST_ASSERT(strcmp(ep->lane.iface->driver->name, "tcp") == 0, "lane %s",

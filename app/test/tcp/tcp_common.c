@@ -13,15 +13,6 @@
 
 #define N_SLOTS 8
 
-static uint64_t
-ms_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 void
 t_hex(const void *buf, size_t len, char *out)
 {
@@ -180,10 +171,10 @@ tpeer_close(struct tpeer *p)
 bool
 tpeer_wait(struct tpeer *p, bool (*cond)(struct tpeer *), int ms)
 {
-	uint64_t end = ms_now() + (uint64_t)ms;
+	uint64_t end = test_now_ms() + (uint64_t)ms;
 
 	while (!cond(p)) {
-		if (ms_now() > end)
+		if (test_now_ms() > end)
 			return false;
 		unio_tl_iface_progress(p->iface);
 	}
@@ -279,9 +270,9 @@ tcomp_started(struct tcomp *t, unio_status_t st)
 static unio_status_t
 tcomp_wait(struct tpeer *p, struct tcomp *t)
 {
-	uint64_t end = ms_now() + 20000;
+	uint64_t end = test_now_ms() + 20000;
 
-	while (t->busy && ms_now() < end)
+	while (t->busy && test_now_ms() < end)
 		unio_tl_iface_progress(p->iface);
 	return t->busy ? UNIO_ERR_TIMED_OUT : t->status;
 }
@@ -631,13 +622,13 @@ int
 t_read_line(int fd, char *buf, size_t len, int ms)
 {
 	size_t got = 0;
-	uint64_t end = ms_now() + (uint64_t)ms;
+	uint64_t end = test_now_ms() + (uint64_t)ms;
 
 	while (got + 1 < len) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		ssize_t r;
 
-		if (ms_now() > end || poll(&pfd, 1, 100) < 0)
+		if (test_now_ms() > end || poll(&pfd, 1, 100) < 0)
 			return -1;
 		if (!(pfd.revents & (POLLIN | POLLHUP)))
 			continue;

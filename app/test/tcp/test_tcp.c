@@ -1404,15 +1404,6 @@ UNIO_TEST(tcp_peer_dies_mid_frame, fast)
 
 /* ---- a peer that stops inside the move of a simultaneous connect ---- */
 
-static uint64_t
-move_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /*
  * A made-up peer speaking the wire protocol over plain sockets, with an address that sorts
  * after @p a's: it is the side that moves, a's connection is the one that survives.
@@ -1477,9 +1468,9 @@ mover_close(struct mover *m)
 static int
 progress_until_readable(struct tpeer *p, int fd, int ms)
 {
-	uint64_t end = move_ms() + (uint64_t)ms;
+	uint64_t end = test_now_ms() + (uint64_t)ms;
 
-	while (move_ms() < end) {
+	while (test_now_ms() < end) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 
 		if (poll(&pfd, 1, 0) > 0)
@@ -1613,9 +1604,9 @@ stopped_move(bool cut, const char *mode)
 	n = sizeof(struct tcp_hdr) + raw_am(buf + sizeof(struct tcp_hdr));
 	if (send_all(m.in, buf, n) != 0)
 		goto out;
-	t0 = move_ms();
+	t0 = test_now_ms();
 	tpeer_wait(&a, ep_failed, 10000);
-	waited = move_ms() - t0;
+	waited = test_now_ms() - t0;
 	unio_tl_tcp_stats(a.iface, &s);
 	TEST_LOG("%s, %s: ep errors %d (%s) after %" PRIu64 " ms, raw frames %" PRIu64
 		 ", move timeouts %" PRIu64, mode, cut ? "cut MOVE_END" : "no MOVE_END",
@@ -1702,7 +1693,7 @@ late_hello_move(const char *mode)
 	usleep(20000);                       /* on loopback: in a's sockets by now */
 	unio_tl_iface_progress(a.iface);     /* reads MOVE_START */
 	usleep(1300000);                     /* the application is elsewhere */
-	for (uint64_t end = move_ms() + 3000; move_ms() < end && a.raw_frames == 0 &&
+	for (uint64_t end = test_now_ms() + 3000; test_now_ms() < end && a.raw_frames == 0 &&
 	     a.ep_errors == 0;)
 		unio_tl_iface_progress(a.iface);
 	unio_tl_tcp_stats(a.iface, &s);
@@ -1980,15 +1971,15 @@ silent_accept(const char *mode)
 		tpeer_close(&a);
 		return TEST_FAIL;
 	}
-	start = move_ms();
-	while (closed == 0 && move_ms() < start + 5000) {
+	start = test_now_ms();
+	while (closed == 0 && test_now_ms() < start + 5000) {
 		char c;
 		ssize_t k;
 
 		unio_tl_iface_progress(a.iface);
 		k = recv(fd, &c, 1, MSG_DONTWAIT);
 		if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
-			closed = move_ms();
+			closed = test_now_ms();
 		else if (k > 0)
 			break;  /* the iface sends nothing on a connection it accepted */
 	}
@@ -3268,15 +3259,6 @@ UNIO_TEST(tcp_rndv_progress_counts, fast)
 
 /* ---- bursts of small frames: MSG_MORE ---- */
 
-static uint64_t
-burst_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static bool
 got_100(struct tpeer *p)
 {
@@ -3313,11 +3295,11 @@ UNIO_TEST(tcp_burst_more, fast)
 		TEST_ASSERT_STATUS(unio_tl_ep_am_short(a.ep, T_AM_DATA, s, &cks, 8), UNIO_OK);
 	unio_tl_tcp_stats(a.iface, &sa);
 	TEST_ASSERT_EQ(sa.more_sends, 100 - TCP_BURST_MIN);
-	t0 = burst_ms();
+	t0 = test_now_ms();
 	TEST_ASSERT(tpeer_wait(&b, got_100, 5000), "b got %" PRIu64 " of 100 from a sender "
 		    "that stopped progressing", b.rx_next);
 	TEST_LOG("burst delivered without the sender's progress in %" PRIu64 " ms",
-		 burst_ms() - t0);
+		 test_now_ms() - t0);
 	TEST_ASSERT_EQ(b.rx_bad, 0);
 	/* another burst: a's next progress pushes what the kernel holds */
 	b.rx_next = 0;

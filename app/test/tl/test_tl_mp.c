@@ -65,15 +65,6 @@ struct final {
 
 /* ---- small helpers shared by both sides ---- */
 
-static double
-now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
-
 static void
 hex_encode(char *out, const uint8_t *in, size_t len)
 {
@@ -119,11 +110,11 @@ send_blob(struct unio_tl_iface *iface, struct unio_tl_ep *ep, uint8_t id, const 
 	  size_t len)
 {
 	struct blob b = { p, len };
-	double end = now_s() + WAIT_S;
+	double end = test_now_s() + WAIT_S;
 	ssize_t n;
 
 	while ((n = unio_tl_ep_am_bcopy(ep, id, pack_blob, &b, 0)) == UNIO_ERR_NO_RESOURCE &&
-	       now_s() < end)
+	       test_now_s() < end)
 		unio_tl_iface_progress(iface);
 	return n == (ssize_t)len ? UNIO_OK : (n < 0 ? (unio_status_t)n : UNIO_ERR_IO);
 }
@@ -164,11 +155,11 @@ comp_noop(struct unio_tl_completion *c)
 static unio_status_t
 wait_op(struct unio_tl_iface *iface, unio_status_t st, struct unio_tl_completion *c)
 {
-	double end = now_s() + WAIT_S;
+	double end = test_now_s() + WAIT_S;
 
 	if (st != UNIO_INPROGRESS)
 		return st;
-	while (c->count != 0 && now_s() < end)
+	while (c->count != 0 && test_now_s() < end)
 		unio_tl_iface_progress(iface);
 	return c->count == 0 ? c->status : UNIO_ERR_TIMED_OUT;
 }
@@ -230,9 +221,9 @@ child_bye_cb(void *arg, const void *data, size_t length, unsigned int flags,
 static int
 child_wait(struct child *c, int *flag)
 {
-	double end = now_s() + WAIT_S;
+	double end = test_now_s() + WAIT_S;
 
-	while (!*flag && now_s() < end) {
+	while (!*flag && test_now_s() < end) {
 		if (unio_tl_iface_progress(c->iface) == 0)
 			sched_yield();
 	}
@@ -276,7 +267,7 @@ static int
 child_send_all(struct child *c, uint64_t count)
 {
 	uint8_t *buf = malloc(8192);
-	double end = now_s() + WAIT_S;
+	double end = test_now_s() + WAIT_S;
 
 	for (uint64_t n = 0; count == 0 || n < count;) {
 		unio_status_t st = child_send_data(c, n, buf);
@@ -288,7 +279,7 @@ child_send_all(struct child *c, uint64_t count)
 				unio_tl_iface_progress(c->iface);
 			continue;
 		}
-		if (st != UNIO_ERR_NO_RESOURCE || now_s() > end) {
+		if (st != UNIO_ERR_NO_RESOURCE || test_now_s() > end) {
 			fprintf(stderr, "child %d: send %" PRIu64 ": %d\n", c->idx, n, st);
 			free(buf);
 			return -1;
@@ -703,7 +694,7 @@ kill_step(struct parent *p, const char *drv, const char *hex, const struct mp_op
 static int
 parent_loop(struct parent *p, const char *drv, const char *hex, const struct mp_opts *o)
 {
-	double end = now_s() + WAIT_S;
+	double end = test_now_s() + WAIT_S;
 	unsigned int done;
 
 	do {
@@ -729,7 +720,7 @@ parent_loop(struct parent *p, const char *drv, const char *hex, const struct mp_
 				    "child %u exited early", i);
 			done += c->exited && (c->killed ? c->replaced : c->final == 2);
 		}
-	} while (done < p->n && now_s() < end);
+	} while (done < p->n && test_now_s() < end);
 	TEST_ASSERT(done == p->n, "only %u of %u children finished", done, p->n);
 	TEST_ASSERT(!o->kill_first || p->peers[0].replaced, "the killed child was not replaced");
 	return TEST_OK;
