@@ -303,25 +303,41 @@ UNIO_TEST(perf_loopback, mp)
 	return rc;
 }
 
+/*
+ * unio-perf -i running the commands @p cmds from a --cmdline-file: its exit code (-1 when
+ * the file could not be written), its output in @p buf.
+ */
+static int
+run_script(const struct perf_env *e, const char *cmds, char *buf, size_t len)
+{
+	char out[PATH_MAX], script[PATH_MAX];
+	const char *args[] = { "-l", e->cpu[0], "--", "-i", "--cmdline-file", script, NULL };
+	FILE *f;
+	int rc;
+
+	path_of(e, "cmds", script, sizeof(script));
+	path_of(e, "ia.out", out, sizeof(out));
+	f = fopen(script, "w");
+	if (f == NULL) {
+		TEST_LOG("cannot write %s", script);
+		return -1;
+	}
+	fputs(cmds, f);
+	fclose(f);
+	rc = test_wait(perf_start(e, out, args), 50000);
+	read_file(out, buf, len);
+	return rc;
+}
+
 UNIO_TEST(perf_interactive_script, mp)
 {
 	static char buf[OUT_MAX];
 	struct perf_env e = { 0 };
-	char out[PATH_MAX], script[PATH_MAX];
-	const char *args[] = { "-l", e.cpu[0], "--", "-i", "--cmdline-file", script, NULL };
-	FILE *f;
 	int rc;
 
 	ENV_OR_SKIP(&e);
-	path_of(&e, "cmds", script, sizeof(script));
-	path_of(&e, "ia.out", out, sizeof(out));
-	f = fopen(script, "w");
-	TEST_ASSERT(f != NULL, "cannot write %s", script);
-	fprintf(f, "set test tag_bw\nset size 256\nset iters 5000\nshow config\nstart\n"
-		"show stats\nstop\nshow stats\nquit\n");
-	fclose(f);
-	rc = test_wait(perf_start(&e, out, args), 50000);
-	read_file(out, buf, sizeof(buf));
+	rc = run_script(&e, "set test tag_bw\nset size 256\nset iters 5000\nshow config\n"
+			"start\nshow stats\nstop\nshow stats\nquit\n", buf, sizeof(buf));
 	if (rc != 0)
 		TEST_LOG("output:\n%s", buf);
 	env_cleanup(&e);
@@ -345,20 +361,11 @@ UNIO_TEST(perf_interactive_refusals, mp)
 {
 	static char buf[OUT_MAX];
 	struct perf_env e = { 0 };
-	char out[PATH_MAX], script[PATH_MAX];
-	const char *args[] = { "-l", e.cpu[0], "--", "-i", "--cmdline-file", script, NULL };
-	FILE *f;
 	int rc;
 
 	ENV_OR_SKIP(&e);
-	path_of(&e, "cmds", script, sizeof(script));
-	path_of(&e, "ia.out", out, sizeof(out));
-	f = fopen(script, "w");
-	TEST_ASSERT(f != NULL, "cannot write %s", script);
-	fprintf(f, "set test put_lat\nset size 4\nstart\nshow stats\nfoo\nquit\n");
-	fclose(f);
-	rc = test_wait(perf_start(&e, out, args), 50000);
-	read_file(out, buf, sizeof(buf));
+	rc = run_script(&e, "set test put_lat\nset size 4\nstart\nshow stats\nfoo\nquit\n", buf,
+			sizeof(buf));
 	/* the script is echoed and a bad line answered (a file's typo used to vanish) */
 	TEST_ASSERT(rc == 0 && strstr(buf, "put_lat: sizes start at 8 bytes") != NULL &&
 		    strstr(buf, "unio-perf> start\r\n") != NULL &&
