@@ -21,6 +21,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <rte_cycles.h>
 
@@ -3354,5 +3355,108 @@ UNIO_TEST(tcp_progress_counts_connect_failure, fast)
 		    a.ep_errors, unio_status_string(a.last_err), calls);
 	TEST_ASSERT_EQ(silent, 0);
 	tpeer_close(&a);
+	return TEST_OK;
+}
+
+/*
+ * A 1 MiB GET_RESP that trickles in (change 13): a raw peer answers a's get in 4 KiB pieces,
+ * a progressing 4 times after each.  The rest of the direct frame is read once 64 KiB of it
+ * (TCP_RX_LOWAT, or all that is left) wait in the socket, told by epoll through
+ * SO_RCVLOWAT, and busy mode reads no connection blindly meanwhile: at most 20 reads bring
+ * bytes and at most 2 find nothing, in busy and epoll mode, also with the smallest receive
+ * buffer (UNIO_TCP_RCVBUF=64k, where the kernel may report less).  Before: about 256 reads
+ * with data, and in busy mode about 770 empty ones.  Every byte checked.
+ */
+#define TR_HDR sizeof(struct tcp_hdr)
+#define TR_RMA sizeof(struct tcp_rma_hdr)
+
+struct trickle {
+	uint64_t reads, empty, waits, direct;
+	unsigned int calls;
+};
+
+static int
+trickle_get(const char *mode, const char *rcvbuf, struct trickle *t)
+{
+	const char *set[] = { "TCP_POLL_MODE", mode, "TCP_RCVBUF", rcvbuf, NULL };
+	const size_t size = 1 << 20, piece = 4096;
+	uint8_t *src = malloc(size), *dst = calloc(1, size), req[TR_HDR + TR_RMA];
+	struct dcomp d = { .c = { .func = dcomp_done, .count = 1 } };
+	struct tcp_rkey key = { .base = 1 << 30, .len = size, .key_gen = 1, .secret = 5 };
+	struct unio_tl_tcp_stats s0, s1;
+	struct iovec g = { dst, size };
+	struct tcp_rma_hdr r;
+	struct unio_tl_rkey rk;
+	struct tcp_addr peer;
+	struct tpeer a;
+	size_t sent = 0;
+	int fd;
+
+	TEST_ASSERT(src != NULL && dst != NULL, "malloc");
+	test_fill(src, size, 13);
+	TEST_ASSERT_EQ(tpeer_open_set(&a, "lo", set), 0);
+	fd = raw_attach(&a, 9, &t->calls);
+	TEST_ASSERT(fd >= 0, "raw peer not attached after %u calls", t->calls);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));  /* as a peer does */
+	peer = *(const struct tcp_addr *)a.addr;
+	peer.port = htons(9);
+	TEST_ASSERT_EQ(tpeer_connect(&a, (const uint8_t *)&peer), 0);
+	TEST_ASSERT_STATUS(a.iface->ctl->rkey_unpack(a.ep, &key, sizeof(key), &rk), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_tl_ep_get_zcopy(a.ep, &g, 1, key.base, &rk, &d.c),
+			   UNIO_INPROGRESS);
+	TEST_ASSERT_EQ(read_n(&a, fd, req, sizeof(req)), 0);
+	memcpy(&r, req + TR_HDR, TR_RMA);
+	TEST_ASSERT(req[4] == TCP_F_GET_REQ && r.length == size, "type %u, %" PRIu64 " bytes",
+		    req[4], r.length);
+	r = (struct tcp_rma_hdr){ .length = size, .req_id = r.req_id, .status = UNIO_OK };
+	tcp_hdr_set((struct tcp_hdr *)req, TR_RMA + size, TCP_F_GET_RESP, 0);
+	memcpy(req + TR_HDR, &r, TR_RMA);
+	TEST_ASSERT_EQ(send_all(fd, req, sizeof(req)), 0);
+	unio_tl_tcp_stats(a.iface, &s0);
+	t->calls = 0;
+	while (sent < size && t->calls < 1000000) {
+		ssize_t k = send(fd, src + sent, RTE_MIN(piece, size - sent),
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		TEST_ASSERT(k > 0 || errno == EAGAIN, "send: %s", strerror(errno));
+		sent += k > 0 ? (size_t)k : 0;
+		for (int i = 0; i < 4; i++, t->calls++)
+			unio_tl_iface_progress(a.iface);
+	}
+	for (; d.done == 0 && t->calls < 1000000; t->calls++)
+		unio_tl_iface_progress(a.iface);
+	unio_tl_tcp_stats(a.iface, &s1);
+	TEST_ASSERT(d.done == 1 && d.status == UNIO_OK, "get done %d, %s, %zu sent", d.done,
+		    unio_status_string(d.status), sent);
+	TEST_ASSERT(memcmp(dst, src, size) == 0, "the get's data differs");
+	t->reads = s1.direct_reads - s0.direct_reads;
+	t->empty = s1.rx_empty - s0.rx_empty;
+	t->waits = s1.rx_waits - s0.rx_waits;
+	t->direct = s1.direct_frames;
+	TEST_ASSERT_EQ(s1.open_conns, 1);
+	a.iface->ctl->rkey_release(a.ep, &rk);
+	close(fd);
+	tpeer_close(&a);
+	free(src);
+	free(dst);
+	return TEST_OK;
+}
+
+UNIO_TEST(tcp_direct_trickle, fast)
+{
+	static const char *const cases[][2] = { { "busy", "auto" }, { "epoll", "auto" },
+						{ "busy", "64k" }, { "epoll", "64k" } };
+
+	for (size_t i = 0; i < RTE_DIM(cases); i++) {
+		struct trickle t;
+
+		TEST_ASSERT_EQ(trickle_get(cases[i][0], cases[i][1], &t), TEST_OK);
+		TEST_LOG("%s mode, UNIO_TCP_RCVBUF=%s: %u progress calls, %" PRIu64 " reads with"
+			 " data, %" PRIu64 " empty, %" PRIu64 " waits", cases[i][0], cases[i][1],
+			 t.calls, t.reads, t.empty, t.waits);
+		TEST_ASSERT_EQ(t.direct, 1);
+		TEST_ASSERT(t.reads <= 20 && t.empty <= 2, "%" PRIu64 " reads, %" PRIu64 " empty",
+			    t.reads, t.empty);
+	}
 	return TEST_OK;
 }

@@ -67,6 +67,11 @@ extern int unio_logtype_tcp;
 #define TCP_RX_AHEAD_BULK  (16 * 1024)         /* the same while bulk frames arrive */
 #define TCP_BULK_FRAMES    64                  /* frames without a bulk one before reads
 						* go TCP_RX_AHEAD past a frame again */
+#define TCP_BULK_CALLS     (1u << 16)          /* busy mode: progress calls after a bulk
+						* frame before its connection is read
+						* blindly again */
+#define TCP_RX_LOWAT       (64 * 1024)         /* SO_RCVLOWAT while a direct frame's rest
+						* trickles in: its next read takes this much */
 
 enum tcp_frame_type {
 	TCP_F_AM = 1,
@@ -208,6 +213,13 @@ struct tcp_conn {
 	bool ack_owed;                /* a directly received PUT's ack waits for tx room */
 	unsigned int rx_bulk;         /* > 0: a bulk PUT / GET_RESP came in the last
 				       * TCP_BULK_FRAMES frames: read less past a frame */
+	unsigned int bulk;            /* > 0: a PUT / GET_RESP of TCP_DIRECT_MIN or more went
+				       * either way in the last TCP_BULK_FRAMES frames
+				       * received: busy mode reads it when epoll says */
+	unsigned int bulk_calls;      /* busy progress calls since that frame */
+	bool rx_wait;                 /* its direct frame's rest is awaited through epoll
+				       * (SO_RCVLOWAT): busy mode does not read it blindly */
+	int rx_lowat;                 /* SO_RCVLOWAT set on the socket, 0: the default */
 	uint8_t dr_type;
 	unsigned int dr_iovcnt;
 	size_t dr_left;               /* payload bytes still to read */

@@ -49,6 +49,10 @@ struct unio_tl_tcp_stats {
 	uint64_t conns_false_claim; /**< accepted sockets closed at their HELLO: its address
 				     *   is not the connection's source IPv4, or names a
 				     *   listener here of another user than the dialler */
+	uint64_t rx_empty;         /**< reads of a connection (recv, readv) that found nothing */
+	uint64_t direct_reads;     /**< reads that brought bytes of a direct frame's rest */
+	uint64_t rx_waits;         /**< reads of a direct frame's rest after which the rest was
+				    *   left to epoll with SO_RCVLOWAT (not read blindly) */
 };
 
 /**
