@@ -1443,8 +1443,12 @@ UNIO_TEST(ethdev_cksum, fast)
 		TEST_ASSERT_EQ(ip->hdr_checksum, want);
 		TEST_ASSERT_EQ(eth_cksum(ip, sizeof(*ip), 0), 0xffff);
 		TEST_ASSERT_EQ(eth_ip_cksum(ip), 0xffff);
+		TEST_ASSERT_EQ(eth_ip_cksum_addrs(ip, (uint64_t)ip->src_addr + ip->dst_addr),
+			       0xffff);
 		ip->time_to_live ^= 0x10;        /* the unrolled sum refuses a flipped bit too */
 		TEST_ASSERT(eth_ip_cksum(ip) != 0xffff, "ip bit flip");
+		TEST_ASSERT_EQ(eth_ip_cksum_addrs(ip, (uint64_t)ip->src_addr + ip->dst_addr),
+			       eth_ip_cksum(ip));
 		/* the field patched from a sum without length and id (a sender's template) */
 		ip->time_to_live ^= 0x10;
 		ip->packet_id = (rte_be16_t)(seed >> 48);

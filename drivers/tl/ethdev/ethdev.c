@@ -86,6 +86,13 @@ frame_wire(struct rte_mbuf *m)
  * stash is full its newer half goes back to the pool in one rte_mempool_put_bulk() (one
  * look-up of the lcore's mempool cache per ETH_STASH / 2 frames, not one per call).
  */
+static __rte_noinline void
+stash_spill(struct eth_iface *ei)
+{
+	ei->n_stash = ETH_STASH / 2;
+	rte_mempool_put_bulk(ei->mp, (void **)&ei->stash[ETH_STASH / 2], ETH_STASH / 2);
+}
+
 static void
 frames_free(struct eth_iface *ei)
 {
@@ -105,11 +112,8 @@ frames_free(struct eth_iface *ei)
 				continue;     /* still referenced (the PMD's, the window's) */
 			rte_mbuf_refcnt_set(m, 1);
 		}
-		if (unlikely(ei->n_stash == ETH_STASH)) {
-			ei->n_stash = ETH_STASH / 2;
-			rte_mempool_put_bulk(ei->mp, (void **)&ei->stash[ETH_STASH / 2],
-					     ETH_STASH / 2);
-		}
+		if (unlikely(ei->n_stash == ETH_STASH))
+			stash_spill(ei);
 		ei->stash[ei->n_stash++] = m;
 	}
 	ei->n_free = 0;
@@ -134,13 +138,25 @@ frame_alloc(struct eth_iface *ei)
 }
 
 /*
- * Let go of @p m at the end of the progress call (frames_free()); only the receive path
- * calls this, inside eth_progress() (ack_input(), delivery).
+ * Let go of @p m: a frame nothing else references (a received one; a sent one the PMD
+ * released before its ack came, as memif, af_packet and af_xdp do at transmission) goes to
+ * the stash at once, where the next send takes it: a few compares and a store, where the
+ * deferred free (to_free, frames_free()) costs a store now and a pass later.  Chains (zero
+ * copy), attached mbufs, another pool's and frames still referenced wait for the end of the
+ * progress call (frames_free()).  Only the receive path calls this, inside eth_progress()
+ * (ack_input(), delivery).
  */
 static inline void
 frame_free(struct eth_iface *ei, struct rte_mbuf *m)
 {
 	RTE_ASSERT(ei->in_progress);
+	if (likely(m->nb_segs == 1 && rte_mbuf_refcnt_read(m) == 1 && m->pool == ei->mp &&
+		   RTE_MBUF_DIRECT(m))) {
+		if (unlikely(ei->n_stash == ETH_STASH))
+			stash_spill(ei);
+		ei->stash[ei->n_stash++] = m;
+		return;
+	}
 	if (unlikely(ei->n_free == ETH_FREE_MAX))
 		frames_free(ei);
 	ei->to_free[ei->n_free++] = m;
@@ -193,6 +209,25 @@ build_sack(const struct eth_ep *ep)
 	return sack;
 }
 
+/*
+ * Take @p ep off the iface's ack list: the frame being stamped carries its ack.  The list is
+ * short (the eps owing an ack); in a ping-pong the reply's ep is the last one added.
+ */
+static __rte_always_inline void
+ack_list_drop(struct eth_iface *ei, struct eth_ep *ep)
+{
+	unsigned int last = --ei->n_ack;
+
+	ep->in_ack_list = false;
+	if (unlikely(ei->ack_list[last] != ep)) {
+		unsigned int i = 0;
+
+		while (ei->ack_list[i] != ep)
+			i++;
+		ei->ack_list[i] = ei->ack_list[last];
+	}
+}
+
 /* Fill the ack fields of an outgoing frame and compute its checksums. */
 static __rte_always_inline void
 stamp(struct eth_ep *ep, struct rte_mbuf *m, uint64_t now)
@@ -209,6 +244,8 @@ stamp(struct eth_ep *ep, struct rte_mbuf *m, uint64_t now)
 	w->echo_delay = ep->echo_tsc == 0 ? 0 : tsc_to_us(ep->ei, tsc_since(now, ep->echo_rx));
 	ep->ack_pending = false;
 	ep->n_unacked = 0;
+	if (ep->in_ack_list)
+		ack_list_drop(ep->ei, ep);
 	frame_finish(ep->ei, ep->ip_sum, m, (uint16_t)(sizeof(*w) + w->len));
 }
 
@@ -267,6 +304,7 @@ rx_tmpl_build(struct eth_ep *ep)
 	memcpy(b + ETH_L2L3L4 + offsetof(struct eth_wire, src_conn), &ep->peer.conn,
 	       sizeof(ep->peer.conn));
 	memcpy(ep->rx_tmpl, b, sizeof(b));
+	ep->rx_ip_addrs = (uint64_t)ip->src_addr + ip->dst_addr;
 	for (unsigned int i = 0; i < ETH_RX_WORDS; i++)
 		ep->rx_tmpl[i] &= rx_mask[i];
 	if (ep->peer.conn == 0)
@@ -358,14 +396,21 @@ send_ack(struct eth_ep *ep, uint64_t now)
 	ep->ei->st.tx_acks++;
 }
 
-/* Note that @p ep owes its peer an ack; ack_list holds every ep with one owed. */
-static void
+/*
+ * Note that @p ep owes its peer an ack; ack_list holds every ep with one owed (stamp() takes
+ * an ep off when a frame carries its ack), and ack_next is no later than the earliest moment
+ * one of them may be due (eth_ack_due()): 0 when one is due now.  A frame's arrival only
+ * moves its ep's moment later (ack_last) or to now (the frame count, frames out of order
+ * here or in data_input()), so the bound stays true until send_acks() computes it again.
+ */
+static __rte_always_inline void
 want_ack(struct eth_ep *ep, uint64_t now)
 {
 	struct eth_iface *ei = ep->ei;
 
-	ep->n_unacked++;
 	ep->ack_last = now;
+	if (unlikely(++ep->n_unacked >= ETH_ACK_EVERY || ep->n_ooo != 0))
+		ei->ack_next = 0;
 	if (!ep->ack_pending) {
 		ep->ack_pending = true;
 		ep->ack_since = now;
@@ -373,28 +418,39 @@ want_ack(struct eth_ep *ep, uint64_t now)
 	/* also after a send_ack() that found no room: the ack is still owed */
 	if (!ep->in_ack_list) {
 		ep->in_ack_list = true;
+		if (ei->n_ack == 0 || now + ei->ack_delay < ei->ack_next)
+			ei->ack_next = now + ei->ack_delay;
 		ei->ack_list[ei->n_ack++] = ep;
 	}
 }
 
-/* Stand-alone acks of the eps that owe one and whose ack is due (eth_ack_due()). */
+/*
+ * Stand-alone acks of the eps that owe one and whose ack is due (eth_ack_due()); the
+ * earliest moment one of the others will be (ack_next).
+ */
 static void
 send_acks(struct eth_iface *ei, uint64_t now)
 {
+	uint64_t next = UINT64_MAX;
 	unsigned int i, j = 0;
 
 	for (i = 0; i < ei->n_ack; i++) {
 		struct eth_ep *ep = ei->ack_list[i];
 
 		if (ep->ack_pending && !ep->failed && !eth_ack_due(ep, now)) {
+			uint64_t due = RTE_MIN(ep->ack_last + ei->ack_delay,
+					       ep->ack_since + ei->ack_max);
+
+			next = RTE_MIN(next, due);
 			ei->ack_list[j++] = ep;
 			continue;
 		}
-		ep->in_ack_list = false;
+		ep->in_ack_list = false;   /* before send_ack(): stamp() leaves the list alone */
 		if (ep->ack_pending && !ep->failed)
 			send_ack(ep, now);
 	}
 	ei->n_ack = j;
+	ei->ack_next = next;
 }
 
 /* ---- completions and failure ---- */
@@ -926,12 +982,13 @@ eth_flush(struct unio_tl_ep *tep, struct unio_tl_completion *comp)
 
 /* ---- congestion control ---- */
 
-/* The RTO from a full RTT sample: what this side waits for an ack, stalls included. */
-static void
+/*
+ * A full RTT sample (stalls included) into the smoothed RTT and its variation, from which
+ * rto() computes what this side waits for an ack when the timers need it.
+ */
+static __rte_always_inline void
 rtt_sample(struct eth_ep *ep, uint64_t rtt)
 {
-	struct eth_iface *ei = ep->ei;
-
 	if (ep->srtt == 0) {
 		ep->srtt = rtt;
 		ep->rttvar = rtt / 2;
@@ -941,8 +998,22 @@ rtt_sample(struct eth_ep *ep, uint64_t rtt)
 		ep->rttvar = (3 * ep->rttvar + dev) / 4;
 		ep->srtt = (7 * ep->srtt + rtt) / 8;
 	}
-	ep->rto = RTE_MIN(ep->srtt + 4 * ep->rttvar, ei->rto_max);
-	ep->rto = RTE_MAX(ep->rto, ei->rto_min);
+}
+
+/*
+ * The retransmission timeout (RFC 6298) of the latest RTT samples, doubled by each timeout
+ * since the last ack progress (n_timeouts), within rto_min .. rto_max.
+ */
+static uint64_t
+rto(const struct eth_ep *ep)
+{
+	const struct eth_iface *ei = ep->ei;
+	uint64_t r = RTE_MIN(ep->srtt + 4 * ep->rttvar, ei->rto_max);
+
+	r = RTE_MAX(r, ei->rto_min);
+	for (unsigned int n = ep->n_timeouts; n != 0 && r < ei->rto_max; n--)
+		r *= 2;
+	return RTE_MIN(r, ei->rto_max);
 }
 
 /*
@@ -987,23 +1058,39 @@ fast_retransmit(struct eth_ep *ep, uint64_t sack, uint64_t now)
 	}
 }
 
+/* Let go of the send window's frames from snd_una to @p ack. */
+static __rte_noinline void
+snd_free(struct eth_ep *ep, uint32_t ack)
+{
+	for (uint32_t seq = ep->snd_una; seq != ack; seq++) {
+		struct eth_slot *s = &ep->snd[seq % ETH_WIN];
+
+		frame_free(ep->ei, s->m);
+		s->m = NULL;
+	}
+}
+
 /* Process the ack fields of any frame; false when they are impossible (forged). */
 static __rte_always_inline bool
 ack_input(struct eth_ep *ep, const struct eth_wire *w, uint64_t now)
 {
 	int32_t adv = seq_diff(w->ack, ep->snd_una);
-	uint32_t acked = 0;
+	uint32_t acked;
 
 	if (seq_diff(w->ack, ep->snd_nxt) > 0 || adv < -(int32_t)ETH_WIN)
 		return false;
 	if (adv < 0)
 		return true;   /* a stale ack overtaken by a newer one */
-	for (; ep->snd_una != w->ack; ep->snd_una++, acked++) {
+	acked = (uint32_t)adv;
+	if (likely(acked == 1)) {        /* a ping-pong's: no loop to set up */
 		struct eth_slot *s = &ep->snd[ep->snd_una % ETH_WIN];
 
 		frame_free(ep->ei, s->m);
 		s->m = NULL;
+	} else if (acked != 0) {
+		snd_free(ep, w->ack);
 	}
+	ep->snd_una = w->ack;
 	if (seq_diff(w->ack + w->credit, ep->peer_edge) > 0)
 		ep->peer_edge = w->ack + RTE_MIN(w->credit, (uint16_t)ETH_WIN);
 	for (uint32_t i = 0; w->sack != 0 && i < 64; i++) {
@@ -1030,7 +1117,6 @@ ack_input(struct eth_ep *ep, const struct eth_wire *w, uint64_t now)
 	if (acked != 0) {
 		ep->probed = false;
 		ep->n_timeouts = 0;
-		ep->rto_cur = ep->rto;
 		comps_complete(ep, false, UNIO_OK);
 	}
 	if (w->sack != 0 && ep->snd_una == w->ack && ep->snd_una != ep->snd_nxt)
@@ -1157,7 +1243,7 @@ deliver(struct eth_ep *ep, struct rte_mbuf *m)
 	deliver_frag(ep, m);
 }
 
-static void
+static __rte_always_inline void
 data_input(struct eth_ep *ep, struct rte_mbuf *m, const struct eth_wire *w, uint64_t now)
 {
 	struct eth_iface *ei = ep->ei;
@@ -1182,6 +1268,7 @@ data_input(struct eth_ep *ep, struct rte_mbuf *m, const struct eth_wire *w, uint
 	if (off > 0) {
 		*slot = m;
 		ep->n_ooo++;
+		ei->ack_next = 0;        /* the sender needs the SACK now (eth_ack_due()) */
 		ei->st.rx_ooo++;
 		return;
 	}
@@ -1238,8 +1325,6 @@ ep_alloc(struct eth_iface *ei, const struct eth_addr *peer)
 	ep->peer = *peer;
 	ep->cwnd = ETH_INIT_CWND;
 	ep->peer_edge = ETH_WIN;
-	ep->rto = ei->rto_min;
-	ep->rto_cur = ei->rto_min;
 	ep->zc->ep = ep;
 	for (unsigned int i = 0; i < ETH_MAX_COMPS; i++) {
 		ep->zc->zc[i].set = ep->zc;
@@ -1255,7 +1340,7 @@ static void
 ep_free(struct eth_ep *ep)
 {
 	ETH_LOG(DEBUG, "ep free: cwnd %.1f srtt %" PRIu64 " min_rtt %" PRIu64 " rto %" PRIu64
-		" (tsc)", ep->cwnd, ep->srtt, ep->min_rtt, ep->rto);
+		" (tsc)", ep->cwnd, ep->srtt, ep->min_rtt, rto(ep));
 	struct eth_iface *ei = ep->ei;
 	unsigned int i, j = 0;
 
@@ -1354,10 +1439,11 @@ rx_accept(struct eth_iface *ei, struct eth_ep *ep, struct rte_mbuf *m, const str
  * (eth_rx_classify(), then rx_slow()) would take it, in one comparison of the first 64
  * bytes with the ep's rx_tmpl (connection ids included) and the checks of what varies: the
  * lengths (the IPv4 one within the frame, UDP's and the Unio header's each the rest of the
- * one before), both checksums (a UDP checksum of 0 is none, RFC 768), the frame type, AM id
- * and dial id.  Returns the Unio header, or NULL for anything else (another peer, a frame
- * that would be dropped, a connection that changed): the full parser takes it then, and
- * drops and counts what it must.
+ * one before), both checksums (a UDP checksum of 0 is none, RFC 768; the IPv4 one from the
+ * connection's sum of the addresses the comparison found, eth_ip_cksum_addrs()), the frame
+ * type, AM id and dial id.  Returns the Unio header, or NULL for anything else (another
+ * peer, a frame that would be dropped, a connection that changed): the full parser takes it
+ * then, and drops and counts what it must.
  */
 static __rte_always_inline const struct eth_wire *
 rx_fast(const struct eth_ep *ep, const struct rte_mbuf *m)
@@ -1369,15 +1455,19 @@ rx_fast(const struct eth_ep *ep, const struct rte_mbuf *m)
 	const struct rte_udp_hdr *udp = (const struct rte_udp_hdr *)(ip + 1);
 	const struct eth_wire *w = (const struct eth_wire *)(udp + 1);
 	const v2u64 *mask = (const v2u64 *)rx_mask, *tmpl = (const v2u64 *)ep->rx_tmpl;
-	v2u64 v[ETH_RX_WORDS / 2], diff;
+	v2u64 v0, v1, v2, v3, diff;
 	int tot, ulen;
 	uint64_t f;
 
 	if (unlikely(m->nb_segs != 1 || rte_pktmbuf_data_len(m) < ETH_HDRS))
 		return NULL;
-	memcpy(v, p, sizeof(v));
-	diff = ((v[0] & mask[0]) ^ tmpl[0]) | ((v[1] & mask[1]) ^ tmpl[1]) |
-	       ((v[2] & mask[2]) ^ tmpl[2]) | ((v[3] & mask[3]) ^ tmpl[3]);
+	/* four loads of 16 bytes, kept in registers (a copy to an array went to the stack) */
+	memcpy(&v0, p, sizeof(v0));
+	memcpy(&v1, p + 16, sizeof(v1));
+	memcpy(&v2, p + 32, sizeof(v2));
+	memcpy(&v3, p + 48, sizeof(v3));
+	diff = ((v0 & mask[0]) ^ tmpl[0]) | ((v1 & mask[1]) ^ tmpl[1]) |
+	       ((v2 & mask[2]) ^ tmpl[2]) | ((v3 & mask[3]) ^ tmpl[3]);
 	tot = rte_be_to_cpu_16(ip->total_length);
 	ulen = rte_be_to_cpu_16(udp->dgram_len);
 	if (unlikely((diff[0] | diff[1]) != 0 ||
@@ -1394,7 +1484,8 @@ rx_fast(const struct eth_ep *ep, const struct rte_mbuf *m)
 		return NULL;
 	f = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
 	if (f != RTE_MBUF_F_RX_IP_CKSUM_GOOD &&
-	    (f == RTE_MBUF_F_RX_IP_CKSUM_BAD || eth_ip_cksum(ip) != 0xffff))
+	    (f == RTE_MBUF_F_RX_IP_CKSUM_BAD ||
+	     eth_ip_cksum_addrs(ip, ep->rx_ip_addrs) != 0xffff))
 		return NULL;
 	if (udp->dgram_cksum == 0)
 		return w;
@@ -1545,7 +1636,7 @@ timers(struct eth_iface *ei, uint64_t now)
 		if (ep->failed || ep->snd_una == ep->snd_nxt)
 			continue;
 		age = tsc_since(now, ep->snd[ep->snd_una % ETH_WIN].tx_tsc);
-		if (age < ep->rto_cur) {
+		if (age < rto(ep)) {
 			uint64_t pto = RTE_MAX(2 * ep->srtt, ep->srtt + 4 * ep->rttvar);
 
 			if (!ep->probed && ep->srtt != 0 &&
@@ -1562,7 +1653,6 @@ timers(struct eth_iface *ei, uint64_t now)
 			continue;
 		}
 		resend_head(ep, ETH_TO_RETX, now);
-		ep->rto_cur = RTE_MIN(ep->rto_cur * 2, ei->rto_max);
 		if (ep->to_tsc == 0) {
 			ep->cwnd_undo = ep->cwnd;
 			ep->to_tsc = now;
@@ -1660,7 +1750,7 @@ eth_progress(struct unio_tl_iface *iface)
 	for (unsigned int i = 0; unlikely(ei->n_rma != 0) && i < ei->n_peers; i++)
 		if (ei->peers[i]->rma != NULL && !ei->peers[i]->failed)
 			eth_rma_drain(ei->peers[i]);
-	if (ei->n_ack != 0)
+	if (ei->n_ack != 0 && now >= ei->ack_next)
 		send_acks(ei, now);
 	if (now - ei->last_timer >= ei->timer_period) {
 		timers(ei, now);

@@ -265,13 +265,15 @@ struct eth_ep {
 	 *  and type, IPv4 version, header length, fragment field, protocol, addresses, UDP
 	 *  ports, the Unio magic, version and both connection ids; rx_tmpl_build() */
 	uint64_t rx_tmpl[ETH_RX_WORDS] __rte_aligned(16);
+	uint64_t rx_ip_addrs;  /**< the addresses of rx_tmpl's IPv4 header, summed as
+				 *   eth_ip_cksum_addrs() takes them */
 	/* send side */
 	uint32_t snd_una, snd_nxt;
 	uint32_t peer_edge;    /**< peer's ack + credit: do not send at or beyond */
 	double cwnd;
 	double cwnd_undo;      /**< cwnd before the latest timeout (restored if spurious) */
 	uint64_t to_tsc;       /**< when that timeout fired; 0: none to judge */
-	uint64_t srtt, rttvar, min_rtt, rto, rto_cur, last_decrease;
+	uint64_t srtt, rttvar, min_rtt, last_decrease;
 	uint32_t cc_acked;     /**< frames acked since the last RTT sample of the path (at
 				 *   most cwnd + 1) */
 	uint64_t cc_echo;      /**< newest echoed TSC the window took a sample from */
@@ -371,6 +373,7 @@ struct eth_iface {
 	struct eth_ep *peers[ETH_MAX_PEERS];
 	struct eth_ep *last_peer;
 	unsigned int n_ack;
+	uint64_t ack_next;       /**< no ack of ack_list is due before this TSC (want_ack()) */
 	struct eth_ep *ack_list[ETH_MAX_PEERS];
 	uint8_t scratch[ETH_MAX_MSG];
 };
@@ -556,6 +559,34 @@ eth_ip_cksum(const struct rte_ipv4_hdr *ip)
 	sum = (sum & UINT16_MAX) + (sum >> 16);
 	sum = (sum & UINT16_MAX) + (sum >> 16);
 	return (uint16_t)sum;
+}
+
+/*
+ * eth_ip_cksum() of an IPv4 header without options whose addresses (source and destination
+ * as they lie in the header, 32-bit native words) sum to @p addrs: a receiver that checked
+ * them against its connection's (rx_fast() in ethdev.c) adds the first 12 bytes, one 64-bit
+ * and one 32-bit load, to the sum it keeps, and folds with end-around carries (the ones'
+ * complement adds of RFC 1071: the result is 0 only for a zero sum, as eth_cksum()'s).
+ */
+static inline uint16_t
+eth_ip_cksum_addrs(const struct rte_ipv4_hdr *ip, uint64_t addrs)
+{
+	uint64_t q, sum;
+	uint32_t d, lo, hi, r;
+	uint16_t l16, h16, t;
+
+	memcpy(&q, ip, sizeof(q));
+	memcpy(&d, (const uint8_t *)ip + sizeof(q), sizeof(d));
+	sum = (q & UINT32_MAX) + (q >> 32) + d + addrs;    /* below 2^35 */
+	lo = (uint32_t)sum;
+	hi = (uint32_t)(sum >> 32);
+	r = lo + hi;
+	r += r < hi;
+	l16 = (uint16_t)r;
+	h16 = (uint16_t)(r >> 16);
+	t = (uint16_t)(l16 + h16);
+	t = (uint16_t)(t + (t < h16));
+	return t;
 }
 
 /*
