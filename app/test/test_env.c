@@ -3,10 +3,12 @@
 
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -340,21 +342,182 @@ UNIO_TEST(env_bad_eal_args, mp)
 	return TEST_OK;
 }
 
-/* A runtime dir left by a killed Unio process is removed by the next initialisation. */
-UNIO_TEST(env_reaps_dead_dirs, mp)
+/*
+ * ---- runtime directories: alive is who holds the lock, not what the pid says ----
+ *
+ * A Unio process holds an flock on "unio-<pid>.lock" beside its runtime directory for its
+ * life.  The reaper used to ask kill(pid, 0): it removed the directory of a live process
+ * in another pid namespace (ESRCH here), and kept a dead one's whose pid was reused (the
+ * flake of env_reaps_dead_dirs under load).
+ */
+static int
+lock_file_exists(const char *dir)
 {
-	static const char *const args[] = { "-1", NULL };
-	pid_t dead = fork();
-	char path[256];
+	char path[300];
 	struct stat st;
 
-	if (dead == 0)
+	snprintf(path, sizeof(path), "%s.lock", dir);
+	return stat(path, &st) == 0;
+}
+
+/* Wait (up to 60 s) for @p path to exist while @p pid runs; 0 when it does. */
+static int
+wait_file(const char *path, pid_t pid)
+{
+	struct stat st;
+
+	for (int i = 0; i < 6000; i++) {
+		siginfo_t si = { .si_pid = 0 };
+
+		if (stat(path, &st) == 0)
+			return 0;
+		/* exited: left for test_wait() to collect */
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+		    si.si_pid == pid)
+			return -1;
+		usleep(10000);
+	}
+	return -1;
+}
+
+/*
+ * The directory of a killed Unio process is removed by the next initialisation, and so
+ * is a directory whose lock nobody holds although its pid number is a live process's
+ * (here one that is not Unio: a dead process's pid may be anyone's by now).  (A directory
+ * without any lock file is a Unio's from before the lock: judged by its pid, as then.)
+ */
+UNIO_TEST(env_reaps_dead_dirs, mp)
+{
+	static const char *const plain[] = { "-1", NULL };
+	char up[64], go[64], dead_dir[256], other_dir[256];
+	const char *args[] = { "-1", up, go, NULL };
+	pid_t dead, other;
+	struct stat st;
+
+	snprintf(up, sizeof(up), "/tmp/unio-test-reap-%d.up", (int)getpid());
+	snprintf(go, sizeof(go), "/tmp/unio-test-reap-%d.go", (int)getpid());
+	dead = test_spawn("env_default", args);
+	TEST_ASSERT(wait_file(up, dead) == 0, "the Unio child did not initialise");
+	unlink(up);
+	kill(dead, SIGKILL);
+	TEST_ASSERT_EQ(test_wait(dead, 60000), -1);
+	snprintf(dead_dir, sizeof(dead_dir), "%s/unio-%d", run_base(), (int)dead);
+	other = fork();
+	if (other == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		pause();
 		_exit(0);
-	waitpid(dead, NULL, 0);
-	snprintf(path, sizeof(path), "%s/unio-%d", run_base(), (int)dead);
-	TEST_ASSERT_EQ(test_system("mkdir -p %s && touch %s/config", path, path), 0);
-	TEST_ASSERT_EQ(test_wait(test_spawn("env_default", args), 60000), 0);
-	TEST_ASSERT(stat(path, &st) != 0, "%s still there", path);
+	}
+	TEST_ASSERT(other > 0, "fork");
+	snprintf(other_dir, sizeof(other_dir), "%s/unio-%d", run_base(), (int)other);
+	/* what a killed Unio leaves: its directory, and its lock file with no lock held */
+	if (test_system("mkdir -p %s && touch %s/config %s.lock", other_dir, other_dir,
+			other_dir) != 0 ||
+	    test_wait(test_spawn("env_default", plain), 60000) != 0) {
+		kill(other, SIGKILL);
+		waitpid(other, NULL, 0);
+		test_system("rm -rf %s", other_dir);
+		TEST_ASSERT(0, "setup or initialisation failed");
+	}
+	TEST_ASSERT(kill(other, 0) == 0, "the process %d named by %s died", (int)other,
+		    other_dir);
+	kill(other, SIGKILL);
+	waitpid(other, NULL, 0);
+	TEST_ASSERT(stat(dead_dir, &st) != 0 && !lock_file_exists(dead_dir),
+		    "%s (or its lock file) still there", dead_dir);
+	TEST_ASSERT(stat(other_dir, &st) != 0 && !lock_file_exists(other_dir),
+		    "%s, locked by nobody, still there", other_dir);
+	return TEST_OK;
+}
+
+/*
+ * argv: the pid to have in a new pid namespace, then env_default's arguments.  Its pid 1
+ * sets the namespace's last pid so that the Unio process it forks gets that one.  Exit 40:
+ * no pid namespace here (no CAP_SYS_ADMIN).
+ */
+UNIO_TEST_CHILD(env_in_pidns)
+{
+	pid_t init, unio;
+	int status;
+	FILE *f;
+
+	if (argc < 1)
+		return 20;
+	if (unshare(CLONE_NEWPID) != 0)
+		return errno == EPERM ? 40 : 21;
+	init = fork();
+	if (init == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		f = fopen("/proc/sys/kernel/ns_last_pid", "w");
+		if (f == NULL || fprintf(f, "%ld", atol(argv[0]) - 1) < 0 || fclose(f) != 0)
+			_exit(22);
+		unio = fork();
+		if (unio == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getpid() != atol(argv[0]))
+				_exit(23);
+			exit(child_env_default(argc - 1, argv + 1));   /* Unio cleans up at exit */
+		}
+		if (unio < 0 || waitpid(unio, &status, 0) != unio)
+			_exit(24);
+		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 25);
+	}
+	if (init < 0 || waitpid(init, &status, 0) != init)
+		return 26;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 27;
+}
+
+/*
+ * A live Unio process in another pid namespace (a container sharing /var/run/dpdk) keeps
+ * its directory: its pid there is one that no process has here, and neither the reaper
+ * nor another process's initialisation removes it.  It removes it itself at exit.
+ */
+UNIO_TEST(env_keeps_live_dirs_other_pidns, mp)
+{
+	static const char *const plain[] = { "-1", NULL };
+	char up[64], go[64], ns_pid[16], dir[256];
+	const char *args[] = { ns_pid, "-1", up, go, NULL };
+	long pid_max = 32768, p;
+	struct stat st;
+	FILE *f;
+	pid_t c;
+	int r;
+
+	if (getuid() != 0)
+		TEST_SKIP_BECAUSE("a pid namespace needs root");
+	f = fopen("/proc/sys/kernel/pid_max", "r");
+	if (f != NULL) {
+		if (fscanf(f, "%ld", &pid_max) != 1)
+			pid_max = 32768;
+		fclose(f);
+	}
+	/* a pid no process has here (host pids count up from the last one given) */
+	p = pid_max - 2 - (long)getpid() % (pid_max / 4);
+	while (p > 300 && !(kill((pid_t)p, 0) != 0 && errno == ESRCH))
+		p--;
+	snprintf(ns_pid, sizeof(ns_pid), "%ld", p);
+	snprintf(dir, sizeof(dir), "%s/unio-%ld", run_base(), p);
+	snprintf(up, sizeof(up), "/tmp/unio-test-pidns-%d.up", (int)getpid());
+	snprintf(go, sizeof(go), "/tmp/unio-test-pidns-%d.go", (int)getpid());
+	c = test_spawn("env_in_pidns", args);
+	if (wait_file(up, c) != 0) {
+		r = test_wait(c, 1000);
+		if (r == 40)
+			TEST_SKIP_BECAUSE("no pid namespace here (CAP_SYS_ADMIN)");
+		TEST_ASSERT(0, "the Unio child in a pid namespace did not initialise (%d)", r);
+	}
+	unlink(up);
+	r = stat(dir, &st) == 0 && lock_file_exists(dir);
+	if (r) {
+		unio_env_reap_dead();
+		r = stat(dir, &st) == 0 && test_wait(test_spawn("env_default", plain),
+						      60000) == 0 && stat(dir, &st) == 0;
+	}
+	test_system("touch %s", go);
+	TEST_ASSERT_EQ(test_wait(c, 60000), 0);
+	unlink(go);
+	TEST_ASSERT(r, "%s of a live process in another pid namespace was removed", dir);
+	TEST_ASSERT(stat(dir, &st) != 0 && !lock_file_exists(dir), "%s left behind", dir);
 	return TEST_OK;
 }
 

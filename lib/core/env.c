@@ -17,6 +17,7 @@
 #include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
@@ -38,6 +39,9 @@ static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
 static int env_done;
 static int env_owner;
 static char env_runtime_dir[PATH_MAX];
+static char env_rt_name[64];     /* the runtime directory's name when Unio chose it */
+static int env_rt_fd = -1;       /* its lock (runtime_dir_take()) */
+static pid_t env_pid;            /* the process that initialised EAL (not a forked child) */
 static char env_args[1024];
 
 int
@@ -252,40 +256,232 @@ remove_dir(const char *path)
 	rmdir(path);
 }
 
-/* Remove the runtime directories "unio-<pid>" of Unio processes that died uncleanly. */
+/*
+ * Liveness of a runtime directory.  Each Unio process that names its own EAL runtime
+ * directory ("unio-<pid>") holds an flock on "unio-<pid>.lock" beside it from before the
+ * directory exists until after it was removed; the reaper removes a directory only while
+ * holding that lock itself.  The pid in the name says nothing: a process in another pid
+ * namespace sharing this directory (containers) is not visible to kill(), and a dead
+ * process's pid may be some other process's by now.  EAL's own lock (the primary's fcntl
+ * lock on "config") is no help: with --in-memory (Unio's default with hugepages) EAL
+ * creates no config file, the directory holds only the telemetry socket.
+ *
+ * Both sides use the same step: open (create) the lock file, flock it, and check that the
+ * path still names the locked file (a reaper unlinks it under the lock, and a process that
+ * opened it before then would lock a file nobody else sees).  So a directory is removed
+ * only when no live process holds its lock, and a process creates its directory only when
+ * it holds a lock that every reaper sees.  A forked child inherits the lock: the directory
+ * lives as long as any of them.
+ */
+#define ENV_RT_LOCK_SUFFIX ".lock"
+#define ENV_RT_LOCK_WAIT_MS 2000   /* a reaper holds a dead one's lock for a few ms */
+
+static int
+runtime_base(char *dir, size_t len)
+{
+	const char *base = getuid() == 0 ? "/var/run" : getenv("XDG_RUNTIME_DIR");
+	int n = snprintf(dir, len, "%s/dpdk", base != NULL ? base : "/tmp");
+
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/*
+ * Lock "@p dir/@p name.lock": the locked fd, -1 when another process holds it (after
+ * @p wait_ms of retries), -2 on an error.
+ */
+static int
+runtime_lock(const char *dir, const char *name, int wait_ms)
+{
+	char path[PATH_MAX + 512];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "%s/%s" ENV_RT_LOCK_SUFFIX, dir, name);
+	for (int ms = 0;;) {
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+		if (fd < 0)
+			return -2;
+		if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+			int err = errno;
+
+			close(fd);
+			if (err != EWOULDBLOCK && err != EINTR)
+				return -2;
+			if (ms >= wait_ms)
+				return -1;
+			usleep(1000);
+			ms++;
+			continue;
+		}
+		if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino)
+			return fd;
+		close(fd);   /* unlinked by a reaper meanwhile: a fresh one */
+	}
+}
+
+/* Unlink the lock file of @p name (its lock held by @p fd) and release it. */
+static void
+runtime_unlock(const char *dir, const char *name, int fd)
+{
+	char path[PATH_MAX + 512];
+
+	snprintf(path, sizeof(path), "%s/%s" ENV_RT_LOCK_SUFFIX, dir, name);
+	unlink(path);
+	close(fd);
+}
+
+/* The length of the decimal number at @p s (at most @p max characters). */
+static size_t
+digits(const char *s, size_t max)
+{
+	size_t i = 0;
+
+	while (i < max && s[i] >= '0' && s[i] <= '9')
+		i++;
+	return i;
+}
+
+/* Are the @p len characters at @p name "unio-<pid>" or "unio-<pid>-<k>"? */
+static bool
+runtime_name(const char *name, size_t len)
+{
+	size_t i = 5, n;
+
+	if (len <= i || strncmp(name, "unio-", 5) != 0)
+		return false;
+	n = digits(name + i, len - i);
+	if (n == 0)
+		return false;
+	i += n;
+	if (i < len && name[i] == '-') {
+		n = digits(name + i + 1, len - i - 1);
+		if (n == 0)
+			return false;
+		i += n + 1;
+	}
+	return i == len;
+}
+
+static bool
+runtime_lock_exists(const char *dir, const char *name)
+{
+	char path[PATH_MAX + 512];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s" ENV_RT_LOCK_SUFFIX, dir, name);
+	return lstat(path, &st) == 0 || errno != ENOENT;
+}
+
+/*
+ * A directory without a lock file is one of a Unio from before the lock (or another
+ * version beside this one): judged as that Unio did, alive while its pid is.
+ */
+static bool
+legacy_alive(const char *name)
+{
+	long pid = strtol(name + 5, NULL, 10);
+
+	return pid == getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH;
+}
+
+/* Remove the runtime directories of Unio processes that died uncleanly. */
 unsigned int
 unio_env_reap_dead(void)
 {
-	const char *base = getuid() == 0 ? "/var/run/dpdk" : getenv("XDG_RUNTIME_DIR");
-	char path[PATH_MAX + 512], dir[PATH_MAX];
+	char path[PATH_MAX + 512], dir[PATH_MAX], name[256];
+	unsigned int n = 0;
 	struct dirent *e;
 	DIR *d;
 
-	if (base == NULL)
-		base = "/tmp";
-	snprintf(dir, sizeof(dir), "%s%s", base, getuid() == 0 ? "" : "/dpdk");
-	unsigned int n = 0;
-
+	if (runtime_base(dir, sizeof(dir)) != 0)
+		return 0;
 	d = opendir(dir);
 	if (d == NULL)
 		return 0;
 	while ((e = readdir(d)) != NULL) {
-		char *end;
-		long pid;
+		size_t len = strlen(e->d_name), sl = strlen(ENV_RT_LOCK_SUFFIX);
+		struct stat st;
+		int fd;
 
-		if (strncmp(e->d_name, "unio-", 5) != 0)
+		/* a directory, or a lock file left without one */
+		if (len > sl && strcmp(e->d_name + len - sl, ENV_RT_LOCK_SUFFIX) == 0)
+			len -= sl;
+		if (len >= sizeof(name) || !runtime_name(e->d_name, len))
 			continue;
-		pid = strtol(e->d_name + 5, &end, 10);
-		if (*end != '\0' || pid <= 0 || pid == getpid())
+		memcpy(name, e->d_name, len);
+		name[len] = '\0';
+		if (!runtime_lock_exists(dir, name) && legacy_alive(name))
 			continue;
-		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		remove_dir(path);
-		n++;
+		fd = runtime_lock(dir, name, 0);
+		if (fd < 0)
+			continue;   /* alive (or not ours to judge) */
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+			remove_dir(path);
+			n++;
+		}
+		runtime_unlock(dir, name, fd);
 	}
 	closedir(d);
 	return n;
+}
+
+/*
+ * Name this process's runtime directory and lock it (see unio_env_reap_dead()):
+ * "unio-<pid>", or "unio-<pid>-<k>" when a live process in another pid namespace has the
+ * same pid and holds that name.  Returns the locked fd, or -1.
+ */
+static int
+runtime_dir_take(char *name, size_t len)
+{
+	char dir[PATH_MAX];
+
+	if (runtime_base(dir, sizeof(dir)) != 0)
+		return -1;
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {   /* as EAL makes it */
+		CORE_LOG(ERR, "cannot create %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	for (int k = 0; k < 16; k++) {
+		int fd;
+
+		if (k == 0)
+			snprintf(name, len, "unio-%ld", (long)getpid());
+		else
+			snprintf(name, len, "unio-%ld-%d", (long)getpid(), k);
+		fd = runtime_lock(dir, name, ENV_RT_LOCK_WAIT_MS);
+		if (fd >= 0) {
+			char path[PATH_MAX + 512];
+
+			/* what is there is a dead process's with the same pid */
+			snprintf(path, sizeof(path), "%s/%s", dir, name);
+			remove_dir(path);
+			return fd;
+		}
+		if (fd == -2) {
+			CORE_LOG(ERR, "cannot lock %s/%s" ENV_RT_LOCK_SUFFIX ": %s", dir, name,
+				 strerror(errno));
+			return -1;
+		}
+		CORE_LOG(INFO, "%s/%s is a live process's (another pid namespace)", dir, name);
+	}
+	CORE_LOG(ERR, "no free runtime directory name for pid %ld in %s", (long)getpid(), dir);
+	return -1;
+}
+
+/* Remove this process's runtime directory (when Unio named it), then release its lock. */
+static void
+runtime_dir_release(void)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 512];
+
+	if (env_rt_fd < 0 || runtime_base(dir, sizeof(dir)) != 0)
+		return;
+	snprintf(path, sizeof(path), "%s/%s", dir, env_rt_name);
+	remove_dir(path);
+	runtime_unlock(dir, env_rt_name, env_rt_fd);
+	env_rt_fd = -1;
 }
 
 /*
@@ -362,7 +558,8 @@ env_atexit(void)
 {
 	uint16_t pid;
 
-	if (!env_owner)
+	/* a forked child that exits leaves its parent's EAL (and directory) alone */
+	if (!env_owner || getpid() != env_pid)
 		return;
 	RTE_ETH_FOREACH_DEV(pid) {
 		rte_eth_dev_stop(pid);
@@ -371,7 +568,9 @@ env_atexit(void)
 	unio_env_intr_drain();
 	unio_env_intr_drain();
 	rte_eal_cleanup();
-	if (env_runtime_dir[0] != '\0')
+	if (env_rt_fd >= 0)
+		runtime_dir_release();
+	else if (env_runtime_dir[0] != '\0')
 		remove_dir(env_runtime_dir);
 }
 
@@ -399,7 +598,7 @@ eal_init_locked(int n_user, char **user)
 						"--proc-type", NULL };
 	static const char *const log_opts[] = { "--log-level", NULL };
 	static const char *const in_memory[] = { "--in-memory", NULL };
-	static char strbuf[512];
+	static char strbuf[512], prefix_arg[96];
 	const struct unio_config *cfg = unio_config_env();
 	char *argv[ENV_MAX_ARGS];
 	size_t used = 0, alen = 0;
@@ -415,6 +614,14 @@ eal_init_locked(int n_user, char **user)
 	argv[argc++] = (char *)"unio";
 	for (int i = 0; i < n_user; i++)
 		argv[argc++] = user[i];
+	/* named and locked first: the reaper below, or another process's, leaves it alone */
+	if (!has_opt(n_user, user, prefix_opts)) {
+		env_rt_fd = runtime_dir_take(env_rt_name, sizeof(env_rt_name));
+		if (env_rt_fd < 0)
+			return UNIO_ERR_IO;
+		snprintf(prefix_arg, sizeof(prefix_arg), "--file-prefix=%s", env_rt_name);
+		argv[argc++] = prefix_arg;
+	}
 	if (!has_opt(n_user, user, lcore_opts)) {
 		cpu = cfg->cpu >= 0 ? (int)cfg->cpu : sched_getcpu();
 		argv[argc++] = arg_dup(strbuf, &used, sizeof(strbuf), "-l%ld", cpu < 0 ? 0 : cpu);
@@ -459,6 +666,7 @@ eal_init_locked(int n_user, char **user)
 				 ENV_MIN_HUGEPAGES);
 			if (lock_fd >= 0)
 				close(lock_fd);
+			runtime_dir_release();
 			return UNIO_ERR_NO_MEMORY;
 		}
 		if (huge) {
@@ -474,9 +682,6 @@ eal_init_locked(int n_user, char **user)
 		argv[argc++] = (char *)"--no-huge";
 		argv[argc++] = (char *)"-m256";
 	}
-	if (!has_opt(n_user, user, prefix_opts))
-		argv[argc++] = arg_dup(strbuf, &used, sizeof(strbuf), "--file-prefix=unio-%ld",
-				       (long)getpid());
 	/*
 	 * EAL's own logs: errors only, unless UNIO_LOG_LEVEL asks for more, and then at most
 	 * info: at debug EAL prints some 550 lines of driver loading before Unio's first one.
@@ -490,6 +695,7 @@ eal_init_locked(int n_user, char **user)
 		if (argv[i] == NULL) {
 			if (lock_fd >= 0)
 				close(lock_fd);
+			runtime_dir_release();
 			return UNIO_ERR_NO_MEMORY;
 		}
 		alen += (size_t)snprintf(env_args + alen, alen < sizeof(env_args) ?
@@ -522,10 +728,12 @@ eal_init_locked(int n_user, char **user)
 			CORE_LOG(ERR, "the hugepages reserved before rte_eal_init() were taken by "
 				 "another process before EAL took them (DPDK cannot initialise "
 				 "again in this process): retry, or set UNIO_HUGEPAGES=no");
+		runtime_dir_release();
 		/* EINVAL: arguments EAL refused (its usage is printed above) */
 		return err == EINVAL ? UNIO_ERR_INVALID_PARAM : UNIO_ERR_IO;
 	}
 	env_owner = 1;
+	env_pid = getpid();
 	snprintf(env_runtime_dir, sizeof(env_runtime_dir), "%s", rte_eal_get_runtime_dir());
 	atexit(env_atexit);
 	CORE_LOG(INFO, "EAL initialised: %s", env_args);

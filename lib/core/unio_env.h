@@ -17,14 +17,18 @@
  *   warning (UNIO_HUGEPAGES).  Unio processes count and initialise EAL one at a time (an
  *   flock on the sysfs count, 10 s at most), so two never take the same last pages;
  *   rte_eal_init() cannot be retried in a process once it failed for want of pages;
- * - `--file-prefix=unio-<pid>`, so any number of Unio processes run side by side;
+ * - `--file-prefix=unio-<pid>`, so any number of Unio processes run side by side
+ *   (`unio-<pid>-<k>` when a live process in another pid namespace has that name);
  * - `--log-level=lib.*:<level>`: errors only, unless UNIO_LOG_LEVEL asks for info or debug.
  *
  * An application that initialised EAL itself keeps it: Unio never calls rte_eal_init()
  * twice, and never cleans up an EAL it did not initialise.  When Unio initialised EAL, it
  * calls rte_eal_cleanup() at exit and removes its runtime directory, so nothing is left in
  * /var/run/dpdk after a clean exit; runtime directories of dead Unio processes are removed
- * at the next initialisation.
+ * at the next initialisation.  A process is alive while it holds the flock on
+ * `unio-<pid>.lock` beside its directory (taken before the directory is made, released
+ * after it is removed), not while its pid is: a process in another pid namespace sharing
+ * /var/run/dpdk keeps its directory, and a dead one's is removed though its pid was reused.
  */
 
 #include "unio_status.h"
@@ -53,8 +57,11 @@ unio_status_t unio_env_init_default(void);
 int unio_env_owns_eal(void);
 
 /**
- * Remove the EAL runtime directories (`/var/run/dpdk/unio-<pid>`) of Unio processes that
- * died without cleaning up (killed by a signal).  Also done at every initialisation.
+ * Remove the EAL runtime directories (`/var/run/dpdk/unio-<pid>`, or under
+ * `$XDG_RUNTIME_DIR/dpdk` for other users) of Unio processes that died without cleaning up
+ * (killed by a signal): those whose lock file nobody holds, with the lock file.  A
+ * directory without a lock file (a Unio from before the lock) is removed when no process
+ * has its pid, as before.  Also done at every initialisation.
  *
  * @return the number of directories removed.
  */
