@@ -897,8 +897,16 @@ connect_socket(struct unio_worker *w, const struct sockaddr *sa, socklen_t len,
 	if (fd < 0)
 		return -1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, sa, len) != 0 && errno != EINPROGRESS)
+	if (connect(fd, sa, len) != 0 && errno != EINPROGRESS) {
+		/* refused or no route at once: nothing there (yet), as when told later */
+		err = errno;
+		if (err == ECONNREFUSED || err == ENETUNREACH || err == EHOSTUNREACH ||
+		    err == ETIMEDOUT) {
+			*st = UNIO_ERR_UNREACHABLE;
+			API_LOG(INFO, "connect: %s", strerror(err));
+		}
 		goto fail;
+	}
 	*st = fd_wait(w, fd, POLLOUT, deadline_of(w));
 	if (*st != UNIO_OK)
 		goto fail;

@@ -1130,10 +1130,26 @@ ethdev_peer_run(int argc, char **argv)
 		TEST_ASSERT(role == 1 ? s.arp_requests == 0 : s.arp_requests >= 1,
 			    "arp requests %" PRIu64, s.arp_requests);
 		if (role == 0) {
+			struct eth_addr ghost = p.other;
+			uint64_t asked;
+
 			while (p.err2 == UNIO_OK && test_now_s() < deadline)
 				unio_tl_iface_progress(p.iface);
 			TEST_ASSERT_STATUS(p.err2, UNIO_ERR_UNREACHABLE);
 			t_ep_destroy(p.ep2);
+			/* a later ep to it asks again (it failed at once, asking nothing) */
+			ghost.ip = inet_addr("10.77.0.99");
+			epp.iface_addr = &ghost;
+			p.err2 = UNIO_OK;
+			unio_tl_ethdev_stats(p.iface, &s);
+			asked = s.arp_requests;
+			TEST_ASSERT_STATUS(t_ep_create(p.iface, &epp, &p.ep2), UNIO_OK);
+			while (p.err2 == UNIO_OK && test_now_s() < deadline)
+				unio_tl_iface_progress(p.iface);
+			TEST_ASSERT_STATUS(p.err2, UNIO_ERR_UNREACHABLE);
+			t_ep_destroy(p.ep2);
+			unio_tl_ethdev_stats(p.iface, &s);
+			TEST_ASSERT_EQ(s.arp_requests - asked, ETH_ARP_TRIES);
 		}
 	}
 	TEST_ASSERT_EQ(p.bad, 0);

@@ -685,6 +685,7 @@ unsigned int
 eth_arp_resolve(struct eth_iface *ei, rte_be32_t ip, uint64_t now)
 {
 	struct eth_arp *e = arp_add(ei, ip);
+	unsigned int tries;
 
 	if (e == NULL)
 		return ETH_ARP_TRIES + 1;           /* table full: give up */
@@ -695,7 +696,19 @@ eth_arp_resolve(struct eth_iface *ei, rte_be32_t ip, uint64_t now)
 			arp_request(ei, ip);
 		e->next = now + ei->tsc_hz / 10;    /* 100 ms between requests */
 	}
-	return e->tries;
+	tries = e->tries;
+	/*
+	 * Given up (the caller fails its ep): the next resolution of this address asks again.
+	 * The entry kept its count before, and every later ep to that address failed at once
+	 * without a request: a peer that was slow to answer once (starting, or not scheduled
+	 * for 500 ms on a loaded host) stayed unreachable for good.
+	 */
+	if (tries > ETH_ARP_TRIES) {
+		e->state = ETH_ARP_FREE;
+		e->tries = 0;
+		e->next = 0;
+	}
+	return tries;
 }
 
 static void
