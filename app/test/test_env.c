@@ -431,89 +431,96 @@ UNIO_TEST(env_reaps_dead_dirs, mp)
 }
 
 /*
- * argv: the pid to have in a new pid namespace, then env_default's arguments.  Its pid 1
- * sets the namespace's last pid so that the Unio process it forks gets that one.  Exit 40:
- * no pid namespace here (no CAP_SYS_ADMIN).
+ * argv: the pid to have in a new pid namespace (0: any), then "reap" (unio_env_reap_dead()
+ * first) or "-", then env_default's arguments.  Its pid 1 mounts the namespace's own /proc
+ * (in a mount namespace of its own, as a container has: LeakSanitizer reads
+ * /proc/<its pid>) and sets the namespace's last pid so that the Unio process it forks
+ * gets that one.  Exit 40: no namespaces here (no CAP_SYS_ADMIN).
  */
 UNIO_TEST_CHILD(env_in_pidns)
 {
 	pid_t init, unio;
+	long want;
 	int status;
 	FILE *f;
 
-	if (argc < 1)
+	if (argc < 2)
 		return 20;
-	if (unshare(CLONE_NEWPID) != 0)
+	want = atol(argv[0]);
+	if (unshare(CLONE_NEWPID | CLONE_NEWNS) != 0)
 		return errno == EPERM ? 40 : 21;
 	init = fork();
 	if (init == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		f = fopen("/proc/sys/kernel/ns_last_pid", "w");
-		if (f == NULL || fprintf(f, "%ld", atol(argv[0]) - 1) < 0 || fclose(f) != 0)
+		if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+		    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
+			_exit(28);
+		f = want > 0 ? fopen("/proc/sys/kernel/ns_last_pid", "w") : NULL;
+		if (want > 0 && (f == NULL || fprintf(f, "%ld", want - 1) < 0 || fclose(f) != 0))
 			_exit(22);
 		unio = fork();
 		if (unio == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			if (getpid() != atol(argv[0]))
+			if (want > 0 && getpid() != want)
 				_exit(23);
-			exit(child_env_default(argc - 1, argv + 1));   /* Unio cleans up at exit */
+			if (strcmp(argv[1], "reap") == 0)
+				unio_env_reap_dead();
+			exit(child_env_default(argc - 2, argv + 2));   /* Unio cleans up at exit */
 		}
 		if (unio < 0 || waitpid(unio, &status, 0) != unio)
 			_exit(24);
 		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 25);
 	}
+	/* _exit: this process's children (LeakSanitizer's at exit too) land in the dead ns */
 	if (init < 0 || waitpid(init, &status, 0) != init)
-		return 26;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 27;
+		_exit(26);
+	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 27);
 }
 
 /*
- * A live Unio process in another pid namespace (a container sharing /var/run/dpdk) keeps
- * its directory: its pid there is one that no process has here, and neither the reaper
- * nor another process's initialisation removes it.  It removes it itself at exit.
+ * A live Unio process in one pid namespace keeps its directory when a Unio process in
+ * another (containers sharing /var/run/dpdk) reaps and initialises: there, no process has
+ * its pid.  It removes the directory itself at exit.  Here its pid is a live process's (a
+ * sleeping child of the test), so that Unio processes of before the lock on this host
+ * (other builds' tests, their reaper judging by the pid) leave it alone.
  */
 UNIO_TEST(env_keeps_live_dirs_other_pidns, mp)
 {
-	static const char *const plain[] = { "-1", NULL };
 	char up[64], go[64], ns_pid[16], dir[256];
-	const char *args[] = { ns_pid, "-1", up, go, NULL };
-	long pid_max = 32768, p;
+	const char *args[] = { ns_pid, "-", "-1", up, go, NULL };
+	static const char *const reaper[] = { "0", "reap", "-1", NULL };
 	struct stat st;
-	FILE *f;
-	pid_t c;
+	pid_t c, hold;
 	int r;
 
 	if (getuid() != 0)
 		TEST_SKIP_BECAUSE("a pid namespace needs root");
-	f = fopen("/proc/sys/kernel/pid_max", "r");
-	if (f != NULL) {
-		if (fscanf(f, "%ld", &pid_max) != 1)
-			pid_max = 32768;
-		fclose(f);
+	hold = fork();
+	if (hold == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		pause();
+		_exit(0);
 	}
-	/* a pid no process has here (host pids count up from the last one given) */
-	p = pid_max - 2 - (long)getpid() % (pid_max / 4);
-	while (p > 300 && !(kill((pid_t)p, 0) != 0 && errno == ESRCH))
-		p--;
-	snprintf(ns_pid, sizeof(ns_pid), "%ld", p);
-	snprintf(dir, sizeof(dir), "%s/unio-%ld", run_base(), p);
+	TEST_ASSERT(hold > 0, "fork");
+	snprintf(ns_pid, sizeof(ns_pid), "%d", (int)hold);
+	snprintf(dir, sizeof(dir), "%s/unio-%d", run_base(), (int)hold);
 	snprintf(up, sizeof(up), "/tmp/unio-test-pidns-%d.up", (int)getpid());
 	snprintf(go, sizeof(go), "/tmp/unio-test-pidns-%d.go", (int)getpid());
 	c = test_spawn("env_in_pidns", args);
 	if (wait_file(up, c) != 0) {
 		r = test_wait(c, 1000);
+		kill(hold, SIGKILL);
+		waitpid(hold, NULL, 0);
 		if (r == 40)
 			TEST_SKIP_BECAUSE("no pid namespace here (CAP_SYS_ADMIN)");
 		TEST_ASSERT(0, "the Unio child in a pid namespace did not initialise (%d)", r);
 	}
 	unlink(up);
-	r = stat(dir, &st) == 0 && lock_file_exists(dir);
-	if (r) {
-		unio_env_reap_dead();
-		r = stat(dir, &st) == 0 && test_wait(test_spawn("env_default", plain),
-						      60000) == 0 && stat(dir, &st) == 0;
-	}
+	r = stat(dir, &st) == 0 && lock_file_exists(dir) &&
+	    test_wait(test_spawn("env_in_pidns", reaper), 60000) == 0 && stat(dir, &st) == 0;
 	test_system("touch %s", go);
+	kill(hold, SIGKILL);
+	waitpid(hold, NULL, 0);
 	TEST_ASSERT_EQ(test_wait(c, 60000), 0);
 	unlink(go);
 	TEST_ASSERT(r, "%s of a live process in another pid namespace was removed", dir);
