@@ -204,7 +204,11 @@ slot_get(struct rma_worker *r)
 	return -1;
 }
 
-/* Publish @p m in its slot: odd generation while the fields change, then the next even. */
+/*
+ * Publish @p m in its slot: odd generation while the fields change, then the next even.  A
+ * release store orders what precedes it only: the fence keeps the field stores after the odd
+ * generation where stores may pass each other (Arm; on x86 it is a compiler barrier).
+ */
 static void
 entry_publish(struct rma_worker *r, struct unio_mem *m)
 {
@@ -212,6 +216,7 @@ entry_publish(struct rma_worker *r, struct unio_mem *m)
 	uint64_t g = __atomic_load_n(&e->gen, __ATOMIC_RELAXED) | 1;
 
 	__atomic_store_n(&e->gen, g, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
 	e->cookie = m->cookie;
 	e->base = (uintptr_t)m->addr;
 	e->len = m->len;
@@ -225,6 +230,7 @@ entry_revoke(struct rma_worker *r, struct unio_mem *m)
 	struct rma_entry *e = &r->table[m->slot];
 
 	__atomic_store_n(&e->gen, m->gen + 1, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_RELEASE);   /* as in entry_publish() */
 	e->cookie = 0;
 	e->base = 0;
 	e->len = 0;
