@@ -210,42 +210,32 @@ build_sack(const struct eth_ep *ep)
 }
 
 /*
- * Take @p ep off the iface's ack list: the frame being stamped carries its ack.  The list is
- * short (the eps owing an ack); in a ping-pong the reply's ep is the last one added.
+ * Fill the ack fields of an outgoing frame and compute its checksums.  A @p fresh frame was
+ * laid out from the ep's template (wire_init()), which holds the connection ids as they are
+ * now; a copy of an older one (retransmit()) gets them anew: it may have been sent before we
+ * knew the peer's id, or before this ep joined the peer's dial.
  */
 static __rte_always_inline void
-ack_list_drop(struct eth_iface *ei, struct eth_ep *ep)
-{
-	unsigned int last = --ei->n_ack;
-
-	ep->in_ack_list = false;
-	if (unlikely(ei->ack_list[last] != ep)) {
-		unsigned int i = 0;
-
-		while (ei->ack_list[i] != ep)
-			i++;
-		ei->ack_list[i] = ei->ack_list[last];
-	}
-}
-
-/* Fill the ack fields of an outgoing frame and compute its checksums. */
-static __rte_always_inline void
-stamp(struct eth_ep *ep, struct rte_mbuf *m, uint64_t now)
+stamp(struct eth_ep *ep, struct rte_mbuf *m, uint64_t now, bool fresh)
 {
 	struct eth_wire *w = frame_wire(m);
 
-	w->dst_conn = ep->peer.conn;   /* a frame sent before we knew it, or joined its dial */
-	w->dial = ep->dial;
+	if (!fresh) {
+		w->dst_conn = ep->peer.conn;
+		w->dial = ep->dial;
+	}
 	w->ack = ep->rcv_nxt;
 	w->sack = build_sack(ep);
 	w->credit = (uint16_t)(ETH_WIN - ep->n_ooo);
 	w->tsc = now;
 	w->tsc_echo = ep->echo_tsc;
 	w->echo_delay = ep->echo_tsc == 0 ? 0 : tsc_to_us(ep->ei, tsc_since(now, ep->echo_rx));
-	ep->ack_pending = false;
-	ep->n_unacked = 0;
-	if (ep->in_ack_list)
-		ack_list_drop(ep->ei, ep);
+	if (ep->ack_pending) {          /* this frame carries the ack it owed */
+		ep->ack_pending = false;
+		ep->n_unacked = 0;
+		if (--ep->ei->n_ack_owed == 0)
+			ep->ei->ack_next = UINT64_MAX;
+	}
 	frame_finish(ep->ei, ep->ip_sum, m, (uint16_t)(sizeof(*w) + w->len));
 }
 
@@ -272,8 +262,9 @@ static_assert(sizeof(rx_mask) == 64 && sizeof(rx_mask) <= ETH_HDRS, "rx_fast() w
 /*
  * ep->rx_tmpl: rx_mask's bytes of a frame from the peer (its IPv4 address, UDP port and
  * connection id) to this iface; built with the send template and again whenever the peer's
- * connection id changes.  While that id is unknown (0: a dial not answered yet) a word has
- * a bit set outside its mask, which no frame matches: the full parser takes every frame.
+ * connection id or the dial id changes, which it also writes into the send template.  While
+ * the peer's id is unknown (0: a dial not answered yet) a word has a bit set outside its
+ * mask, which no frame matches: the full parser takes every frame.
  */
 static void
 rx_tmpl_build(struct eth_ep *ep)
@@ -304,6 +295,10 @@ rx_tmpl_build(struct eth_ep *ep)
 	memcpy(b + ETH_L2L3L4 + offsetof(struct eth_wire, src_conn), &ep->peer.conn,
 	       sizeof(ep->peer.conn));
 	memcpy(ep->rx_tmpl, b, sizeof(b));
+	memcpy(ep->hdr_tmpl + ETH_L2L3L4 + offsetof(struct eth_wire, dst_conn), &ep->peer.conn,
+	       sizeof(ep->peer.conn));
+	memcpy(ep->hdr_tmpl + ETH_L2L3L4 + offsetof(struct eth_wire, dial), &ep->dial,
+	       sizeof(ep->dial));
 	ep->rx_ip_addrs = (uint64_t)ip->src_addr + ip->dst_addr;
 	for (unsigned int i = 0; i < ETH_RX_WORDS; i++)
 		ep->rx_tmpl[i] &= rx_mask[i];
@@ -313,8 +308,8 @@ rx_tmpl_build(struct eth_ep *ep)
 
 /*
  * The ep's header template (ep->hdr_tmpl, ep->ip_sum): built when the ep is and again when
- * the peer's MAC becomes known.  The connection ids and the dial id that can change later
- * are written by every stamp().
+ * the peer's MAC becomes known.  The peer's connection id and the dial id, which can change
+ * later, are kept current in it by rx_tmpl_build().
  */
 static void
 tmpl_build(struct eth_ep *ep)
@@ -391,17 +386,18 @@ send_ack(struct eth_ep *ep, uint64_t now)
 	m = frame_new(ep, ETH_FT_ACK, 0);
 	if (m == NULL)
 		return;
-	stamp(ep, m, now);
+	stamp(ep, m, now, true);
 	eth_txq_push(ep->ei, m);
 	ep->ei->st.tx_acks++;
 }
 
 /*
- * Note that @p ep owes its peer an ack; ack_list holds every ep with one owed (stamp() takes
- * an ep off when a frame carries its ack), and ack_next is no later than the earliest moment
+ * Note that @p ep owes its peer an ack (n_ack_owed counts the eps that do; a frame that
+ * carries the ack, stamp(), settles it), and keep ack_next no later than the earliest moment
  * one of them may be due (eth_ack_due()): 0 when one is due now.  A frame's arrival only
  * moves its ep's moment later (ack_last) or to now (the frame count, frames out of order
- * here or in data_input()), so the bound stays true until send_acks() computes it again.
+ * here or in data_input()), so the bound stays true until send_acks() computes it again;
+ * once no ep owes an ack it is UINT64_MAX.
  */
 static __rte_always_inline void
 want_ack(struct eth_ep *ep, uint64_t now)
@@ -414,42 +410,40 @@ want_ack(struct eth_ep *ep, uint64_t now)
 	if (!ep->ack_pending) {
 		ep->ack_pending = true;
 		ep->ack_since = now;
-	}
-	/* also after a send_ack() that found no room: the ack is still owed */
-	if (!ep->in_ack_list) {
-		ep->in_ack_list = true;
-		if (ei->n_ack == 0 || now + ei->ack_delay < ei->ack_next)
+		ei->n_ack_owed++;
+		if (now + ei->ack_delay < ei->ack_next)
 			ei->ack_next = now + ei->ack_delay;
-		ei->ack_list[ei->n_ack++] = ep;
 	}
 }
 
 /*
- * Stand-alone acks of the eps that owe one and whose ack is due (eth_ack_due()); the
- * earliest moment one of the others will be (ack_next).
+ * Stand-alone acks of the eps that owe one and whose ack is due (eth_ack_due()), and the
+ * earliest moment one of the others will be (ack_next); a walk of the peers, which runs only
+ * once that moment came.  An ack that found no room in the tx queue is tried again by the
+ * next call.
  */
-static void
+static __rte_noinline void
 send_acks(struct eth_iface *ei, uint64_t now)
 {
 	uint64_t next = UINT64_MAX;
-	unsigned int i, j = 0;
 
-	for (i = 0; i < ei->n_ack; i++) {
-		struct eth_ep *ep = ei->ack_list[i];
+	for (unsigned int i = 0; i < ei->n_peers; i++) {
+		struct eth_ep *ep = ei->peers[i];
 
-		if (ep->ack_pending && !ep->failed && !eth_ack_due(ep, now)) {
+		if (!ep->ack_pending || ep->failed)
+			continue;
+		if (eth_ack_due(ep, now)) {
+			send_ack(ep, now);
+			if (!ep->ack_pending)
+				continue;
+			next = 0;
+		} else {
 			uint64_t due = RTE_MIN(ep->ack_last + ei->ack_delay,
 					       ep->ack_since + ei->ack_max);
 
 			next = RTE_MIN(next, due);
-			ei->ack_list[j++] = ep;
-			continue;
 		}
-		ep->in_ack_list = false;   /* before send_ack(): stamp() leaves the list alone */
-		if (ep->ack_pending && !ep->failed)
-			send_ack(ep, now);
 	}
-	ei->n_ack = j;
 	ei->ack_next = next;
 }
 
@@ -546,7 +540,7 @@ retransmit(struct eth_ep *ep, uint32_t seq, uint64_t now)
 		ei->st.tx_no_mbuf++;
 		return;
 	}
-	stamp(ep, c, now);
+	stamp(ep, c, now, false);
 	eth_txq_push(ei, c);
 	s->tx_tsc = now;
 	s->nretx++;
@@ -620,7 +614,7 @@ frame_keep(struct eth_ep *ep, struct rte_mbuf *m, uint16_t len, uint64_t now)
 {
 	struct eth_slot *s = &ep->snd[ep->snd_nxt % ETH_WIN];
 
-	stamp(ep, m, now);
+	stamp(ep, m, now, true);
 	if (likely(m->next == NULL))
 		rte_mbuf_refcnt_set(m, 2);
 	else
@@ -1117,7 +1111,8 @@ ack_input(struct eth_ep *ep, const struct eth_wire *w, uint64_t now)
 	if (acked != 0) {
 		ep->probed = false;
 		ep->n_timeouts = 0;
-		comps_complete(ep, false, UNIO_OK);
+		if (ep->n_comps != 0)
+			comps_complete(ep, false, UNIO_OK);
 	}
 	if (w->sack != 0 && ep->snd_una == w->ack && ep->snd_una != ep->snd_nxt)
 		fast_retransmit(ep, w->sack, now);
@@ -1356,10 +1351,10 @@ ep_free(struct eth_ep *ep)
 		if (ei->peers[i] != ep)
 			ei->peers[j++] = ei->peers[i];
 	ei->n_peers = j;
-	for (i = 0, j = 0; i < ei->n_ack; i++)
-		if (ei->ack_list[i] != ep)
-			ei->ack_list[j++] = ei->ack_list[i];
-	ei->n_ack = j;
+	if (ep->ack_pending) {           /* none was sent (failed, resolving, no room) */
+		ep->ack_pending = false;
+		ei->n_ack_owed--;
+	}
 	if (ei->last_peer == ep)
 		ei->last_peer = NULL;
 	if (!ep->failed) {
@@ -1564,6 +1559,7 @@ rx_slow(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now)
 			return;
 		}
 		ep->dial = w->dst_conn == 0 ? w->dial : 0;
+		rx_tmpl_build(ep);
 	}
 	if (ep != NULL && ep->resolving && ep->peer.conn == w->src_conn)
 		resolved(ep, &rte_pktmbuf_mtod(m, struct rte_ether_hdr *)->src_addr);
@@ -1750,7 +1746,7 @@ eth_progress(struct unio_tl_iface *iface)
 	for (unsigned int i = 0; unlikely(ei->n_rma != 0) && i < ei->n_peers; i++)
 		if (ei->peers[i]->rma != NULL && !ei->peers[i]->failed)
 			eth_rma_drain(ei->peers[i]);
-	if (ei->n_ack != 0 && now >= ei->ack_next)
+	if (now >= ei->ack_next)
 		send_acks(ei, now);
 	if (now - ei->last_timer >= ei->timer_period) {
 		timers(ei, now);
@@ -1758,9 +1754,11 @@ eth_progress(struct unio_tl_iface *iface)
 	}
 	ei->in_progress = false;
 	/*
-	 * The frames this call let go wait for the next call that reads nothing (poll_empty())
-	 * unless half of ETH_FREE_MAX do: a reply its caller sends now (a ping-pong's echo)
-	 * goes out without waiting for them, and the frees run while it waits for the answer.
+	 * The frames this call let go that were still referenced or not plain (frame_free():
+	 * the others went to the stash at once) wait for the next call that reads nothing
+	 * (poll_empty()) unless half of ETH_FREE_MAX do: a reply its caller sends now (a
+	 * ping-pong's echo) goes out without waiting for them, and the frees run while it waits
+	 * for the answer.
 	 */
 	if (ei->n_free != 0 && (n == 0 || ei->n_free >= ETH_FREE_MAX / 2))
 		frames_free(ei);
@@ -1829,6 +1827,7 @@ eth_ep_create(struct unio_tl_iface *iface, const struct unio_tl_ep_params *param
 			return UNIO_ERR_NO_RESOURCE;
 		while (a.conn == 0 && ep->dial == 0)
 			ep->dial = (uint32_t)rte_rand();   /* tells this dial from earlier ones */
+		rx_tmpl_build(ep);
 		if (rte_is_zero_ether_addr(&a.mac)) {
 			struct rte_ether_addr mac;
 

@@ -253,7 +253,6 @@ struct eth_ep {
 	bool resolving;        /**< the peer's MAC is being resolved with ARP */
 	bool detached;         /**< replaced by a new connection of its peer: found no more */
 	uint32_t dial;         /**< the connection's dial id (ours or the dialler's), or 0 */
-	bool in_ack_list;      /**< in the iface's ack_list */
 	unio_status_t fail_status;
 	uint16_t ip_sum;       /**< eth_ip_cksum() of hdr_tmpl's IPv4 header (length, id 0) */
 	/** every header of a data frame to the peer: Ethernet, IPv4 (length, id and checksum
@@ -372,9 +371,8 @@ struct eth_iface {
 	unsigned int n_rma;      /**< peers with put / get state (ep->rma) */
 	struct eth_ep *peers[ETH_MAX_PEERS];
 	struct eth_ep *last_peer;
-	unsigned int n_ack;
-	uint64_t ack_next;       /**< no ack of ack_list is due before this TSC (want_ack()) */
-	struct eth_ep *ack_list[ETH_MAX_PEERS];
+	unsigned int n_ack_owed; /**< eps that owe their peer an ack (ack_pending) */
+	uint64_t ack_next;       /**< no owed ack is due before this TSC (want_ack()) */
 	uint8_t scratch[ETH_MAX_MSG];
 };
 
