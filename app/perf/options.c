@@ -43,6 +43,7 @@ perf_usage(FILE *f)
 		"  -f             print the final line per size only\n"
 		"  --csv          CSV on stdout instead of the table\n"
 		"  --json FILE    one JSON record per size\n"
+		"  --ep-info      print the endpoint's lane and rendezvous counts at the end\n"
 		"  --loopback     both sides in this process, the server on the second lcore\n"
 		"  --listen IP    server: listen on this IPv4 only (an ethdev iface's own address\n"
 		"                 with -p its UDP port: no kernel socket at all)\n"
@@ -154,7 +155,8 @@ bad(const char *opt, const char *val)
 	return -1;
 }
 
-enum { OPT_CSV = 256, OPT_JSON, OPT_LOOPBACK, OPT_CMDFILE, OPT_TIMEOUT, OPT_LISTEN };
+enum { OPT_CSV = 256, OPT_JSON, OPT_LOOPBACK, OPT_CMDFILE, OPT_TIMEOUT, OPT_LISTEN,
+	OPT_EP_INFO };
 
 static int
 parse_one(int opt, const char *arg, struct perf_opts *o)
@@ -212,6 +214,7 @@ parse_one(int opt, const char *arg, struct perf_opts *o)
 	case 'f': o->final_only = 1; return 0;
 	case 'i': o->interactive = 1; return 0;
 	case OPT_CSV: o->csv = 1; return 0;
+	case OPT_EP_INFO: o->ep_info = 1; return 0;
 	case OPT_JSON: o->json_path = arg; return 0;
 	case OPT_LOOPBACK: o->loopback = 1; return 0;
 	case OPT_LISTEN: {
@@ -237,6 +240,7 @@ perf_parse_opts(int argc, char **argv, struct perf_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "csv", no_argument, NULL, OPT_CSV },
+		{ "ep-info", no_argument, NULL, OPT_EP_INFO },
 		{ "json", required_argument, NULL, OPT_JSON },
 		{ "loopback", no_argument, NULL, OPT_LOOPBACK },
 		{ "listen", required_argument, NULL, OPT_LISTEN },

@@ -60,6 +60,7 @@ struct perf_opts {
 	unsigned int iov;
 	int validate;
 	int final_only;
+	int ep_info;          /**< --ep-info: unio_ep_print_info() before the close */
 	int csv;
 	int loopback;
 	int interactive;

@@ -621,6 +621,7 @@ struct slot {
 	unio_status_t st;
 	struct unio_recv_info info;
 	struct stream_srv *ss;   /**< server streaming: the loop this slot belongs to */
+	uint64_t iter;           /**< server streaming: the message its receive matches */
 	struct unio_request_param p;   /**< server streaming: its receives' parameters */
 };
 
@@ -740,8 +741,9 @@ stream_got(struct stream_srv *ss, struct slot *k, unio_status_t st,
 	j = ss->got++;
 	if (!ss->bad && !recv_len_ok(ss->s, info, r->size, j))
 		ss->bad = 1;
-	if (r->validate && r->bad_iter == UINT64_MAX && !pattern_ok(k->buf, r->size, j))
-		r->bad_iter = j;
+	/* receives match in the order they were posted, but may complete out of it */
+	if (r->validate && r->bad_iter == UINT64_MAX && !pattern_ok(k->buf, r->size, k->iter))
+		r->bad_iter = k->iter;
 	timer_tick(ss->s, r, &ss->t, j);
 }
 
@@ -826,11 +828,18 @@ server_stream(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end)
 	while (!ctrl_done || ss.got < end->count) {
 		if (ss.err != UNIO_OK || ss.bad)
 			break;
-		if (ss.outstanding < r->window && posted < total) {
+		/*
+		 * The next slot in turn, once its receive completed: with the auto rendezvous
+		 * scheme on one host, a get can complete before a pipelined receive posted
+		 * earlier (protocols.md, "Get or pipeline by measure").
+		 */
+		if (ss.outstanding < r->window && posted < total && sl[pk].req == NULL) {
 			struct slot *k = &sl[pk];
-			unio_status_t st = unio_tag_recv(s->worker, k->buf, r->size, PERF_TAG_DATA,
-							 TAG_FULL, &k->p, &k->req);
+			unio_status_t st;
 
+			k->iter = posted;
+			st = unio_tag_recv(s->worker, k->buf, r->size, PERF_TAG_DATA, TAG_FULL,
+					   &k->p, &k->req);
 			posted++;
 			pk = pk + 1 == r->window ? 0 : pk + 1;
 			if (st == UNIO_INPROGRESS)
@@ -1273,6 +1282,8 @@ perf_side_close(struct perf_side *s)
 	unio_status_t st;
 
 	if (s->ep != NULL) {
+		if (s->o->ep_info)
+			unio_ep_print_info(s->ep, stderr);
 		st = unio_ep_close(s->ep, s->ep_failed ? UNIO_EP_CLOSE_FORCE : UNIO_EP_CLOSE_FLUSH,
 				   &req);
 		if (st == UNIO_INPROGRESS)

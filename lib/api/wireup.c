@@ -1465,7 +1465,9 @@ unio_ep_print_info(const unio_ep_t *ep, FILE *stream)
 		l->iface->driver->name, l->iface->dev_name);
 	fprintf(stream, "#   short <= %zu, eager <= %zu, fragment %zu, rndv >= %zu (%s)\n",
 		l->short_ok ? l->max_short : 0, l->max_eager, l->frag, l->rndv_thresh,
+		l->rndv_adapt ? "get or pipeline by measure" :
 		l->rndv_scheme == UNIO_RNDV_SCHEME_GET ? "get" : "pipeline");
+	proto_rndv_print(ep, stream);
 	if (l->zcopy_thresh <= l->max_zcopy)
 		fprintf(stream, "#   eager zcopy %zu .. %zu (%" PRIu64 " sent)\n", l->zcopy_thresh,
 			l->max_zcopy, l->n_zcopy);

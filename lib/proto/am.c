@@ -360,9 +360,10 @@ am_send_locked(struct unio_ep *ep, unsigned int id, const void *hdr, size_t hdr_
 	req->rbuf = (uint8_t *)(uintptr_t)hdr;
 	req->rlen = hdr_len;
 	req->proto = proto;
+	if (proto == AM_PROTO_RTS)
+		req->adapt = PROTO_ADAPT_RNDV;
 	if (proto == AM_PROTO_RTS && lane_can_rndv(lane) &&
-	    (lane->rndv_scheme == UNIO_RNDV_SCHEME_GET || lane->frag == 0 ||
-	     lane_can_split(lane, len))) {
+	    (proto_rndv_offer_get(req) || lane->frag == 0 || lane_can_split(lane, len))) {
 		st = unio_tl_mem_reg(lane->iface, (void *)(uintptr_t)buf, len, &req->memh);
 		if (st != UNIO_OK) {
 			proto_req_put(req);

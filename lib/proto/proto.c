@@ -192,14 +192,19 @@ lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *
 	}
 	lane->rndv_scheme = cfg->rndv_scheme;
 	/*
-	 * auto: on one host the pipelined scheme (both cores copy through the FIFO at once)
-	 * beats a single-core CMA pull (measured: doc/guides/protocols.md); elsewhere, and on
-	 * lanes whose put and get the target's driver carries out over the same connection
-	 * (RMA_TARGET: tcp), the receiver pulls when the lane can.  On such a lane a pipeline
-	 * or split moves the same bytes through the same socket with more frames and round
-	 * trips (measured: "Performance log" in doc/guides/drivers/tcp.md).  split: the split
-	 * wherever the lane can get and put (the auto choice on one host with one-sided copies).
+	 * auto: on a lane whose put and get the target's driver carries out over the same
+	 * connection (RMA_TARGET: tcp), and off the host, the receiver pulls when the lane can.
+	 * On such a lane a pipeline or split moves the same bytes through the same socket with
+	 * more frames and round trips (measured: "Performance log" in doc/guides/drivers/tcp.md).
+	 * On one host neither a single-core CMA pull nor the pipeline (both cores copy through
+	 * the FIFO at once) is the faster everywhere, nor on one host at every moment (measured:
+	 * doc/guides/protocols.md): below the split, the sender chooses per rendezvous by what
+	 * it measures (proto_rndv_offer_get()); the pipeline is what it names.  split: the
+	 * split wherever the lane can get and put (the auto choice on one host from split_min).
 	 */
+	lane->rndv_adapt = cfg->rndv_scheme == UNIO_RNDV_SCHEME_AUTO &&
+			   a->reach == UNIO_TL_REACH_HOST && !(cap & UNIO_TL_CAP_RMA_TARGET) &&
+			   (cap & UNIO_TL_CAP_GET_ZCOPY);
 	if (lane->rndv_scheme == UNIO_RNDV_SCHEME_AUTO ||
 	    lane->rndv_scheme == UNIO_RNDV_SCHEME_SPLIT)
 		lane->rndv_scheme = (a->reach != UNIO_TL_REACH_HOST ||
@@ -228,6 +233,168 @@ lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *
 	lane_zcopy_thresh(cfg, a, cap, lane);
 }
 
+/* ---- the auto rendezvous scheme on one host: get or pipeline, by measure ---- */
+
+/*
+ * Probe the scheme not chosen every ADAPT_EVERY rendezvous of a class (ADAPT_EVERY_FAR while
+ * it costs more than 3/2 of the chosen one), and every ADAPT_EVERY / 2 once it went
+ * ADAPT_STALE_MS without a sample, in a burst of ADAPT_BURST or twice the rendezvous in
+ * flight (a window), at most ADAPT_BURST_MAX: its second half starts behind its first.
+ */
+#define ADAPT_EVERY      256
+#define ADAPT_EVERY_FAR  768
+#define ADAPT_BURST      8
+#define ADAPT_BURST_MAX  64
+#define ADAPT_STALE_MS   5
+/* ... and ADAPT_CONFIRM after the cheaper one changed */
+#define ADAPT_CONFIRM    32
+
+static void
+adapt_init(struct proto_adapt *a, const struct proto_lane *lane)
+{
+	memset(a->cls, 0, sizeof(a->cls));
+	for (unsigned int i = 0; i < PROTO_ADAPT_CLASSES; i++)
+		a->cls[i].best = UINT8_MAX;   /* the first choice by cost is a turn */
+	a->flight_bytes = 0;
+	a->flight[0] = a->flight[1] = 0;
+	a->stale_tsc = rte_get_tsc_hz() / 1000 * ADAPT_STALE_MS;
+	a->shift = lane->rndv_thresh == UNIO_SIZE_INF || lane->rndv_thresh == 0 ? 0 :
+		   (uint8_t)(63 - __builtin_clzll(lane->rndv_thresh));
+	if (a->skew[0] == 0)
+		a->skew[0] = a->skew[1] = 1;
+}
+
+void
+unio_proto_rndv_skew(struct unio_ep *ep, uint32_t get_x, uint32_t pipe_x)
+{
+	ep->adapt.skew[PROTO_ADAPT_GET] = RTE_MAX(get_x, 1u);
+	ep->adapt.skew[PROTO_ADAPT_PIPE] = RTE_MAX(pipe_x, 1u);
+}
+
+static unsigned int
+adapt_class(const struct proto_adapt *a, size_t len)
+{
+	unsigned int c;
+
+	if ((len >> a->shift) == 0)   /* an AM forced to rendezvous below the threshold */
+		return 0;
+	c = (unsigned int)(63 - __builtin_clzll(len)) - a->shift;
+	return RTE_MIN(c, (unsigned int)PROTO_ADAPT_CLASSES - 1);
+}
+
+/* get costs more per byte than pipeline in @p c (both measured) */
+static bool
+adapt_get_dearer(const struct proto_adapt_class *c)
+{
+	return (unsigned __int128)c->ticks[PROTO_ADAPT_GET] * c->bytes[PROTO_ADAPT_PIPE] >
+	       (unsigned __int128)c->ticks[PROTO_ADAPT_PIPE] * c->bytes[PROTO_ADAPT_GET];
+}
+
+/* The scheme for the next rendezvous of class @p c, at TSC @p now. */
+static unsigned int
+adapt_choose(struct proto_adapt *a, struct proto_adapt_class *c, uint64_t now)
+{
+	unsigned int best, other, burst;
+	bool far;
+
+	if (c->probe_left != 0) {
+		c->probe_left--;
+		a->n_probe++;
+		return c->probe;
+	}
+	/*
+	 * Get until it has a sample; then the pipeline is probed like any other, the first
+	 * time ADAPT_CONFIRM later (as after a turn below).
+	 */
+	if (c->bytes[PROTO_ADAPT_GET] == 0 && c->bytes[PROTO_ADAPT_PIPE] == 0)
+		return PROTO_ADAPT_GET;
+	best = c->bytes[PROTO_ADAPT_PIPE] == 0 ? PROTO_ADAPT_GET :
+	       c->bytes[PROTO_ADAPT_GET] == 0 || adapt_get_dearer(c) ? PROTO_ADAPT_PIPE :
+	       PROTO_ADAPT_GET;
+	other = best ^ 1;
+	/* a turn: confirm it soon with the one left (a preemption may have made it) */
+	if (best != c->best) {
+		c->best = (uint8_t)best;
+		c->since_probe = RTE_MAX(c->since_probe,
+					 (uint32_t)(ADAPT_EVERY_FAR - ADAPT_CONFIRM));
+	}
+	/* the other costs more than 3/2 of the best */
+	far = (unsigned __int128)c->ticks[other] * c->bytes[best] * 2 >
+	      (unsigned __int128)c->ticks[best] * c->bytes[other] * 3;
+	c->since_probe++;
+	if (c->since_probe < (far ? ADAPT_EVERY_FAR : ADAPT_EVERY) &&
+	    (c->since_probe < ADAPT_EVERY / 2 || now - c->seen[other] <= a->stale_tsc))
+		return best;
+	burst = 2 * (a->flight[0] + a->flight[1] + 1);
+	burst = RTE_MAX(burst, (unsigned int)ADAPT_BURST);
+	c->since_probe = 0;
+	c->probe = (uint8_t)other;
+	c->probe_left = (uint8_t)(RTE_MIN(burst, (unsigned int)ADAPT_BURST_MAX) - 1);
+	a->n_probe++;
+	return other;
+}
+
+bool
+proto_rndv_offer_get(struct unio_request *req)
+{
+	struct unio_ep *ep = req->ep;
+	struct proto_lane *lane = &ep->lane;
+	struct proto_adapt *a = &ep->adapt;
+	unsigned int c, s;
+
+	req->adapt = PROTO_ADAPT_RNDV;
+	if (req->slen >= lane->split_min)
+		return true;
+	/* a forced scheme (or the auto one off the host) is timed too: ep info shows it */
+	c = adapt_class(a, req->slen);
+	req->t_start = rte_rdtsc();
+	if (lane->rndv_adapt)
+		s = adapt_choose(a, &a->cls[c], req->t_start);
+	else
+		s = lane->rndv_scheme == UNIO_RNDV_SCHEME_GET ? PROTO_ADAPT_GET : PROTO_ADAPT_PIPE;
+	req->adapt |= (uint8_t)(PROTO_ADAPT_TIMED | c |
+				(s == PROTO_ADAPT_PIPE ? PROTO_ADAPT_BY_PIPE : 0) |
+				(a->flight[s ^ 1] == 0 ? PROTO_ADAPT_PURE : 0));
+	a->flight[s]++;
+	a->flight_bytes += req->slen;
+	req->t_flight = a->flight_bytes;
+	return s == PROTO_ADAPT_GET;
+}
+
+void
+proto_rndv_sent(struct unio_request *req, bool by_get, bool ok)
+{
+	struct proto_adapt *a = &req->ep->adapt;
+	unsigned int s = by_get ? PROTO_ADAPT_GET : PROTO_ADAPT_PIPE;
+	unsigned int chosen = (req->adapt & PROTO_ADAPT_BY_PIPE) ? PROTO_ADAPT_PIPE :
+			      PROTO_ADAPT_GET;
+	struct proto_adapt_class *c;
+	uint64_t now, x;
+
+	if (ok)
+		a->n[by_get && req->slen >= req->ep->lane.split_min ? PROTO_ADAPT_SPLIT : s]++;
+	if (!(req->adapt & PROTO_ADAPT_TIMED))
+		return;
+	req->adapt &= (uint8_t)~PROTO_ADAPT_TIMED;
+	if (a->flight[chosen] != 0)   /* 0: the lane was set up again meanwhile */
+		a->flight[chosen]--;
+	a->flight_bytes -= RTE_MIN(a->flight_bytes, (uint64_t)req->slen);
+	/* a sample: done as chosen, and behind rendezvous of the same scheme only */
+	if (!ok || s != chosen || !(req->adapt & PROTO_ADAPT_PURE))
+		return;
+	now = rte_rdtsc();
+	c = &a->cls[req->adapt & PROTO_ADAPT_CLASS_MASK];
+	x = (now - req->t_start) * a->skew[s];
+	/* a preemption (more than 4x the cost so far) counts as 4x */
+	if (c->bytes[s] != 0)
+		x = RTE_MIN(x, c->ticks[s] * 4 * req->t_flight / c->bytes[s] + 1);
+	c->ticks[s] = c->ticks[s] - c->ticks[s] / 16 + x;
+	c->bytes[s] = c->bytes[s] - c->bytes[s] / 16 + req->t_flight;
+	c->seen[s] = now;
+	c->all_ticks[s] += x;
+	c->all_bytes[s] += req->t_flight;
+}
+
 void
 proto_lane_init(struct unio_worker *w, struct proto_lane *lane, struct unio_tl_ep *tl_ep)
 {
@@ -235,6 +402,7 @@ proto_lane_init(struct unio_worker *w, struct proto_lane *lane, struct unio_tl_e
 	lane->iface = tl_ep->iface;
 	lane->rx_conn_id = tl_ep->conn_id;   /* the peer sends on the same connection */
 	lane_thresholds(&w->ctx->config, &tl_ep->iface->attr, tl_ep->cap, lane);
+	adapt_init(&container_of(lane, struct unio_ep, lane)->adapt, lane);
 }
 
 /* A fresh random key for the worker's request ids (never the same in two workers). */
@@ -278,6 +446,41 @@ proto_worker_fini(struct unio_worker *w)
 	w->n_req_chunks = 0;
 }
 
+void
+proto_rndv_print(const struct unio_ep *ep, FILE *f)
+{
+	const struct proto_adapt *a = &ep->adapt;
+	double ns_per_kib = 1024 * 1e9 / (double)rte_get_tsc_hz();   /* from ticks per byte */
+
+	fprintf(f, "#   rendezvous sent: %" PRIu64 " get, %" PRIu64 " pipeline, %" PRIu64
+		" split (%" PRIu64 " to probe)\n", a->n[PROTO_ADAPT_GET], a->n[PROTO_ADAPT_PIPE],
+		a->n[PROTO_ADAPT_SPLIT], a->n_probe);
+	for (unsigned int i = 0; i < PROTO_ADAPT_CLASSES; i++) {
+		const struct proto_adapt_class *c = &a->cls[i];
+		size_t lo = (size_t)1 << (a->shift + i);
+		double cost[2] = { 0, 0 }, all[2] = { 0, 0 };
+
+		if (lo >= ep->lane.split_min)
+			break;
+		if (c->bytes[PROTO_ADAPT_GET] == 0 && c->bytes[PROTO_ADAPT_PIPE] == 0)
+			continue;
+		for (unsigned int s = 0; s < 2; s++) {
+			if (c->bytes[s] != 0)
+				cost[s] = (double)c->ticks[s] / (double)c->bytes[s] * ns_per_kib;
+			if (c->all_bytes[s] != 0)
+				all[s] = (double)c->all_ticks[s] / (double)c->all_bytes[s] *
+					 ns_per_kib;
+		}
+		fprintf(f, "#   rendezvous from %zu: get %.0f, pipeline %.0f ns/KiB (all along"
+			" %.0f, %.0f): %s\n", lo, cost[PROTO_ADAPT_GET], cost[PROTO_ADAPT_PIPE],
+			all[PROTO_ADAPT_GET], all[PROTO_ADAPT_PIPE],
+			!ep->lane.rndv_adapt ? "fixed" :
+			c->bytes[PROTO_ADAPT_GET] == 0 ? "pipeline" :
+			c->bytes[PROTO_ADAPT_PIPE] == 0 || !adapt_get_dearer(c) ? "get" :
+			"pipeline");
+	}
+}
+
 /* ---- selection printout ---- */
 
 static const char *
@@ -293,6 +496,7 @@ scheme_name(int s)
 static void
 print_lane(const struct proto_lane *l, const char *drv, FILE *f)
 {
+	const char *name;
 	size_t next = 0;
 
 	if (l->short_ok) {
@@ -313,12 +517,13 @@ print_lane(const struct proto_lane *l, const char *drv, FILE *f)
 	}
 	if (l->rndv_thresh == UNIO_SIZE_INF)
 		return;
+	name = l->rndv_adapt ? "rendezvous get or pipeline by measure" :
+	       scheme_name(l->rndv_scheme);
 	if (l->split_min == UNIO_SIZE_INF)
-		fprintf(f, "  %zu..inf: %s (%s)\n", l->rndv_thresh, scheme_name(l->rndv_scheme),
-			drv);
+		fprintf(f, "  %zu..inf: %s (%s)\n", l->rndv_thresh, name, drv);
 	else if (l->split_min > l->rndv_thresh)
 		fprintf(f, "  %zu..inf: %s, split get / put from %zu (%s)\n", l->rndv_thresh,
-			scheme_name(l->rndv_scheme), l->split_min, drv);
+			name, l->split_min, drv);
 	else
 		fprintf(f, "  %zu..inf: rendezvous split get / put (%s)\n", l->rndv_thresh, drv);
 }

@@ -544,6 +544,8 @@ am_ack(void *arg, const void *data, size_t length, unsigned int flags,
 		goto bad;
 	TAILQ_REMOVE(&req->ep->outstanding, req, ep_link);
 	req->on_ep = false;
+	if (req->adapt != 0)   /* a rendezvous the receiver pulled, or refused */
+		proto_rndv_sent(req, true, h.status == UNIO_OK);
 	proto_req_complete(req, h.status == UNIO_ERR_MESSAGE_TRUNCATED ? UNIO_OK : h.status);
 	return UNIO_OK;
 bad:

@@ -169,8 +169,7 @@ rndv_register(struct unio_request *req)
 	struct unio_tl_iface *iface = req->ep->lane.iface;
 
 	req->memh_valid = false;
-	if ((req->ep->lane.rndv_scheme != UNIO_RNDV_SCHEME_GET &&
-	     req->slen < req->ep->lane.split_min) || iface->ctl->mem_reg == NULL ||
+	if (!proto_rndv_offer_get(req) || iface->ctl->mem_reg == NULL ||
 	    iface->attr.rkey_packed_len == 0 ||
 	    iface->attr.rkey_packed_len + sizeof(struct proto_rts_hdr) > iface->attr.max_bcopy)
 		return;
@@ -212,7 +211,7 @@ send_step(struct unio_request *req)
 			       req->ack_status;
 		break;
 	case SEND_RNDV_GET:
-		if (!req->memh_valid)
+		if (req->adapt == 0)   /* chosen once, at the first attempt */
 			rndv_register(req);
 		st = send_bcopy(req, PROTO_AM_RTS, pack_rts);
 		if (st == UNIO_OK) {
@@ -221,7 +220,10 @@ send_step(struct unio_request *req)
 		}
 		return st;
 	case SEND_RNDV_PIPE_DATA:
-		return send_frags(req, PROTO_AM_PIPE, PROTO_AM_PIPE);
+		st = send_frags(req, PROTO_AM_PIPE, PROTO_AM_PIPE);
+		if (st == UNIO_OK && req->adapt != 0)
+			proto_rndv_sent(req, false, true);
+		return st;
 	case CTL_SEND:
 		return send_bcopy(req, req->ctl_id, pack_ctl);
 	default:

@@ -159,6 +159,7 @@ struct unio_request {
 	bool put_deferred;      /**< freed by the user while tl_held: recycled on release */
 	uint8_t rails;          /**< get: chunks striped over this many lanes (1: lane only) */
 	bool sync_acked;        /**< sync fragments: answered before the last one went out */
+	uint8_t adapt;          /**< rendezvous send: PROTO_ADAPT_* flags and size class */
 	unio_status_t ack_status;   /**< that answer's status (sync_acked) */
 	uint64_t rreq_id;      /**< pipelined: the peer's receive; eager fragments: the cookie */
 	/* receive */
@@ -188,6 +189,8 @@ struct unio_request {
 	struct unio_tl_rkey rkey;
 	struct unio_rkey *urkey;    /**< put / get: the user's key, held until comp completes */
 	struct unio_tl_completion comp;
+	uint64_t t_start;       /**< timed rendezvous send (PROTO_ADAPT_TIMED): TSC at start */
+	uint64_t t_flight;      /**< ... the lane's bytes in flight then, its own included */
 	/* control message waiting for resources */
 	uint8_t ctl_id;
 	uint8_t ctl[sizeof(struct proto_rtp_hdr) + UNIO_TL_RKEY_MAX];
@@ -238,6 +241,47 @@ TAILQ_HEAD(unexp_list, proto_unexp);
 /** Rendezvous pulls from this size are striped over the ep's rails, when it has any. */
 #define PROTO_RAIL_MIN (256 * 1024)
 
+/*
+ * The auto rendezvous scheme on a host lane that can get (proto.c): per size class (powers
+ * of two from the threshold), the sender times each rendezvous from its start to its
+ * completion and divides by the bytes in flight on the lane when it started (itself and the
+ * window ahead of it: Little's law), keeps decaying sums of both for get and for pipeline
+ * (their ratio: ticks per byte), uses the cheaper, and probes the other in bursts longer than
+ * the window (so that a change of the moment shows within a few milliseconds).  A rendezvous
+ * that started behind one of the other scheme is no sample.
+ */
+#define PROTO_ADAPT_CLASSES 8
+#define PROTO_ADAPT_RNDV  0x80   /**< unio_request.adapt: a rendezvous send, counted */
+#define PROTO_ADAPT_TIMED 0x40   /**< ... chosen by measure, in the lane's flight */
+#define PROTO_ADAPT_PURE  0x20   /**< ... started behind none of the other scheme */
+#define PROTO_ADAPT_BY_PIPE 0x10 /**< ... the pipeline chosen */
+#define PROTO_ADAPT_CLASS_MASK 0x07
+
+enum proto_adapt_scheme { PROTO_ADAPT_GET, PROTO_ADAPT_PIPE, PROTO_ADAPT_SPLIT };
+
+struct proto_adapt_class {
+	uint64_t ticks[2];      /**< get, pipeline: their times, a sum that decays by 1/16 ... */
+	uint64_t bytes[2];      /**< ... and the bytes in flight at their starts, alike */
+	uint64_t seen[2];       /**< TSC of the last sample of each */
+	uint64_t all_ticks[2];  /**< ep info: the sums since the start, without decay */
+	uint64_t all_bytes[2];
+	uint32_t since_probe;   /**< rendezvous chosen by cost since the last probe burst */
+	uint8_t probe_left;     /**< rendezvous left in the current probe burst */
+	uint8_t probe;          /**< the scheme that burst probes */
+	uint8_t best;           /**< the scheme chosen by cost last */
+};
+
+struct proto_adapt {
+	struct proto_adapt_class cls[PROTO_ADAPT_CLASSES];
+	uint64_t stale_tsc;     /**< probe a scheme with no sample for this long */
+	uint64_t flight_bytes;  /**< bytes of the timed rendezvous in flight */
+	uint32_t flight[2];     /**< timed rendezvous in flight by get, by pipeline */
+	uint32_t skew[2];       /**< tests: samples of get, pipeline multiplied by this */
+	uint64_t n[3];          /**< rendezvous sends completed by get, pipeline, split */
+	uint64_t n_probe;       /**< rendezvous sent to probe the scheme not chosen */
+	uint8_t shift;          /**< log2 of the first class's lower bound */
+};
+
 enum ep_state { EP_CONNECTING, EP_CONNECTED, EP_FAILED, EP_CLOSED };
 
 /** One per peer iface pair actually used. */
@@ -259,6 +303,7 @@ struct proto_lane {
 	size_t frag_first;     /**< ... of a multi-fragment eager message's first fragment */
 	size_t rndv_thresh;
 	int rndv_scheme;       /**< enum unio_rndv_scheme, resolved */
+	bool rndv_adapt;       /**< auto: get or pipeline by measure below split_min (proto.c) */
 	size_t split_min;      /**< tag rendezvous from this size: split get / put (or inf) */
 	size_t zcopy_thresh;   /**< eager from the user buffer (am_zcopy) from this size */
 	size_t max_zcopy;      /**< ... up to this payload (0: the lane has no am_zcopy) */
@@ -308,6 +353,7 @@ struct unio_ep {
 	bool conn_answered;           /**< by sockaddr over a driver: a Unio worker answered */
 	uint8_t dial_dst[20];         /**< by sockaddr over a driver: the wire_sockaddr dialled */
 	struct unio_ep *closed_next;  /**< closed eps, freed with the worker */
+	struct proto_adapt adapt;     /**< rendezvous counts and the auto scheme's measure */
 };
 
 /* ---- worker ---- */
@@ -749,6 +795,21 @@ unio_status_t proto_recv_unexp_now(struct unio_worker *w, void *buf, size_t len,
 				   struct proto_unexp *ux,
 				   const struct unio_request_param *param);
 void proto_send_pipeline(struct unio_request *req, uint64_t rreq_id);
+/**
+ * A rendezvous send of @p req->slen bytes starts: true when it offers its buffer for a get
+ * (registered, the rkey in the RTS), false when it waits for the receiver's RTR and streams
+ * the fragments.  Forced schemes as configured; the auto scheme by measure (proto.c).
+ */
+bool proto_rndv_offer_get(struct unio_request *req);
+/**
+ * A rendezvous send ends, completed by get (@p by_get) or by pipeline when @p ok: count it,
+ * time it; either way out of the lane's flight.
+ */
+void proto_rndv_sent(struct unio_request *req, bool by_get, bool ok);
+/** unio_ep_print_info(): the rendezvous counts and the auto scheme's measure of @p ep. */
+void proto_rndv_print(const struct unio_ep *ep, FILE *f);
+/** Tests: multiply the measure of get and pipeline samples on @p ep by these factors. */
+void unio_proto_rndv_skew(struct unio_ep *ep, uint32_t get_x, uint32_t pipe_x);
 /** Split rendezvous, sender side: put the part the receiver asked for, then ATS it. */
 void proto_rndv_put_part(struct unio_request *req, const struct proto_rtp_hdr *h,
 			 const void *rkey);

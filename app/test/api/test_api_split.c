@@ -46,7 +46,7 @@ UNIO_TEST(api_rndv_split_selection, fast)
 	static const char *const big[] = { "TLS", "shm,self", "RNDV_THRESH", "300000", NULL };
 
 	static const char dflt_line[] =
-		"..inf: rendezvous pipeline, split get / put from 262144 (shm)";
+		"..inf: rendezvous get or pipeline by measure, split get / put from 262144 (shm)";
 
 	TEST_ASSERT_EQ(selection_has(dflt, dflt_line, 1), TEST_OK);
 	TEST_ASSERT_EQ(selection_has(get, "split", 0), TEST_OK);

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The auto rendezvous scheme on a host lane (proto.c): below the split the sender times each
+ * rendezvous and uses get or pipeline, whichever costs less per byte, probing the other in
+ * short bursts.  The tests make one scheme look slow (unio_proto_rndv_skew() multiplies its
+ * samples), check from the ep's counts that both were probed and the cheaper one carried the
+ * rest, then turn the skew round and check that the choice follows.  Every payload is
+ * checksummed.  A forced scheme stays what it names: no probe, no other scheme.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_common.h"
+#include "unio_proto.h"
+#include "unio_test.h"
+
+#define WINDOW 8
+#define LEN_MIN (48 * 1024)    /* one size class: 48 KiB .. 64 KiB - 1 */
+#define LEN_SPAN (16 * 1024)
+
+struct counts {
+	uint64_t get, pipe, split, probe;
+};
+
+static struct counts
+counts_of(const unio_ep_t *ep)
+{
+	const struct proto_adapt *a = &ep->adapt;
+
+	return (struct counts){ a->n[PROTO_ADAPT_GET], a->n[PROTO_ADAPT_PIPE],
+				a->n[PROTO_ADAPT_SPLIT], a->n_probe };
+}
+
+/* @p rounds windows of WINDOW tag sends a -> b, sizes in one class, every payload verified */
+static int
+windows(struct api_pair *p, unsigned int rounds, uint64_t seed)
+{
+	uint8_t *s = malloc((size_t)WINDOW * (LEN_MIN + LEN_SPAN));
+	uint8_t *r = malloc((size_t)WINDOW * (LEN_MIN + LEN_SPAN));
+	int rc = TEST_OK;
+
+	TEST_ASSERT(s != NULL && r != NULL, "malloc");
+	for (unsigned int n = 0; n < rounds && rc == TEST_OK; n++) {
+		unio_request_t *sreq[WINDOW] = { NULL }, *rreq[WINDOW] = { NULL };
+		unio_status_t sst[WINDOW], rst[WINDOW];
+		size_t len[WINDOW];
+
+		for (unsigned int i = 0; i < WINDOW; i++) {
+			uint8_t *sb = s + (size_t)i * (LEN_MIN + LEN_SPAN);
+			uint8_t *rb = r + (size_t)i * (LEN_MIN + LEN_SPAN);
+
+			len[i] = LEN_MIN + (size_t)((seed + n * 7919u + i * 131u) % LEN_SPAN);
+			test_fill(sb, len[i], seed + n * WINDOW + i);
+			memset(rb, 0xee, len[i]);
+			rst[i] = unio_tag_recv(p->b, rb, len[i], 100 + i, UINT64_MAX, NULL,
+					       &rreq[i]);
+			sst[i] = unio_tag_send(p->ep, sb, len[i], 100 + i, NULL, &sreq[i]);
+		}
+		for (unsigned int i = 0; i < WINDOW; i++) {
+			uint8_t *sb = s + (size_t)i * (LEN_MIN + LEN_SPAN);
+			uint8_t *rb = r + (size_t)i * (LEN_MIN + LEN_SPAN);
+
+			sst[i] = api_op_wait(p->a, p->b, sst[i], sreq[i]);
+			rst[i] = api_op_wait(p->b, p->a, rst[i], rreq[i]);
+			if (sst[i] != UNIO_OK || rst[i] != UNIO_OK ||
+			    test_checksum(rb, len[i]) != test_checksum(sb, len[i])) {
+				TEST_LOG("round %u send %u (%zu bytes): %s / %s%s", n, i, len[i],
+					 unio_status_string(sst[i]), unio_status_string(rst[i]),
+					 sst[i] == UNIO_OK && rst[i] == UNIO_OK ? ", bytes differ" :
+					 "");
+				rc = TEST_FAIL;
+			}
+		}
+	}
+	free(s);
+	free(r);
+	return rc;
+}
+
+static void
+log_info(const unio_ep_t *ep)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (f == NULL)
+		return;
+	unio_ep_print_info(ep, f);
+	fclose(f);
+	TEST_LOG("%s", text != NULL ? text : "");
+	free(text);
+}
+
+/* the choice for the test's size class on @p ep: the scheme of the lower cost per byte */
+static int
+cheaper(const unio_ep_t *ep)
+{
+	const struct proto_adapt_class *c =
+		&ep->adapt.cls[63 - __builtin_clzll(LEN_MIN) - ep->adapt.shift];
+
+	/* ticks per byte: get's ratio against the pipeline's */
+	return c->ticks[PROTO_ADAPT_GET] * c->bytes[PROTO_ADAPT_PIPE] <=
+	       c->ticks[PROTO_ADAPT_PIPE] * c->bytes[PROTO_ADAPT_GET] ? PROTO_ADAPT_GET :
+	       PROTO_ADAPT_PIPE;
+}
+
+UNIO_TEST(api_rndv_auto_measure, fast)
+{
+	static const char *const ovr[] = { "TLS", "shm,self", NULL };
+	enum { ROUNDS = 60, TURN = 120 };
+	struct counts c0, c1, c2, c3;
+	struct api_pair p;
+	int rc = api_pair_open(&p, ovr, "shm");
+
+	if (rc == TEST_OK)
+		rc = p.ep->lane.rndv_adapt && p.ep->lane.rndv_thresh <= LEN_MIN &&
+		     p.ep->lane.split_min > LEN_MIN + LEN_SPAN ? TEST_OK : TEST_FAIL;
+	if (rc != TEST_OK) {
+		api_pair_close(&p);
+		TEST_ASSERT(0, "no measured scheme on the shm lane for %d bytes", LEN_MIN);
+	}
+	/* the pipeline looks 16 times slower: get carries all but the probes */
+	unio_proto_rndv_skew(p.ep, 1, 16);
+	c0 = counts_of(p.ep);
+	rc = windows(&p, ROUNDS, 1);
+	c1 = counts_of(p.ep);
+	log_info(p.ep);
+	if (rc == TEST_OK && cheaper(p.ep) != PROTO_ADAPT_GET)
+		rc = TEST_FAIL;
+	/*
+	 * get 64 times slower: the pipeline takes over once get's cost passed the pipeline's
+	 * last (old) measure or a probe measured it anew (within TURN rounds, two probes)
+	 */
+	unio_proto_rndv_skew(p.ep, 64, 1);
+	if (rc == TEST_OK)
+		rc = windows(&p, TURN, 2);
+	c2 = counts_of(p.ep);
+	if (rc == TEST_OK)
+		rc = windows(&p, ROUNDS, 3);
+	c3 = counts_of(p.ep);
+	log_info(p.ep);
+	if (rc == TEST_OK && cheaper(p.ep) != PROTO_ADAPT_PIPE)
+		rc = TEST_FAIL;
+	api_pair_close(&p);
+	TEST_ASSERT_EQ(rc, TEST_OK);
+	/* exact totals: every rendezvous counted once, none split at this size */
+	TEST_ASSERT_EQ(c1.get + c1.pipe - c0.get - c0.pipe, (uint64_t)ROUNDS * WINDOW);
+	TEST_ASSERT_EQ(c3.get + c3.pipe - c1.get - c1.pipe, (uint64_t)(TURN + ROUNDS) * WINDOW);
+	TEST_ASSERT_EQ(c3.split, 0);
+	/* both carried some in each phase, the cheaper one at least 3/4 */
+	TEST_ASSERT(c1.pipe - c0.pipe >= 1 && (c1.get - c0.get) * 4 >= ROUNDS * WINDOW * 3,
+		    "get phase: %" PRIu64 " get, %" PRIu64 " pipeline", c1.get - c0.get,
+		    c1.pipe - c0.pipe);
+	TEST_ASSERT(c3.get - c1.get >= 1 && (c3.pipe - c2.pipe) * 4 >= ROUNDS * WINDOW * 3,
+		    "pipeline phase: %" PRIu64 " get, %" PRIu64 " pipeline, of which after the "
+		    "turn %" PRIu64 " get, %" PRIu64 " pipeline", c3.get - c1.get,
+		    c3.pipe - c1.pipe, c3.get - c2.get, c3.pipe - c2.pipe);
+	TEST_ASSERT(c3.probe > c0.probe, "no probe");
+	return TEST_OK;
+}
+
+/* A forced scheme: every rendezvous by it, no probe, whatever the skew says. */
+static int
+forced(const char *scheme, int want)
+{
+	const char *const ovr[] = { "TLS", "shm,self", "RNDV_SCHEME", scheme, NULL };
+	struct counts c;
+	struct api_pair p;
+	int rc = api_pair_open(&p, ovr, "shm");
+
+	if (rc == TEST_OK && p.ep->lane.rndv_adapt)
+		rc = TEST_FAIL;
+	if (rc == TEST_OK) {
+		unio_proto_rndv_skew(p.ep, want == PROTO_ADAPT_GET ? 64 : 1,
+				     want == PROTO_ADAPT_PIPE ? 64 : 1);
+		rc = windows(&p, 8, 3);
+	}
+	c = counts_of(p.ep);
+	api_pair_close(&p);
+	TEST_ASSERT_EQ(rc, TEST_OK);
+	TEST_ASSERT(c.probe == 0 && c.split == 0 &&
+		    (want == PROTO_ADAPT_GET ? c.get : c.pipe) == 8 * WINDOW &&
+		    (want == PROTO_ADAPT_GET ? c.pipe : c.get) == 0,
+		    "%s: %" PRIu64 " get, %" PRIu64 " pipeline, %" PRIu64 " split, %" PRIu64
+		    " probes", scheme, c.get, c.pipe, c.split, c.probe);
+	return TEST_OK;
+}
+
+UNIO_TEST(api_rndv_auto_forced, fast)
+{
+	TEST_ASSERT_EQ(forced("get", PROTO_ADAPT_GET), TEST_OK);
+	TEST_ASSERT_EQ(forced("pipeline", PROTO_ADAPT_PIPE), TEST_OK);
+	return TEST_OK;
+}
