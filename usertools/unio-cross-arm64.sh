@@ -7,17 +7,17 @@
 # installed), kept and reused while its package list is unchanged, then configures and
 # builds BUILDDIR/build with config/arm64_MACHINE_linux_gcc.
 #
-#   usertools/unio-cross-arm64.sh [-b BUILDDIR] [-m MACHINE] [--test [MESON-TEST-ARGS...]]
+#   usertools/unio-cross-arm64.sh [-b BUILDDIR] [-m MACHINE] [--test [NAME...]]
 #
 #   -b BUILDDIR  where the sysroot and the build go (default build-arm64)
 #   -m MACHINE   bluefield (BlueField-2, Cortex-A72, the default), bluefield3 (Cortex-A78)
 #                or armv8 (any Armv8-A)
-#   --test [NAME...]  then run these tests under qemu-user (default: the fast suite but for
-#                the tests qemu-user cannot pass, listed below, plus the two-process shm
-#                unio-perf runs of the mp suite); registers qemu's binfmt_misc handler for
-#                aarch64 while they run (tests fork and exec the aarch64 binaries) and
-#                removes it again if it was not there before.  Needs root.  The results are
-#                in BUILDDIR/build/meson-logs/testlog.json.
+#   --test [NAME...]  then run these tests under qemu-user; by default the fast suite but
+#                for the tests qemu-user cannot pass (listed in step 4 of this script),
+#                plus the mp suite's two-process shm unio-perf runs.  Registers qemu's
+#                binfmt_misc handler for aarch64 while they run (tests fork and exec the
+#                aarch64 binaries) and removes it again if it was not there before.  Needs
+#                root.  The results are in BUILDDIR/build/meson-logs/testlog.json.
 # qemu-user on x86 does not reproduce Arm's weak memory ordering: see
 # doc/guides/cross-arm64.md.
 set -u

@@ -31,6 +31,10 @@ UNIO_TEST(usertools_help, fast)
 		  "unio-perf-report: unknown arguments: --bogus" },
 		{ "unio-netns.sh --help", 0, "unio-netns.sh create [NAME]" },
 		{ "unio-topology.sh --help", 0, "unio-topology.sh bridge up|down NAME" },
+		{ "unio-cross-arm64.sh --help", 0,
+		  "usertools/unio-cross-arm64.sh [-b BUILDDIR] [-m MACHINE] [--test [NAME...]]" },
+		{ "unio-cross-arm64.sh --bogus", 2, "unio-cross-arm64: unknown argument: --bogus" },
+		{ "unio-cross-arm64.sh -m nope", 2, "unio-cross-arm64: no cross file" },
 	};
 	const char *src = getenv("UNIO_TEST_SOURCE_DIR");
 	static char out[8192];
