@@ -105,9 +105,11 @@ say "built in $bdir/build: libunio.so for $(aarch64-linux-gnu-readelf -h \
 # kernel's binfmt_misc to hand them to qemu (QEMU_LD_PREFIX: the sysroot).  Unio's hugepage
 # probe fails under qemu-user (UNIO_HUGEPAGES=no: EAL runs with --no-huge, no warning).
 # Not run (each fails only for qemu-user's sake, and runs in the x86 suites):
-#   qemu-user has no process_vm_readv (ENOSYS), so shm has no CMA and no put/get zero-copy:
+#   qemu-user has no process_vm_readv (ENOSYS), so shm has no CMA and no put/get zero-copy
+#   (a new fast test that needs them belongs here, or the CI's aarch64 step fails):
 cma_tests="am_rndv_split rma_host_sizes rma_fence_order rma_key_bounds
-	rma_stale_keys api_close_answer_delivered api_flush_blocking api_proto_fuzz"
+	rma_stale_keys api_close_answer_delivered api_flush_blocking api_proto_fuzz
+	api_rndv_auto_measure api_rndv_auto_forced"
 #   not a test of the aarch64 build (the tree's habits, checked by the x86 suites):
 native_tests="devtools_check"
 # The mp suite's two-process shm unio-perf runs, their payloads validated (-V):
