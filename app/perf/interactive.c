@@ -186,9 +186,10 @@ static void
 set_test(const char *v)
 {
 	int t = perf_test_lookup(v);
+	char hint[256];
 
 	if (t < 0) {
-		printf("unknown test '%s'\n", v);
+		printf("unknown test '%s' (%s)\n", v, perf_test_hint(v, hint, sizeof(hint)));
 	} else if (!perf_tests[t].supported) {
 		printf("test '%s' is not supported yet\n", v);
 	} else {

@@ -62,6 +62,72 @@ perf_test_lookup(const char *name)
 	return -1;
 }
 
+/* ucx_perftest's test names and what unio-perf calls them (NULL: no such test here). */
+static const struct { const char *ucx, *unio; } ucx_tests[] = {
+	{ "ucp_put_lat", "put_lat" }, { "ucp_put_bw", "put_bw" },
+	{ "ucp_get", "get_lat or get_bw" }, { "ucp_am_lat", "am_lat" },
+	{ "ucp_am_bw", "am_bw" }, { "ucp_tag_lat", "tag_lat" }, { "ucp_tag_bw", "tag_bw" },
+	{ "stream_bw", NULL }, { "stream_lat", NULL }, { "ucp_add", NULL },
+	{ "ucp_fadd", NULL }, { "ucp_swap", NULL }, { "ucp_cswap", NULL },
+};
+
+/*
+ * What to say about a test name perf_test_lookup() does not know: ucx_perftest's name for one
+ * of ours, or that Unio has no such operation, then the list of tests.  Into @p buf.
+ */
+const char *
+perf_test_hint(const char *name, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (unsigned int i = 0; i < sizeof(ucx_tests) / sizeof(ucx_tests[0]); i++) {
+		if (strcmp(ucx_tests[i].ucx, name) != 0)
+			continue;
+		if (ucx_tests[i].unio != NULL)
+			n = (size_t)snprintf(buf, len, "ucx_perftest's %s is %s here; ", name,
+					     ucx_tests[i].unio);
+		else
+			n = (size_t)snprintf(buf, len, "Unio has no counterpart of ucx_perftest's "
+					     "%s; ", name);
+	}
+	for (int i = 0; i < PERF_TEST_COUNT && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", i == 0 ? "tests: " : ", ",
+				      perf_tests[i].name);
+	return buf;
+}
+
+/*
+ * ucx_perftest options that unio-perf does not take, and the Unio way to the same end: an
+ * unknown option is most often one of these, typed by a ucx_perftest user.
+ */
+static const struct { char opt; const char *hint; } ucx_opts[] = {
+	{ 'x', "Unio chooses the transport; to force one set UNIO_TLS (shm, tcp, self, "
+	       "ethdev), e.g. UNIO_TLS=tcp unio-perf ..." },
+	{ 'd', "Unio chooses the devices; set UNIO_NET_DEVICES (kernel interfaces or DPDK "
+	       "ports), e.g. UNIO_NET_DEVICES=eth0 unio-perf ..." },
+	{ 'c', "CPUs are EAL's to set, before '--': unio-perf -l 1 -- ..." },
+	{ 'l', "EAL options go before '--' (unio-perf -l 1 -- ...); ucx_perftest's -l is "
+	       "--loopback here: unio-perf -l 0-1 -- --loopback ..." },
+	{ 'E', "unio-perf always polls (the servers of put_bw, get_lat and get_bw sleep while "
+	       "idle); there is no wait mode to choose" },
+	{ 'T', "one thread per side; multi-threaded tests are not supported" },
+	{ 'M', "one thread per side; multi-threaded tests are not supported" },
+	{ 'P', "no MPI launch: start the server (no HOST) and the client (with HOST) yourself" },
+	{ 'H', "the AM tests send no user header; its size cannot be set" },
+	{ 'a', "EAL options go before '--' (unio-perf -a PCI -- ...); only host memory is "
+	       "measured today (-m host)" },
+};
+
+const char *
+perf_opt_hint(int opt)
+{
+	for (unsigned int i = 0; i < sizeof(ucx_opts) / sizeof(ucx_opts[0]); i++)
+		if (ucx_opts[i].opt == opt)
+			return ucx_opts[i].hint;
+	return NULL;
+}
+
 static int
 parse_u64(const char *s, uint64_t *v)
 {
@@ -155,12 +221,21 @@ bad(const char *opt, const char *val)
 	return -1;
 }
 
+/* bad() with the reason on the same line */
+static int
+bad_why(const char *opt, const char *val, const char *why)
+{
+	fprintf(stderr, "unio-perf: invalid value '%s' for %s: %s\n", val, opt, why);
+	return -1;
+}
+
 enum { OPT_CSV = 256, OPT_JSON, OPT_LOOPBACK, OPT_CMDFILE, OPT_TIMEOUT, OPT_LISTEN,
 	OPT_EP_INFO };
 
 static int
 parse_one(int opt, const char *arg, struct perf_opts *o)
 {
+	char hint[256];
 	uint64_t v;
 	int t;
 
@@ -168,11 +243,13 @@ parse_one(int opt, const char *arg, struct perf_opts *o)
 	case 't':
 		t = perf_test_lookup(arg);
 		if (t < 0)
-			return bad("-t", arg);
+			return bad_why("-t", arg, perf_test_hint(arg, hint, sizeof(hint)));
 		o->test = (enum perf_test)t;
 		return 0;
 	case 's':
-		return perf_parse_sizes(arg, o) == 0 ? 0 : bad("-s", arg);
+		return perf_parse_sizes(arg, o) == 0 ? 0 :
+		       bad_why("-s", arg, "sizes from 1 byte to 1g, 64 at most, as N, LO:HI "
+			       "(doubling) or a comma-separated list of them; suffixes k, m, g");
 	case 'n':
 		if (parse_u64(arg, &v) != 0 || v == 0)
 			return bad("-n", arg);
@@ -201,6 +278,9 @@ parse_one(int opt, const char *arg, struct perf_opts *o)
 		}
 		return 0;
 	case 'D':
+		if (arg[0] < '0' || arg[0] > '9')   /* ucx_perftest's -D is a datatype */
+			return bad_why("-D", arg, "-D is the iov count here (only 1 today); Unio "
+				       "copies or sends zero-copy by size (UNIO_ZCOPY_THRESH)");
 		if (parse_u64(arg, &v) != 0 || v == 0 || v > 1024)
 			return bad("-D", arg);
 		o->iov = (unsigned int)v;
@@ -253,10 +333,26 @@ perf_parse_opts(int argc, char **argv, struct perf_opts *o)
 
 	set_defaults(o);
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "t:s:n:w:O:p:m:D:Vfih", longopts, NULL)) != -1) {
+	opterr = 0;     /* our own messages, with the ucx_perftest hints */
+	while ((opt = getopt_long(argc, argv, ":t:s:n:w:O:p:m:D:Vfih", longopts, NULL)) != -1) {
 		if (opt == 'h')
 			return 1;
-		if (opt == '?' || parse_one(opt, optarg, o) != 0)
+		if (opt == ':') {
+			fprintf(stderr, "unio-perf: %s needs a value\n", argv[optind - 1]);
+			return -1;
+		}
+		if (opt == '?') {
+			const char *h = perf_opt_hint(optopt);
+
+			if (optopt == 0)    /* a long one: --vdev, --no-huge ... are EAL's */
+				fprintf(stderr, "unio-perf: unknown option %s (EAL options go "
+					"before '--')\n", argv[optind - 1]);
+			else
+				fprintf(stderr, "unio-perf: unknown option -%c%s%s\n", optopt,
+					h != NULL ? ": " : "", h != NULL ? h : "");
+			return -1;
+		}
+		if (parse_one(opt, optarg, o) != 0)
 			return -1;
 	}
 	if (optind < argc)

@@ -140,6 +140,8 @@ struct perf_side {
 int perf_parse_opts(int argc, char **argv, struct perf_opts *o);
 int perf_parse_sizes(const char *s, struct perf_opts *o);
 int perf_test_lookup(const char *name);
+const char *perf_test_hint(const char *name, char *buf, size_t len);
+const char *perf_opt_hint(int opt);
 int perf_check_supported(const struct perf_opts *o);
 void perf_usage(FILE *f);
 void perf_print_config(const struct perf_opts *o, FILE *f);

@@ -1268,8 +1268,11 @@ perf_client_connect(struct perf_side *s, uint16_t port)
 	s->ep = unio_ep_create(s->worker, &ep, &st);
 	freeaddrinfo(ai);
 	if (s->ep == NULL) {
-		fprintf(stderr, "unio-perf client: cannot connect to %s port %u: %s\n", host,
-			port, unio_status_string(st));
+		/* refused (nobody listens) is "unreachable": say what to look at */
+		fprintf(stderr, "unio-perf client: cannot connect to %s port %u: %s%s\n", host,
+			port, unio_status_string(st), st != UNIO_ERR_UNREACHABLE ? "" :
+			" (unless a line above says why: no server listens there; start it "
+			"first, the client does not retry)");
 		return -1;
 	}
 	return 0;

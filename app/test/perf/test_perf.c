@@ -417,6 +417,16 @@ UNIO_TEST(perf_bad_options, mp)
 				    e.exe, e.cpu[0]), 2);
 	TEST_ASSERT(strstr(out, "unio-perf: invalid value '2048' for -D\n"
 			   "unio-perf: -h lists the options\n") != NULL, "%s", out);
+	/* ucx_perftest's options and names: the Unio way in the one line */
+	TEST_ASSERT_EQ(test_capture(out, sizeof(out), "timeout 30 '%s' -l %s -- -x posix",
+				    e.exe, e.cpu[0]), 2);
+	TEST_ASSERT(strstr(out, "unio-perf: unknown option -x: Unio chooses the transport; "
+			   "to force one set UNIO_TLS") != NULL, "%s", out);
+	TEST_ASSERT_EQ(test_capture(out, sizeof(out), "timeout 30 '%s' -l %s -- -t ucp_get",
+				    e.exe, e.cpu[0]), 2);
+	TEST_ASSERT(strstr(out, "unio-perf: invalid value 'ucp_get' for -t: ucx_perftest's "
+			   "ucp_get is get_lat or get_bw here; tests: tag_lat,") != NULL, "%s",
+		    out);
 	/* EAL arguments EAL refuses and a malformed UNIO_* value are bad usage too (were 1) */
 	TEST_ASSERT_EQ(test_capture(eal_out, sizeof(eal_out), "timeout 30 '%s' -l %s "
 				    "--bogus-eal -- -n 10", e.exe, e.cpu[0]), 2);
@@ -444,7 +454,9 @@ UNIO_TEST(perf_connection_refused, mp)
 	if (rc != 1)
 		TEST_LOG("output:\n%s", out);
 	TEST_ASSERT_EQ(rc, 1);
-	TEST_ASSERT(strstr(out, "cannot connect to 127.0.0.1 port") != NULL, "no clear error");
+	TEST_ASSERT(strstr(out, "cannot connect to 127.0.0.1 port") != NULL &&
+		    strstr(out, "no server listens there; start it first") != NULL,
+		    "no clear error:\n%s", out);
 	return TEST_OK;
 }
 

@@ -118,6 +118,55 @@ UNIO_TEST(perf_opts_parse, fast)
 }
 
 static int
+starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* A ucx_perftest user's options and test names: refused, each with the Unio way named. */
+UNIO_TEST(perf_ucx_hints, fast)
+{
+	const char *const *const refused[] = {
+		(const char *const[]){ "-x", "posix", NULL },
+		(const char *const[]){ "-d", "eth0", NULL },
+		(const char *const[]){ "-c", "1", NULL },
+		(const char *const[]){ "-l", NULL },
+		(const char *const[]){ "-D", "bcopy", NULL },
+		(const char *const[]){ "-t", "ucp_put_lat", NULL },
+		(const char *const[]){ "-t", NULL },
+		(const char *const[]){ "--vdev=net_null0", NULL },
+	};
+	struct perf_opts o;
+	char buf[256];
+
+	for (unsigned int i = 0; i < RTE_DIM(refused); i++)
+		TEST_ASSERT(opts_of(&o, refused[i]) < 0, "command line %u accepted", i);
+	TEST_ASSERT(strstr(perf_opt_hint('x'), "UNIO_TLS") != NULL, "-x");
+	TEST_ASSERT(strstr(perf_opt_hint('d'), "UNIO_NET_DEVICES") != NULL, "-d");
+	TEST_ASSERT(strstr(perf_opt_hint('c'), "-l 1 --") != NULL, "-c");
+	TEST_ASSERT(strstr(perf_opt_hint('l'), "--loopback") != NULL, "-l");
+	TEST_ASSERT(perf_opt_hint('q') == NULL, "a hint for -q");
+	TEST_ASSERT(strcmp(perf_test_hint("ucp_put_lat", buf, sizeof(buf)),
+			   "ucx_perftest's ucp_put_lat is put_lat here; tests: tag_lat, tag_bw, "
+			   "tag_sync_lat, am_lat, am_bw, put_lat, put_bw, get_lat, get_bw") == 0,
+		    "%s", buf);
+	TEST_ASSERT(starts_with(perf_test_hint("ucp_get", buf, sizeof(buf)),
+				"ucx_perftest's ucp_get is get_lat or get_bw here; tests: "),
+		    "%s", buf);
+	TEST_ASSERT(starts_with(perf_test_hint("ucp_fadd", buf, sizeof(buf)),
+				"Unio has no counterpart of ucx_perftest's ucp_fadd; tests: "),
+		    "%s", buf);
+	TEST_ASSERT(starts_with(perf_test_hint("tag_lt", buf, sizeof(buf)), "tests: tag_lat, "),
+		    "%s", buf);
+	/* every name the hints give is a test of this build */
+	for (unsigned int i = 0; i < RTE_DIM(ucx_tests); i++)
+		TEST_ASSERT(ucx_tests[i].unio == NULL ||
+			    strstr(ucx_tests[i].unio, " or ") != NULL ||
+			    perf_test_lookup(ucx_tests[i].unio) >= 0, "%s", ucx_tests[i].unio);
+	return TEST_OK;
+}
+
+static int
 near(double got, double want, double rel)
 {
 	return got >= want * (1 - rel) && got <= want * (1 + rel);
