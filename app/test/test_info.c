@@ -110,6 +110,50 @@ UNIO_TEST(info_tls_typo, fast)
 }
 
 /*
+ * A UCX user's values: UCX's transport names in UNIO_TLS are answered with Unio's driver for
+ * the job (or that it has none), and a UNIO_NET_DEVICES name that matches no device (an
+ * absent interface, UCX's "mlx5_0:1") is reported instead of leaving the host unreachable.
+ */
+UNIO_TEST(info_ucx_names, fast)
+{
+	static char out[16384];
+	int r;
+
+	if (unio_tl_driver_find("shm") == NULL || unio_tl_driver_find("tcp") == NULL)
+		TEST_SKIP_BECAUSE("the shm or the tcp driver is not built");
+	r = test_capture(out, sizeof(out), "UNIO_TLS=posix,tcp %s/app/info/unio-info -e host",
+			 test_build_dir());
+	TEST_ASSERT(r == 0 && strstr(out, "UNIO WARNING: UNIO_TLS: 'posix' names no transport "
+				     "driver of this build (") != NULL &&
+		    strstr(out, "): UCX's posix is Unio's shm\n") != NULL, "%s", out);
+	r = test_capture(out, sizeof(out), "UNIO_TLS=rc_mlx5,shm %s/app/info/unio-info -e host",
+			 test_build_dir());
+	TEST_ASSERT(r == 0 && strstr(out, "UCX's rc_mlx5 is an RDMA transport, which Unio has "
+				     "no driver for yet") != NULL, "%s", out);
+	r = test_capture(out, sizeof(out), "UNIO_NET_DEVICES=mlx5_0:1 %s/app/info/unio-info -e "
+			 "host", test_build_dir());
+	TEST_ASSERT(r == 0 && strstr(out, "UNIO WARNING: UNIO_NET_DEVICES: 'mlx5_0:1' names no "
+				     "usable network device") != NULL &&
+		    strstr(out, "UCX's DEVICE:PORT form is not Unio's") != NULL, "%s", out);
+	r = test_capture(out, sizeof(out), "UNIO_NET_DEVICES=lo,nosuch9 %s/app/info/unio-info "
+			 "-e host", test_build_dir());
+	TEST_ASSERT(r == 0 && strstr(out, "'nosuch9' names no usable network device") != NULL &&
+		    strstr(out, "'lo' names") == NULL && strstr(out, "DEVICE:PORT") == NULL,
+		    "%s", out);
+	/* no word when the names match, when they deny, or when no network driver may run */
+	r = test_capture(out, sizeof(out), "UNIO_NET_DEVICES=l? %s/app/info/unio-info -e host",
+			 test_build_dir());
+	TEST_ASSERT(r == 0 && strstr(out, "UNIO WARNING") == NULL, "%s", out);
+	r = test_capture(out, sizeof(out), "UNIO_NET_DEVICES=^nosuch9 %s/app/info/unio-info -e "
+			 "host", test_build_dir());
+	TEST_ASSERT(r == 0 && strstr(out, "UNIO WARNING") == NULL, "%s", out);
+	r = test_capture(out, sizeof(out), "UNIO_TLS=shm UNIO_NET_DEVICES=nosuch9 "
+			 "%s/app/info/unio-info -e host", test_build_dir());
+	TEST_ASSERT(r == 0 && strstr(out, "UNIO WARNING") == NULL, "%s", out);
+	return TEST_OK;
+}
+
+/*
  * UNIO_LOG_LEVEL=debug shows Unio's debug logs, not EAL's: EAL follows up to info (its
  * debug level printed some 550 lines of driver loading first), errors only at warn.
  */

@@ -22,12 +22,48 @@ RTE_LOG_REGISTER(unio_logtype_api, unio.api, WARNING);
 
 /* ---- context ---- */
 
+/* UCX's transport names: Unio's driver for the same job, or the kind Unio has no driver of. */
+#define R "an RDMA transport"
+#define G "a GPU transport"
+static const struct { const char *ucx, *unio, *none; } ucx_tls[] = {
+	{ "sm", "shm", NULL }, { "mm", "shm", NULL }, { "posix", "shm", NULL },
+	{ "sysv", "shm", NULL }, { "cma", "shm", NULL }, { "xpmem", "shm", NULL },
+	{ "knem", "shm", NULL },
+	{ "rc", NULL, R }, { "rc_v", NULL, R }, { "rc_x", NULL, R },
+	{ "rc_verbs", NULL, R }, { "rc_mlx5", NULL, R }, { "ud", NULL, R },
+	{ "ud_v", NULL, R }, { "ud_x", NULL, R }, { "ud_verbs", NULL, R },
+	{ "ud_mlx5", NULL, R }, { "dc", NULL, R }, { "dc_x", NULL, R },
+	{ "dc_mlx5", NULL, R }, { "ib", NULL, R }, { "rdmacm", NULL, R },
+	{ "cuda", NULL, G }, { "cuda_copy", NULL, G }, { "cuda_ipc", NULL, G },
+	{ "gdr_copy", NULL, G }, { "rocm", NULL, G }, { "rocm_copy", NULL, G },
+	{ "rocm_ipc", NULL, G },
+};
+#undef R
+#undef G
+
+/* For a UNIO_TLS name that is UCX's: ": UCX's posix is Unio's shm" and the like, else "". */
+static const char *
+tls_ucx_hint(const char *name, char *buf, size_t len)
+{
+	for (unsigned int i = 0; i < RTE_DIM(ucx_tls); i++) {
+		if (strcmp(name, ucx_tls[i].ucx) != 0)
+			continue;
+		if (ucx_tls[i].unio != NULL)
+			snprintf(buf, len, ": UCX's %s is Unio's %s", name, ucx_tls[i].unio);
+		else
+			snprintf(buf, len, ": UCX's %s is %s, which Unio has no driver for yet "
+				 "(tcp and ethdev reach other hosts)", name, ucx_tls[i].none);
+		return buf;
+	}
+	return "";
+}
+
 /* A UNIO_TLS name that matches no driver of this build is most likely a typo: say so. */
 static void
 context_check_tls(const struct unio_config *cfg)
 {
 	unsigned int n = unio_tl_driver_count();
-	char built[128] = "";
+	char built[128] = "", hint[192];
 	size_t len = 0;
 
 	for (unsigned int i = 0; i < n; i++)
@@ -40,7 +76,36 @@ context_check_tls(const struct unio_config *cfg)
 			i++;
 		if (i == n)
 			API_LOG(WARNING, "UNIO_TLS: '%s' names no transport driver of this build "
-				"(%s)", cfg->tls.items[k], built);
+				"(%s)%s", cfg->tls.items[k], built,
+				tls_ucx_hint(cfg->tls.items[k], hint, sizeof(hint)));
+	}
+}
+
+/*
+ * A UNIO_NET_DEVICES name that matches no device the network drivers (tcp, ethdev) found:
+ * an interface that is not there, down or without IPv4, or UCX's "mlx5_0:1".  Say so once,
+ * when those drivers are allowed at all.
+ */
+static void
+context_check_net_devices(const struct unio_context *ctx)
+{
+	const struct unio_cfg_list *l = &ctx->config.net_devices;
+
+	if (l->deny || (!unio_cfg_list_allows(&ctx->config.tls, "tcp") &&
+			!unio_cfg_list_allows(&ctx->config.tls, "ethdev")))
+		return;
+	for (unsigned int k = 0; k < l->count; k++) {
+		bool found = false;
+
+		for (unsigned int d = 0; d < ctx->n_drivers && !found; d++)
+			for (unsigned int i = 0; i < ctx->n_devs[d] && !found; i++)
+				found = fnmatch(l->items[k], ctx->devs[d][i].name, 0) == 0;
+		if (!found)
+			API_LOG(WARNING, "UNIO_NET_DEVICES: '%s' names no usable network device "
+				"(a kernel interface that is up with an IPv4 address, or a DPDK "
+				"port; unio-info -d without it lists them)%s", l->items[k],
+				strchr(l->items[k], ':') != NULL ? ": UCX's DEVICE:PORT form is "
+				"not Unio's, e.g. UNIO_NET_DEVICES=eth0" : "");
 	}
 }
 
@@ -117,6 +182,7 @@ unio_context_create(const struct unio_context_params *params, unio_status_t *sta
 	TAILQ_INIT(&ctx->workers);
 	context_check_tls(&ctx->config);
 	context_open_drivers(ctx, why, sizeof(why));
+	context_check_net_devices(ctx);
 	if (ctx->n_drivers == 0) {
 		API_LOG(ERR, "no transport driver has a usable device: %s", why);
 		st = UNIO_ERR_NO_DEVICE;

@@ -148,7 +148,9 @@ static const struct cfg_row cfg_table[] = {
 	{ "NET_DEVICES", CFG_LIST, "all", OFF(net_devices), NULL, 0, 0,
 	  "Network devices (kernel interface names or DPDK port names, globs allowed) the network "
 	  "drivers may use; '^' denies.  Consumers: the tcp driver (loopback 'lo' only reaches the "
-	  "same host and network namespace); the ethdev driver (ethdev port names)." },
+	  "same host and network namespace); the ethdev driver (ethdev port names).  A name "
+	  "that matches no usable device is reported when a context is created (a warning); "
+	  "UCX's DEVICE:PORT form (mlx5_0:1) is not taken." },
 	{ "PEER_TIMEOUT", CFG_TIME, "10s", OFF(peer_timeout_ns), NULL, 0, 0,
 	  "How long a peer may stay silent while requests to it are outstanding before the "
 	  "endpoint fails with UNIO_ERR_TIMED_OUT or UNIO_ERR_CONNECTION_RESET." },
@@ -208,7 +210,9 @@ static const struct cfg_row cfg_table[] = {
 	  "Transport drivers Unio may use (self, shm, tcp, ethdev: those built, unio-info -v; "
 	  "globs allowed); a leading '^' denies the listed ones, e.g. UNIO_TLS=^tcp; 'all' "
 	  "stands alone.  A name that matches no driver of the build is reported when a "
-	  "context is created (a warning: UNIO_TLS=tpc allows nothing)." },
+	  "context is created (a warning: UNIO_TLS=tpc allows nothing); for UCX's names the "
+	  "warning says what stands for them (posix, sysv, cma, sm: shm; rc, ud, dc, cuda_copy: "
+	  "none yet)." },
 	{ "UNEXP_MEM", CFG_SIZE, "inf", OFF(unexp_mem), NULL, 0, 0,
 	  "Most bytes of unexpected tagged-message data one worker holds (messages that arrived "
 	  "before their receive was posted, beyond the 256 bytes each keeps inline).  A message "
