@@ -1245,7 +1245,8 @@ int
 perf_client_connect(struct perf_side *s, uint16_t port)
 {
 	const char *host = s->o->host != NULL ? s->o->host : "127.0.0.1";
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	/* IPv4 only, as the server listens: "localhost" resolved to ::1 first found nobody */
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
 	struct unio_ep_params ep = {
 		.field_mask = UNIO_EP_PARAM_SOCKADDR | UNIO_EP_PARAM_ERR_HANDLER,
 		.err_handler = ep_error,
@@ -1259,8 +1260,8 @@ perf_client_connect(struct perf_side *s, uint16_t port)
 	snprintf(svc, sizeof(svc), "%u", port);
 	gai = getaddrinfo(host, svc, &hints, &ai);
 	if (gai != 0) {
-		fprintf(stderr, "unio-perf client: cannot resolve '%s': %s\n", host,
-			gai_strerror(gai));
+		fprintf(stderr, "unio-perf client: cannot resolve '%s' to an IPv4 address (the "
+			"server listens on IPv4): %s\n", host, gai_strerror(gai));
 		return -1;
 	}
 	ep.sockaddr = ai->ai_addr;

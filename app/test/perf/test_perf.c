@@ -457,6 +457,11 @@ UNIO_TEST(perf_connection_refused, mp)
 	TEST_ASSERT(strstr(out, "cannot connect to 127.0.0.1 port") != NULL &&
 		    strstr(out, "no server listens there; start it first") != NULL,
 		    "no clear error:\n%s", out);
+	/* the server listens on IPv4: a HOST is resolved to IPv4 only (not localhost's ::1) */
+	rc = test_capture(out, sizeof(out), "timeout 30 '%s' -l %s -- -p %s -n 10 ::1", e.exe,
+			  e.cpu[1], e.port);
+	TEST_ASSERT(rc == 1 && strstr(out, "cannot resolve '::1' to an IPv4 address") != NULL,
+		    "exit %d:\n%s", rc, out);
 	return TEST_OK;
 }
 
