@@ -343,10 +343,11 @@ unio_status_t unio_tag_send_sync(unio_ep_t *ep, const void *buf, size_t len, uin
 				 unio_request_t **req_p);
 
 /**
- * Receive a message whose tag matches: ((msg_tag ^ tag) & tag_mask) == 0.  Receives match in
- * the order they were posted, messages in the order they arrived from each endpoint.  A
- * message longer than @p len completes with UNIO_ERR_MESSAGE_TRUNCATED and nothing past
- * @p len is written.
+ * Receive a message whose tag matches: ((msg_tag ^ tag) & tag_mask) == 0, so a tag_mask of 0
+ * receives any tag.  Receives match in the order they were posted, messages in the order
+ * they arrived from each endpoint.  A message longer than @p len completes with
+ * UNIO_ERR_MESSAGE_TRUNCATED, the info's length set to the message's, and nothing written to
+ * @p buf.
  */
 unio_status_t unio_tag_recv(unio_worker_t *worker, void *buf, size_t len, uint64_t tag,
 			    uint64_t tag_mask, const struct unio_request_param *param,

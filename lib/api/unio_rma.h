@@ -39,8 +39,8 @@ typedef struct unio_rkey unio_rkey_t;     /**< An unpacked remote key. */
 /** Memory types (recorded with each region; host memory only for now). */
 enum unio_memory_type {
 	UNIO_MEMORY_TYPE_HOST = 0,   /**< ordinary host memory */
-	UNIO_MEMORY_TYPE_CUDA = 1,   /**< CUDA device memory (needs the cuda driver) */
-	UNIO_MEMORY_TYPE_ROCM = 2,   /**< ROCm device memory (needs the rocm driver) */
+	UNIO_MEMORY_TYPE_CUDA = 1,   /**< CUDA device memory (no driver yet: UNSUPPORTED) */
+	UNIO_MEMORY_TYPE_ROCM = 2,   /**< ROCm device memory (no driver yet: UNSUPPORTED) */
 };
 
 #define UNIO_MEM_MAP_PARAM_ADDRESS     (1ull << 0) /**< address is set */
@@ -94,7 +94,8 @@ unio_status_t unio_mem_unmap(unio_worker_t *worker, unio_mem_h memh);
 
 /**
  * Pack a remote key for @p memh into a new buffer (*buf_p, *len_p bytes) to send to peers.
- * Release the buffer with unio_rkey_buffer_release().
+ * Its length depends on the drivers (a few hundred bytes): send *len_p bytes, not a fixed
+ * size.  Release the buffer with unio_rkey_buffer_release().
  */
 unio_status_t unio_rkey_pack(unio_mem_h memh, void **buf_p, size_t *len_p);
 
@@ -119,7 +120,9 @@ unio_status_t unio_ep_rkey_unpack(unio_ep_t *ep, const void *buf, size_t len,
 void unio_rkey_destroy(unio_rkey_t *rkey);
 
 /**
- * Write @p len bytes of @p buf to the peer's @p remote_addr.
+ * Write @p len bytes of @p buf to the peer's @p remote_addr: an address in the peer's own
+ * address space, inside the region its key covers (the owner learns the region's start
+ * from unio_mem_query() and sends it along with the packed key).
  *
  * @return UNIO_OK (done: the buffer may be reused), UNIO_INPROGRESS with *req_p,
  *         UNIO_ERR_OUT_OF_RANGE ([remote_addr, remote_addr + len) not inside the key's

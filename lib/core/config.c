@@ -405,8 +405,8 @@ type_forms(const struct cfg_row *row, char *buf, size_t len)
 		return "a comma-separated list of names (globs allowed), 'all', or '^' followed by "
 		       "names to deny";
 	case CFG_TIME:
-		return "a time: a number with a unit ns, us, ms, s or m (e.g. 500us, 10s), "
-		       "or 'inf'";
+		return "a time: a number with a unit ns, us, ms, s or m (e.g. 500us, 10s; no "
+		       "unit: seconds), or 'inf'";
 	case CFG_STRING:
 		return "text of at most 255 characters";
 	case CFG_ENUM:
