@@ -7,6 +7,13 @@
 #include "unio_tl.h"
 #include "unio_test.h"
 
+/* unio-info -e host under the environment assignments @p env: its exit code, output in @p out */
+static int
+info_host_with(char *out, size_t len, const char *env)
+{
+	return test_capture(out, len, "%s %s/app/info/unio-info -e host", env, test_build_dir());
+}
+
 UNIO_TEST(info_selection_table, fast)
 {
 	static char out[16384];
@@ -22,16 +29,13 @@ UNIO_TEST(info_selection_table, fast)
 	TEST_ASSERT(strstr(out, "self peer") == NULL, "only the class asked for: %s", out);
 
 	/* the threshold variable moves the rendezvous boundary */
-	r = test_capture(out, sizeof(out), "UNIO_RNDV_THRESH=100k %s/app/info/unio-info -e host",
-			 test_build_dir());
+	r = info_host_with(out, sizeof(out), "UNIO_RNDV_THRESH=100k");
 	TEST_ASSERT(r == 0 && strstr(out, "102400..inf: rendezvous") != NULL, "%s", out);
-	r = test_capture(out, sizeof(out), "UNIO_RNDV_THRESH=inf %s/app/info/unio-info -e host",
-			 test_build_dir());
+	r = info_host_with(out, sizeof(out), "UNIO_RNDV_THRESH=inf");
 	TEST_ASSERT(r == 0 && strstr(out, "rendezvous") == NULL, "%s", out);
 
 	/* with only self allowed nothing reaches another process */
-	r = test_capture(out, sizeof(out), "UNIO_TLS=self %s/app/info/unio-info -e host",
-			 test_build_dir());
+	r = info_host_with(out, sizeof(out), "UNIO_TLS=self");
 	TEST_ASSERT(r == 0 && strstr(out, "no driver reaches a host peer") != NULL, "%s", out);
 
 	r = test_capture(out, sizeof(out), "%s/app/info/unio-info -e bogus", test_build_dir());
@@ -86,24 +90,20 @@ UNIO_TEST(info_tls_typo, fast)
 
 	if (unio_tl_driver_find("shm") == NULL || unio_tl_driver_find("self") == NULL)
 		TEST_SKIP_BECAUSE("the shm or the self driver is not built");
-	r = test_capture(out, sizeof(out), "UNIO_TLS=tpc %s/app/info/unio-info -e host",
-			 test_build_dir());
+	r = info_host_with(out, sizeof(out), "UNIO_TLS=tpc");
 	TEST_ASSERT(r == 1 && strstr(out, "UNIO WARNING: UNIO_TLS: 'tpc' names no transport "
 				     "driver of this build (") != NULL &&
 		    strstr(out, "UNIO ERR: no transport driver has a usable device: ") != NULL &&
 		    strstr(out, "shm: not allowed by UNIO_TLS") != NULL &&
 		    strstr(out, "self: not allowed by UNIO_TLS") != NULL, "%s", out);
 	/* a typo beside a good name: the good one works, the typo is still reported */
-	r = test_capture(out, sizeof(out), "UNIO_TLS=shm,tpc %s/app/info/unio-info -e host",
-			 test_build_dir());
+	r = info_host_with(out, sizeof(out), "UNIO_TLS=shm,tpc");
 	TEST_ASSERT(r == 0 && strstr(out, "'tpc' names no transport driver") != NULL &&
 		    strstr(out, ": eager short (shm)") != NULL, "%s", out);
-	r = test_capture(out, sizeof(out), "UNIO_TLS=shm %s/app/info/unio-info -e host",
-			 test_build_dir());
+	r = info_host_with(out, sizeof(out), "UNIO_TLS=shm");
 	TEST_ASSERT(r == 0 && strstr(out, "UNIO WARNING") == NULL, "%s", out);
 	/* "all" in a list allowed nothing; now the value is refused */
-	r = test_capture(out, sizeof(out), "UNIO_TLS=all,tpc %s/app/info/unio-info -e host",
-			 test_build_dir());
+	r = info_host_with(out, sizeof(out), "UNIO_TLS=all,tpc");
 	TEST_ASSERT(r == 1 && strstr(out, "UNIO_TLS: invalid value 'all,tpc'") != NULL, "%s",
 		    out);
 	return TEST_OK;
@@ -121,34 +121,27 @@ UNIO_TEST(info_ucx_names, fast)
 
 	if (unio_tl_driver_find("shm") == NULL || unio_tl_driver_find("tcp") == NULL)
 		TEST_SKIP_BECAUSE("the shm or the tcp driver is not built");
-	r = test_capture(out, sizeof(out), "UNIO_TLS=posix,tcp %s/app/info/unio-info -e host",
-			 test_build_dir());
+	r = info_host_with(out, sizeof(out), "UNIO_TLS=posix,tcp");
 	TEST_ASSERT(r == 0 && strstr(out, "UNIO WARNING: UNIO_TLS: 'posix' names no transport "
 				     "driver of this build (") != NULL &&
 		    strstr(out, "): UCX's posix is Unio's shm\n") != NULL, "%s", out);
-	r = test_capture(out, sizeof(out), "UNIO_TLS=rc_mlx5,shm %s/app/info/unio-info -e host",
-			 test_build_dir());
+	r = info_host_with(out, sizeof(out), "UNIO_TLS=rc_mlx5,shm");
 	TEST_ASSERT(r == 0 && strstr(out, "UCX's rc_mlx5 is an RDMA transport, which Unio has "
 				     "no driver for yet") != NULL, "%s", out);
-	r = test_capture(out, sizeof(out), "UNIO_NET_DEVICES=mlx5_0:1 %s/app/info/unio-info -e "
-			 "host", test_build_dir());
+	r = info_host_with(out, sizeof(out), "UNIO_NET_DEVICES=mlx5_0:1");
 	TEST_ASSERT(r == 0 && strstr(out, "UNIO WARNING: UNIO_NET_DEVICES: 'mlx5_0:1' names no "
 				     "usable network device") != NULL &&
 		    strstr(out, "UCX's DEVICE:PORT form is not Unio's") != NULL, "%s", out);
-	r = test_capture(out, sizeof(out), "UNIO_NET_DEVICES=lo,nosuch9 %s/app/info/unio-info "
-			 "-e host", test_build_dir());
+	r = info_host_with(out, sizeof(out), "UNIO_NET_DEVICES=lo,nosuch9");
 	TEST_ASSERT(r == 0 && strstr(out, "'nosuch9' names no usable network device") != NULL &&
 		    strstr(out, "'lo' names") == NULL && strstr(out, "DEVICE:PORT") == NULL,
 		    "%s", out);
 	/* no word when the names match, when they deny, or when no network driver may run */
-	r = test_capture(out, sizeof(out), "UNIO_NET_DEVICES=l? %s/app/info/unio-info -e host",
-			 test_build_dir());
+	r = info_host_with(out, sizeof(out), "UNIO_NET_DEVICES=l?");
 	TEST_ASSERT(r == 0 && strstr(out, "UNIO WARNING") == NULL, "%s", out);
-	r = test_capture(out, sizeof(out), "UNIO_NET_DEVICES=^nosuch9 %s/app/info/unio-info -e "
-			 "host", test_build_dir());
+	r = info_host_with(out, sizeof(out), "UNIO_NET_DEVICES=^nosuch9");
 	TEST_ASSERT(r == 0 && strstr(out, "UNIO WARNING") == NULL, "%s", out);
-	r = test_capture(out, sizeof(out), "UNIO_TLS=shm UNIO_NET_DEVICES=nosuch9 "
-			 "%s/app/info/unio-info -e host", test_build_dir());
+	r = info_host_with(out, sizeof(out), "UNIO_TLS=shm UNIO_NET_DEVICES=nosuch9");
 	TEST_ASSERT(r == 0 && strstr(out, "UNIO WARNING") == NULL, "%s", out);
 	return TEST_OK;
 }
