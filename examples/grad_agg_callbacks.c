@@ -11,6 +11,9 @@
  * unio_worker_progress() and starts the next phase when a phase is complete.
  *
  * Tags: (iteration << 16) | rank for gradients, (iteration << 16) | 0xffff for the sum.
+ *
+ * The root waits GRAD_AGG_CONNECT_TIMEOUT seconds (default 60) for every worker to connect,
+ * then gives up; a peer that fails ends the other side's wait with an error, never a hang.
  */
 
 #include <arpa/inet.h>
@@ -31,6 +34,7 @@ static unio_ep_t *eps[MAX_WORKERS];
 static int n_eps;
 static int n_done;      /* operations of the current phase that completed */
 static int n_failed;    /* operations that completed with an error */
+static int peer_failed; /* an endpoint failed (its peer died, or closed when done) */
 
 /* The gradient of @p rank at @p iter: small integers, so sums are exact in doubles. */
 static double
@@ -39,11 +43,24 @@ grad(int rank, int iter, size_t k)
 	return (double)((rank + 1) * (int)(k % 97) + iter);
 }
 
+/*
+ * A peer that died, reset or timed out, or one that closed its endpoint when it was done
+ * (another worker's, while the root still sends the last sum).  Sends to it fail by
+ * themselves; a receive is not tied to an endpoint, so a phase with one stops waiting.
+ */
+static void
+on_ep_error(void *arg, unio_ep_t *ep, unio_status_t st)
+{
+	(void)arg, (void)ep, (void)st;
+	peer_failed = 1;
+}
+
 static void
 on_connection(unio_conn_request_t *cr, void *arg)
 {
-	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_CONN_REQUEST,
-				    .conn_request = cr };
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_CONN_REQUEST |
+						  UNIO_EP_PARAM_ERR_HANDLER,
+				    .conn_request = cr, .err_handler = on_ep_error };
 
 	if (n_eps < MAX_WORKERS)
 		eps[n_eps++] = unio_ep_create(arg, &p, NULL);
@@ -86,14 +103,50 @@ started(unio_status_t st)
 	}
 }
 
-/* Progress until @p n operations of this phase completed. */
+/*
+ * Progress until @p n operations of this phase completed; a phase with receives (@p recv)
+ * also ends when an endpoint failed, for no peer may be left to send what they wait for.
+ */
 static int
-phase_wait(unio_worker_t *w, int n)
+phase_wait(unio_worker_t *w, int n, int recv)
 {
-	while (n_done < n && n_failed == 0)
+	int ok;
+
+	while (n_done < n && n_failed == 0 && !(recv && peer_failed))
 		unio_worker_progress(w);
+	ok = n_done >= n && n_failed == 0;
+	if (!ok && peer_failed)
+		fprintf(stderr, "a connection failed\n");
 	n_done = 0;
-	return n_failed == 0 ? 0 : -1;
+	return ok ? 0 : -1;
+}
+
+/*
+ * Progress until @p n workers connected, for at most GRAD_AGG_CONNECT_TIMEOUT seconds
+ * (default 60): a worker that never starts (a wrong rank, a typo in the host) must not leave
+ * the root, nor the workers that did connect, waiting for ever.  The root's exit fails the
+ * connected workers' endpoints, and their error handlers end their waits.
+ */
+static int
+await_workers(unio_worker_t *w, int n)
+{
+	const char *env = getenv("GRAD_AGG_CONNECT_TIMEOUT");
+	double limit = env != NULL ? atof(env) : 60.0;
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (n_eps < n) {
+		if (unio_worker_progress(w) != 0)
+			continue;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 >
+		    limit) {
+			fprintf(stderr, "root: %d of %d workers connected in %g s, giving up "
+				"(GRAD_AGG_CONNECT_TIMEOUT)\n", n_eps, n, limit);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 static int
@@ -117,14 +170,14 @@ root(unio_worker_t *w, int port, int n, size_t elems, int iters)
 	}
 	if (sum == NULL || g == NULL)
 		return 1;
-	while (n_eps < n)
-		unio_worker_progress(w);
+	if (await_workers(w, n) != 0)
+		return 1;
 	for (int it = 0; it < iters; it++) {
 		/* phase 1: one receive per worker, any rank of this iteration */
 		for (int r = 0; r < n; r++)
 			started(unio_tag_recv(w, g + (size_t)r * elems, bytes, (uint64_t)it << 16,
 					      ~RANK_MASK, cb_param(bytes), &req));
-		if (phase_wait(w, n) != 0)
+		if (phase_wait(w, n, 1) != 0)
 			return 1;
 		for (size_t k = 0; k < elems; k++) {
 			sum[k] = 0;
@@ -135,7 +188,7 @@ root(unio_worker_t *w, int port, int n, size_t elems, int iters)
 		for (int r = 0; r < n; r++)
 			started(unio_tag_send(eps[r], sum, bytes, ((uint64_t)it << 16) | SUM_RANK,
 					      cb_param(0), &req));
-		if (phase_wait(w, n) != 0)
+		if (phase_wait(w, n, 0) != 0)
 			return 1;
 	}
 	printf("root: %d iterations of %d x %zu doubles aggregated\n", iters, n, elems);
@@ -152,7 +205,9 @@ connect_retry(unio_worker_t *w, const char *host, const char *port)
 {
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai;
 	struct timespec pause = { 0, 20 * 1000 * 1000 };
-	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_SOCKADDR };
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_SOCKADDR |
+						  UNIO_EP_PARAM_ERR_HANDLER,
+				    .err_handler = on_ep_error };
 	unio_status_t st = UNIO_ERR_UNREACHABLE;
 	unio_ep_t *ep = NULL;
 	int gai = getaddrinfo(host, port, &hints, &ai);
@@ -193,7 +248,7 @@ worker(unio_worker_t *w, const char *host, const char *port, int rank, int n, si
 				      cb_param(bytes), &req));
 		started(unio_tag_send(ep, g, bytes, ((uint64_t)it << 16) | rank, cb_param(0),
 				      &req));
-		if (phase_wait(w, 2) != 0)
+		if (phase_wait(w, 2, 1) != 0)
 			return 1;
 		for (size_t k = 0; k < elems; k++) {
 			double want = 0;

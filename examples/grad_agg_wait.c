@@ -10,6 +10,9 @@
  * a request (a future); unio_request_wait() progresses the worker until it completes.
  *
  * Tags: (iteration << 16) | rank for gradients, (iteration << 16) | 0xffff for the sum.
+ *
+ * The root waits GRAD_AGG_CONNECT_TIMEOUT seconds (default 60) for every worker to connect,
+ * then gives up; a peer that fails ends the other side's wait with an error, never a hang.
  */
 
 #include <arpa/inet.h>
@@ -28,6 +31,8 @@
 
 static unio_ep_t *eps[MAX_WORKERS];
 static int n_eps;
+static unio_request_t *awaited;   /* the receive await_recv() waits for, or NULL */
+static int peer_failed;           /* an endpoint failed: no receive may wait */
 
 /* The gradient of @p rank at @p iter: small integers, so sums are exact in doubles. */
 static double
@@ -36,11 +41,28 @@ grad(int rank, int iter, size_t k)
 	return (double)((rank + 1) * (int)(k % 97) + iter);
 }
 
+/*
+ * A peer that died, reset or timed out, or one that closed its endpoint when it was done
+ * (a worker, while the root still sends the last sum to the others).  Sends to it fail by
+ * themselves; a receive is not tied to an endpoint, so the one being awaited is cancelled
+ * (UNIO_ERR_CANCELED; nothing when it already completed).
+ */
+static void
+on_ep_error(void *arg, unio_ep_t *ep, unio_status_t st)
+{
+	(void)ep, (void)st;
+	peer_failed = 1;
+	if (awaited != NULL)
+		unio_request_cancel(arg, awaited);
+}
+
 static void
 on_connection(unio_conn_request_t *cr, void *arg)
 {
-	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_CONN_REQUEST,
-				    .conn_request = cr };
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_CONN_REQUEST |
+						  UNIO_EP_PARAM_ERR_HANDLER,
+				    .conn_request = cr, .err_handler = on_ep_error,
+				    .err_arg = arg };
 
 	if (n_eps < MAX_WORKERS)
 		eps[n_eps++] = unio_ep_create(arg, &p, NULL);
@@ -51,6 +73,51 @@ static unio_status_t
 await(unio_worker_t *w, unio_status_t st, unio_request_t *req, struct unio_recv_info *info)
 {
 	return st == UNIO_INPROGRESS ? unio_request_wait(w, req, info) : st;
+}
+
+/* Await a receive, which a failed endpoint cancels (see on_ep_error()). */
+static unio_status_t
+await_recv(unio_worker_t *w, unio_status_t st, unio_request_t *req, struct unio_recv_info *info)
+{
+	if (st != UNIO_INPROGRESS)
+		return st;
+	if (peer_failed)
+		unio_request_cancel(w, req);
+	awaited = req;
+	st = unio_request_wait(w, req, info);
+	awaited = NULL;
+	if (st != UNIO_OK)
+		fprintf(stderr, "a receive failed: %s%s\n", unio_status_string(st),
+			peer_failed ? " (a connection failed)" : "");
+	return st;
+}
+
+/*
+ * Progress until @p n workers connected, for at most GRAD_AGG_CONNECT_TIMEOUT seconds
+ * (default 60): a worker that never starts (a wrong rank, a typo in the host) must not leave
+ * the root, nor the workers that did connect, waiting for ever.  The root's exit fails the
+ * connected workers' endpoints, and their error handlers end their waits.
+ */
+static int
+await_workers(unio_worker_t *w, int n)
+{
+	const char *env = getenv("GRAD_AGG_CONNECT_TIMEOUT");
+	double limit = env != NULL ? atof(env) : 60.0;
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (n_eps < n) {
+		if (unio_worker_progress(w) != 0)
+			continue;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 >
+		    limit) {
+			fprintf(stderr, "root: %d of %d workers connected in %g s, giving up "
+				"(GRAD_AGG_CONNECT_TIMEOUT)\n", n_eps, n, limit);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 static int
@@ -77,8 +144,8 @@ root(unio_worker_t *w, int port, int n, size_t elems, int iters)
 	}
 	if (sum == NULL || g == NULL)
 		return 1;
-	while (n_eps < n)
-		unio_worker_progress(w);
+	if (await_workers(w, n) != 0)
+		return 1;
 	for (int it = 0; it < iters; it++) {
 		memset(sum, 0, elems * sizeof(double));
 		for (int r = 0; r < n; r++) {
@@ -88,7 +155,7 @@ root(unio_worker_t *w, int port, int n, size_t elems, int iters)
 							(uint64_t)it << 16, ~RANK_MASK, &rp,
 							&reqs[0]);
 
-			if (await(w, s, reqs[0], &info) != UNIO_OK ||
+			if (await_recv(w, s, reqs[0], &info) != UNIO_OK ||
 			    info.length != elems * sizeof(double))
 				return 1;
 			for (size_t k = 0; k < elems; k++)
@@ -122,7 +189,9 @@ connect_retry(unio_worker_t *w, const char *host, const char *port)
 {
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai;
 	struct timespec pause = { 0, 20 * 1000 * 1000 };
-	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_SOCKADDR };
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_SOCKADDR |
+						  UNIO_EP_PARAM_ERR_HANDLER,
+				    .err_handler = on_ep_error, .err_arg = w };
 	unio_status_t st = UNIO_ERR_UNREACHABLE;
 	unio_ep_t *ep = NULL;
 	int gai = getaddrinfo(host, port, &hints, &ai);
@@ -163,7 +232,7 @@ worker(unio_worker_t *w, const char *host, const char *port, int rank, int n, si
 				   ((uint64_t)it << 16) | SUM_RANK, UINT64_MAX, NULL, &rreq);
 		ss = unio_tag_send(ep, g, elems * sizeof(double), ((uint64_t)it << 16) | rank,
 				   NULL, &sreq);
-		if (await(w, ss, sreq, NULL) != UNIO_OK || await(w, rs, rreq, NULL) != UNIO_OK)
+		if (await(w, ss, sreq, NULL) != UNIO_OK || await_recv(w, rs, rreq, NULL) != UNIO_OK)
 			return 1;
 		for (size_t k = 0; k < elems; k++) {
 			double want = 0;

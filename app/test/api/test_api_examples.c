@@ -105,6 +105,39 @@ UNIO_TEST(api_example_grad_agg_wait, mp)
 }
 
 /*
+ * A worker that never starts (here rank 0 of 2): the root gives up after
+ * GRAD_AGG_CONNECT_TIMEOUT seconds and exits 1, naming how many connected; the worker that
+ * did connect sees its endpoint fail (its pending receive is not tied to the endpoint: the
+ * error handler ends the wait) and exits 1 too.  Both used to spin for ever.
+ */
+static int
+grad_agg_missing_worker(const char *name)
+{
+	char path[4096], out[4096];
+	int port = test_free_port(), rc;
+
+	if (example_path(name, path, sizeof(path)) == NULL)
+		TEST_SKIP_BECAUSE("examples not built (-Dexamples=false)");
+	rc = test_capture(out, sizeof(out),
+			  "GRAD_AGG_CONNECT_TIMEOUT=2 timeout 60 '%s' root %d 2 1024 3 2>&1 & "
+			  "r=$!; "
+			  "timeout 60 '%s' worker 127.0.0.1 %d 1 2 1024 3 2>&1; w=$?; wait $r; "
+			  "echo \"exit root=$? worker=$w\"", path, port, path, port);
+	TEST_ASSERT(rc == 0 && strstr(out, "exit root=1 worker=1\n") != NULL &&
+		    strstr(out, "root: 1 of 2 workers connected in 2 s, giving up") != NULL &&
+		    strstr(out, "a connection failed") != NULL,
+		    "%s: exit %d, output:\n%s", name, rc, out);
+	return TEST_OK;
+}
+
+UNIO_TEST(api_example_grad_agg_missing_worker, mp)
+{
+	int rc = grad_agg_missing_worker("grad_agg_callbacks");
+
+	return rc != TEST_OK ? rc : grad_agg_missing_worker("grad_agg_wait");
+}
+
+/*
  * Bad command lines: a role the example does not know, a count or a port out of range.
  * Each ends at once with exit 2 and one line that names the argument (a role other than
  * server / root used to be taken for the client's and read past argv: SIGSEGV).
