@@ -380,6 +380,20 @@ wait_file(const char *path, pid_t pid)
 	return -1;
 }
 
+/* A child that sleeps until it is killed, or its parent dies: a live pid that is no Unio. */
+static pid_t
+sleeper(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
 /*
  * The directory of a killed Unio process is removed by the next initialisation, and so
  * is a directory whose lock nobody holds although its pid number is a live process's
@@ -402,12 +416,7 @@ UNIO_TEST(env_reaps_dead_dirs, mp)
 	kill(dead, SIGKILL);
 	TEST_ASSERT_EQ(test_wait(dead, 60000), -1);
 	snprintf(dead_dir, sizeof(dead_dir), "%s/unio-%d", run_base(), (int)dead);
-	other = fork();
-	if (other == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		pause();
-		_exit(0);
-	}
+	other = sleeper();
 	TEST_ASSERT(other > 0, "fork");
 	snprintf(other_dir, sizeof(other_dir), "%s/unio-%d", run_base(), (int)other);
 	/* what a killed Unio leaves: its directory, and its lock file with no lock held */
@@ -495,12 +504,7 @@ UNIO_TEST(env_keeps_live_dirs_other_pidns, mp)
 
 	if (getuid() != 0)
 		TEST_SKIP_BECAUSE("a pid namespace needs root");
-	hold = fork();
-	if (hold == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		pause();
-		_exit(0);
-	}
+	hold = sleeper();
 	TEST_ASSERT(hold > 0, "fork");
 	snprintf(ns_pid, sizeof(ns_pid), "%d", (int)hold);
 	snprintf(dir, sizeof(dir), "%s/unio-%d", run_base(), (int)hold);
