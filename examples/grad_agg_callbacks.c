@@ -32,6 +32,11 @@
 
 static unio_ep_t *eps[MAX_WORKERS];
 static int n_eps;
+/*
+ * The role's two buffers, freed by main() after the worker: a receive still posted when a
+ * role gives up (a peer failed) may hold one until the worker is destroyed.
+ */
+static double *bufs[2];
 static int n_done;      /* operations of the current phase that completed */
 static int n_failed;    /* operations that completed with an error */
 static int peer_failed; /* an endpoint failed (its peer died, or closed when done) */
@@ -161,7 +166,7 @@ root(unio_worker_t *w, int port, int n, size_t elems, int iters)
 	unio_status_t lst;
 	unio_listener_t *l = unio_listener_create(w, &lp, &lst);
 	size_t bytes = elems * sizeof(double);
-	double *sum = malloc(bytes), *g = malloc(bytes * (size_t)n);
+	double *sum = bufs[0] = malloc(bytes), *g = bufs[1] = malloc(bytes * (size_t)n);
 	unio_request_t *req;
 
 	if (l == NULL) {
@@ -195,8 +200,6 @@ root(unio_worker_t *w, int port, int n, size_t elems, int iters)
 	for (int r = 0; r < n; r++)
 		unio_ep_close(eps[r], UNIO_EP_CLOSE_FLUSH, NULL);
 	unio_listener_destroy(l);
-	free(sum);
-	free(g);
 	return 0;
 }
 
@@ -235,7 +238,7 @@ worker(unio_worker_t *w, const char *host, const char *port, int rank, int n, si
 {
 	unio_ep_t *ep = connect_retry(w, host, port);
 	size_t bytes = elems * sizeof(double);
-	double *g = malloc(bytes), *sum = malloc(bytes);
+	double *g = bufs[0] = malloc(bytes), *sum = bufs[1] = malloc(bytes);
 	unio_request_t *req;
 
 	if (ep == NULL || g == NULL || sum == NULL)
@@ -263,8 +266,6 @@ worker(unio_worker_t *w, const char *host, const char *port, int rank, int n, si
 		}
 	}
 	unio_ep_close(ep, UNIO_EP_CLOSE_FLUSH, NULL);
-	free(g);
-	free(sum);
 	return 0;
 }
 
@@ -319,6 +320,8 @@ main(int argc, char **argv)
 		rc = worker(w, argv[2], argv[3], (int)rank, (int)n, (size_t)elems, (int)iters);
 	unio_worker_destroy(w);
 	unio_context_destroy(ctx);
+	free(bufs[0]);
+	free(bufs[1]);
 	if (rc != 0)
 		fprintf(stderr, "%s %s failed\n", argv[0], argv[1]);
 	return rc;

@@ -31,6 +31,11 @@
 
 static unio_ep_t *eps[MAX_WORKERS];
 static int n_eps;
+/*
+ * The role's two buffers, freed by main() after the worker: a receive still posted when a
+ * role gives up (a peer failed) may hold one until the worker is destroyed.
+ */
+static double *bufs[2];
 static unio_request_t *awaited;   /* the receive await_recv() waits for, or NULL */
 static int peer_failed;           /* an endpoint failed: no receive may wait */
 
@@ -131,7 +136,8 @@ root(unio_worker_t *w, int port, int n, size_t elems, int iters)
 	};
 	unio_status_t lst;
 	unio_listener_t *l = unio_listener_create(w, &lp, &lst);
-	double *sum = calloc(elems, sizeof(double)), *g = malloc(elems * sizeof(double));
+	double *sum = bufs[0] = calloc(elems, sizeof(double));
+	double *g = bufs[1] = malloc(elems * sizeof(double));
 	unio_request_t *reqs[MAX_WORKERS];
 	unio_status_t st[MAX_WORKERS];
 	struct unio_recv_info info;
@@ -179,8 +185,6 @@ root(unio_worker_t *w, int port, int n, size_t elems, int iters)
 		if (await(w, st[r], reqs[r], NULL) != UNIO_OK)
 			return 1;
 	unio_listener_destroy(l);
-	free(sum);
-	free(g);
 	return 0;
 }
 
@@ -218,7 +222,8 @@ worker(unio_worker_t *w, const char *host, const char *port, int rank, int n, si
        int iters)
 {
 	unio_ep_t *ep = connect_retry(w, host, port);
-	double *g = malloc(elems * sizeof(double)), *sum = malloc(elems * sizeof(double));
+	double *g = bufs[0] = malloc(elems * sizeof(double));
+	double *sum = bufs[1] = malloc(elems * sizeof(double));
 	unio_request_t *sreq, *rreq;
 	unio_status_t ss, rs;
 
@@ -247,8 +252,6 @@ worker(unio_worker_t *w, const char *host, const char *port, int rank, int n, si
 		}
 	}
 	unio_ep_close(ep, UNIO_EP_CLOSE_FLUSH, NULL);
-	free(g);
-	free(sum);
 	return 0;
 }
 
@@ -303,6 +306,8 @@ main(int argc, char **argv)
 		rc = worker(w, argv[2], argv[3], (int)rank, (int)n, (size_t)elems, (int)iters);
 	unio_worker_destroy(w);
 	unio_context_destroy(ctx);
+	free(bufs[0]);
+	free(bufs[1]);
 	if (rc != 0)
 		fprintf(stderr, "%s %s failed\n", argv[0], argv[1]);
 	return rc;
