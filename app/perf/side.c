@@ -547,6 +547,8 @@ server_pingpong(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end
 {
 	size_t len = r->size;
 	void *buf[2] = { buf_alloc(len), buf_alloc(len) };
+	/* Without -V the echo goes from a buffer no receive writes, as ucx_perftest's does. */
+	void *echo = r->validate ? NULL : buf_alloc(len);
 	struct unio_recv_info info[2] = { { 0 }, { 0 } }, cinfo = { 0 };
 	unio_status_t st[2];
 	unio_request_t *req[2] = { NULL, NULL }, *sreq, *creq = NULL;
@@ -556,7 +558,7 @@ server_pingpong(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end
 	uint64_t i;
 	int rc = -1;
 
-	if (buf[0] == NULL || buf[1] == NULL) {
+	if (buf[0] == NULL || buf[1] == NULL || (!r->validate && echo == NULL)) {
 		fail(s, "allocating buffers", UNIO_ERR_NO_MEMORY);
 		goto free_bufs;
 	}
@@ -589,8 +591,8 @@ server_pingpong(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end
 			goto free_bufs;
 		if (r->validate && r->bad_iter == UINT64_MAX && !pattern_ok(buf[cur], r->size, i))
 			r->bad_iter = i;
-		sst = post_send(s, buf[cur], r->size, PERF_TAG_DATA, perf_tests[r->test].sync,
-				&sreq);
+		sst = post_send(s, echo != NULL ? echo : buf[cur], r->size, PERF_TAG_DATA,
+				perf_tests[r->test].sync, &sreq);
 		st[cur ^ 1] = post_recv(s, buf[cur ^ 1], len, PERF_TAG_DATA, TAG_FULL,
 					&info[cur ^ 1], &req[cur ^ 1]);
 		sst = finish(s, sst, sreq, NULL);
@@ -610,6 +612,7 @@ free_bufs:
 	drop(s, creq);
 	free(buf[0]);
 	free(buf[1]);
+	free(echo);
 	return rc;
 }
 
