@@ -106,9 +106,10 @@ print_drivers(FILE *f)
 	const struct unio_config *cfg = unio_config_env();
 
 	if (cfg == NULL) {
-		fprintf(stderr, "unio-info: %s\n", unio_config_error());
+		unio_config_error_report("unio-info");
 		return UNIO_ERR_CONFIG;
 	}
+	unio_tl_check_tls(cfg);   /* what unio_context_create() says, before the list */
 	for (unsigned int i = 0; i < unio_tl_driver_count(); i++) {
 		const struct unio_tl_driver *drv = unio_tl_driver_get(i);
 		struct unio_tl_device_info devs[UNIO_TL_MAX_DEVICES];
@@ -237,7 +238,7 @@ main(int argc, char **argv)
 	if (show_config) {
 		st = unio_config_read(&cfg);
 		if (st != UNIO_OK) {
-			fprintf(stderr, "unio-info: %s\n", unio_config_error());
+			unio_config_error_report("unio-info");
 			return 1;
 		}
 		unio_config_print(cfg, stdout, UNIO_CONFIG_PRINT_DOC | UNIO_CONFIG_PRINT_HEADER);

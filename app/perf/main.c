@@ -19,6 +19,7 @@
 #include <rte_lcore.h>
 
 #include "perf.h"
+#include "unio_config_priv.h"
 
 static volatile int stop_flag;
 static volatile sig_atomic_t interrupted;
@@ -75,9 +76,12 @@ main(int argc, char **argv)
 	int n, rc;
 
 	n = unio_env_init(argc, argv);
-	if (n == UNIO_ERR_INVALID_PARAM || n == UNIO_ERR_CONFIG) {     /* said above */
-		fprintf(stderr, "unio-perf: %s\n", n == UNIO_ERR_CONFIG ?
-			"invalid configuration (UNIO_* variables)" : "invalid EAL arguments");
+	if (n == UNIO_ERR_CONFIG) {   /* the library said which value, at ERR */
+		unio_config_error_report("unio-perf");
+		return PERF_EXIT_USAGE;
+	}
+	if (n == UNIO_ERR_INVALID_PARAM) {     /* said above */
+		fprintf(stderr, "unio-perf: invalid EAL arguments\n");
 		return PERF_EXIT_USAGE;
 	}
 	if (n < 0) {

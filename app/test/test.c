@@ -236,6 +236,16 @@ test_checksum(const void *buf, size_t len)
 	return h;
 }
 
+unsigned int
+test_count(const char *hay, const char *needle)
+{
+	unsigned int n = 0;
+
+	for (const char *p = strstr(hay, needle); p != NULL; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
 void
 test_fill(void *buf, size_t len, uint64_t seed)
 {

@@ -110,6 +110,38 @@ UNIO_TEST(info_tls_typo, fast)
 }
 
 /*
+ * unio-info -d checks UNIO_TLS as a context does (it said nothing of a typo and listed every
+ * driver "not allowed"), and a malformed UNIO_* value is one line, the library's (the tool
+ * printed it a second time).
+ */
+UNIO_TEST(info_config_said_once, fast)
+{
+	static const char *const opts[] = { "-c", "-d", "-e host" };
+	static char out[16384];
+	int r;
+
+	r = test_capture(out, sizeof(out), "UNIO_TLS=tpc %s/app/info/unio-info -d",
+			 test_build_dir());
+	TEST_ASSERT(r == 0 && test_count(out, "UNIO WARNING: UNIO_TLS: 'tpc' names no transport "
+					 "driver of this build (") == 1 &&
+		    strstr(out, "not allowed by UNIO_TLS") != NULL, "%s", out);
+	r = test_capture(out, sizeof(out), "UNIO_TLS=posix,tcp %s/app/info/unio-info -d",
+			 test_build_dir());
+	TEST_ASSERT(r == 0 && test_count(out, "): UCX's posix is Unio's shm\n") == 1, "%s", out);
+	r = test_capture(out, sizeof(out), "%s/app/info/unio-info -d", test_build_dir());
+	TEST_ASSERT(r == 0 && strstr(out, "UNIO WARNING") == NULL, "%s", out);
+	for (unsigned int i = 0; i < RTE_DIM(opts); i++) {
+		r = test_capture(out, sizeof(out), "UNIO_TCP_SNDBUF=abc %s/app/info/unio-info %s",
+				 test_build_dir(), opts[i]);
+		TEST_ASSERT(r == 1 && test_count(out, "TCP_SNDBUF: invalid value 'abc'") == 1 &&
+			    strstr(out, "UNIO ERR: UNIO_TCP_SNDBUF: invalid value 'abc': expected "
+				   "a size") != NULL, "unio-info %s: exit %d:\n%s", opts[i], r,
+			    out);
+	}
+	return TEST_OK;
+}
+
+/*
  * A UCX user's values: UCX's transport names in UNIO_TLS are answered with Unio's driver for
  * the job (or that it has none), and a UNIO_NET_DEVICES name that matches no device (an
  * absent interface, UCX's "mlx5_0:1") is reported instead of leaving the host unreachable.

@@ -132,6 +132,9 @@ uint64_t test_checksum(const void *buf, size_t len);
 /** Fill @p buf with a pattern derived from @p seed. */
 void test_fill(void *buf, size_t len, uint64_t seed);
 
+/** How many times @p needle occurs in @p hay (a message said once, not twice). */
+unsigned int test_count(const char *hay, const char *needle);
+
 /**
  * A free TCP port for a listener of this test (on any address), reserved for this process
  * until it exits: no other test, in this or another build tree, gets it meanwhile, and the

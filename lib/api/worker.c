@@ -22,65 +22,6 @@ RTE_LOG_REGISTER(unio_logtype_api, unio.api, WARNING);
 
 /* ---- context ---- */
 
-/* UCX's transport names: Unio's driver for the same job, or the kind Unio has no driver of. */
-#define R "an RDMA transport"
-#define G "a GPU transport"
-static const struct { const char *ucx, *unio, *none; } ucx_tls[] = {
-	{ "sm", "shm", NULL }, { "mm", "shm", NULL }, { "posix", "shm", NULL },
-	{ "sysv", "shm", NULL }, { "cma", "shm", NULL }, { "xpmem", "shm", NULL },
-	{ "knem", "shm", NULL },
-	{ "rc", NULL, R }, { "rc_v", NULL, R }, { "rc_x", NULL, R },
-	{ "rc_verbs", NULL, R }, { "rc_mlx5", NULL, R }, { "ud", NULL, R },
-	{ "ud_v", NULL, R }, { "ud_x", NULL, R }, { "ud_verbs", NULL, R },
-	{ "ud_mlx5", NULL, R }, { "dc", NULL, R }, { "dc_x", NULL, R },
-	{ "dc_mlx5", NULL, R }, { "ib", NULL, R }, { "rdmacm", NULL, R },
-	{ "cuda", NULL, G }, { "cuda_copy", NULL, G }, { "cuda_ipc", NULL, G },
-	{ "gdr_copy", NULL, G }, { "rocm", NULL, G }, { "rocm_copy", NULL, G },
-	{ "rocm_ipc", NULL, G },
-};
-#undef R
-#undef G
-
-/* For a UNIO_TLS name that is UCX's: ": UCX's posix is Unio's shm" and the like, else "". */
-static const char *
-tls_ucx_hint(const char *name, char *buf, size_t len)
-{
-	for (unsigned int i = 0; i < RTE_DIM(ucx_tls); i++) {
-		if (strcmp(name, ucx_tls[i].ucx) != 0)
-			continue;
-		if (ucx_tls[i].unio != NULL)
-			snprintf(buf, len, ": UCX's %s is Unio's %s", name, ucx_tls[i].unio);
-		else
-			snprintf(buf, len, ": UCX's %s is %s, which Unio has no driver for yet "
-				 "(tcp and ethdev reach other hosts)", name, ucx_tls[i].none);
-		return buf;
-	}
-	return "";
-}
-
-/* A UNIO_TLS name that matches no driver of this build is most likely a typo: say so. */
-static void
-context_check_tls(const struct unio_config *cfg)
-{
-	unsigned int n = unio_tl_driver_count();
-	char built[128] = "", hint[192];
-	size_t len = 0;
-
-	for (unsigned int i = 0; i < n; i++)
-		len += (size_t)snprintf(built + len, len < sizeof(built) ? sizeof(built) - len : 0,
-					"%s%s", i != 0 ? ", " : "", unio_tl_driver_get(i)->name);
-	for (unsigned int k = 0; k < cfg->tls.count; k++) {
-		unsigned int i = 0;
-
-		while (i < n && fnmatch(cfg->tls.items[k], unio_tl_driver_get(i)->name, 0) != 0)
-			i++;
-		if (i == n)
-			API_LOG(WARNING, "UNIO_TLS: '%s' names no transport driver of this build "
-				"(%s)%s", cfg->tls.items[k], built,
-				tls_ucx_hint(cfg->tls.items[k], hint, sizeof(hint)));
-	}
-}
-
 /*
  * A UNIO_NET_DEVICES name that matches no device the network drivers (tcp, ethdev) found:
  * an interface that is not there, down or without IPv4, or UCX's "mlx5_0:1".  Say so once,
@@ -180,7 +121,7 @@ unio_context_create(const struct unio_context_params *params, unio_status_t *sta
 		goto free_ctx;
 	unio_memcpy_configure(&ctx->config);       /* process-wide: the last context's */
 	TAILQ_INIT(&ctx->workers);
-	context_check_tls(&ctx->config);
+	unio_tl_check_tls(&ctx->config);
 	context_open_drivers(ctx, why, sizeof(why));
 	context_check_net_devices(ctx);
 	if (ctx->n_drivers == 0) {

@@ -210,7 +210,8 @@ static const struct cfg_row cfg_table[] = {
 	  "Transport drivers Unio may use (self, shm, tcp, ethdev: those built, unio-info -v; "
 	  "globs allowed); a leading '^' denies the listed ones, e.g. UNIO_TLS=^tcp; 'all' "
 	  "stands alone.  A name that matches no driver of the build is reported when a "
-	  "context is created (a warning: UNIO_TLS=tpc allows nothing); for UCX's names the "
+	  "context is created and by unio-info -d (a warning: UNIO_TLS=tpc allows nothing); "
+	  "for UCX's names the "
 	  "warning says what stands for them (posix, sysv, cma, sm: shm; rc, ud, dc, cuda_copy: "
 	  "none yet)." },
 	{ "UNEXP_MEM", CFG_SIZE, "inf", OFF(unexp_mem), NULL, 0, 0,
@@ -233,6 +234,13 @@ const char *
 unio_config_error(void)
 {
 	return cfg_errbuf;
+}
+
+void
+unio_config_error_report(const char *prog)
+{
+	if (!rte_log_can_log(unio_logtype_core, RTE_LOG_ERR))
+		fprintf(stderr, "%s: %s\n", prog, cfg_errbuf);
 }
 
 static unio_status_t

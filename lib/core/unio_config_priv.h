@@ -97,6 +97,13 @@ struct unio_config {
 /** The environment snapshot, parsed once; NULL and unio_config_error() set when malformed. */
 const struct unio_config *unio_config_env(void);
 
+/**
+ * Report a malformed configuration for tool @p prog (unio-info, unio-perf): the library
+ * logged unio_config_error() at ERR when it parsed the value; the tool's own line follows only
+ * when that log level is off, so that the user reads the error once either way.
+ */
+void unio_config_error_report(const char *prog);
+
 /** True when @p list allows @p name (glob match on the items). */
 bool unio_cfg_list_allows(const struct unio_cfg_list *list, const char *name);
 

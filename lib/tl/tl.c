@@ -5,6 +5,7 @@
  */
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -390,5 +391,63 @@ unio_tl_cap_string(uint64_t cap, char *buf, size_t len)
 		if (n < 0 || (size_t)n >= len - off)
 			return;
 		off += (size_t)n;
+	}
+}
+
+/* UCX's transport names: Unio's driver for the same job, or the kind Unio has no driver of. */
+#define R "an RDMA transport"
+#define G "a GPU transport"
+static const struct { const char *ucx, *unio, *none; } ucx_tls[] = {
+	{ "sm", "shm", NULL }, { "mm", "shm", NULL }, { "posix", "shm", NULL },
+	{ "sysv", "shm", NULL }, { "cma", "shm", NULL }, { "xpmem", "shm", NULL },
+	{ "knem", "shm", NULL },
+	{ "rc", NULL, R }, { "rc_v", NULL, R }, { "rc_x", NULL, R },
+	{ "rc_verbs", NULL, R }, { "rc_mlx5", NULL, R }, { "ud", NULL, R },
+	{ "ud_v", NULL, R }, { "ud_x", NULL, R }, { "ud_verbs", NULL, R },
+	{ "ud_mlx5", NULL, R }, { "dc", NULL, R }, { "dc_x", NULL, R },
+	{ "dc_mlx5", NULL, R }, { "ib", NULL, R }, { "rdmacm", NULL, R },
+	{ "cuda", NULL, G }, { "cuda_copy", NULL, G }, { "cuda_ipc", NULL, G },
+	{ "gdr_copy", NULL, G }, { "rocm", NULL, G }, { "rocm_copy", NULL, G },
+	{ "rocm_ipc", NULL, G },
+};
+#undef R
+#undef G
+
+/* For a UNIO_TLS name that is UCX's: ": UCX's posix is Unio's shm" and the like, else "". */
+static const char *
+tls_ucx_hint(const char *name, char *buf, size_t len)
+{
+	for (unsigned int i = 0; i < RTE_DIM(ucx_tls); i++) {
+		if (strcmp(name, ucx_tls[i].ucx) != 0)
+			continue;
+		if (ucx_tls[i].unio != NULL)
+			snprintf(buf, len, ": UCX's %s is Unio's %s", name, ucx_tls[i].unio);
+		else
+			snprintf(buf, len, ": UCX's %s is %s, which Unio has no driver for yet "
+				 "(tcp and ethdev reach other hosts)", name, ucx_tls[i].none);
+		return buf;
+	}
+	return "";
+}
+
+void
+unio_tl_check_tls(const struct unio_config *cfg)
+{
+	unsigned int n = unio_tl_driver_count();
+	char built[128] = "", hint[192];
+	size_t len = 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		len += (size_t)snprintf(built + len, len < sizeof(built) ? sizeof(built) - len : 0,
+					"%s%s", i != 0 ? ", " : "", unio_tl_driver_get(i)->name);
+	for (unsigned int k = 0; k < cfg->tls.count; k++) {
+		unsigned int i = 0;
+
+		while (i < n && fnmatch(cfg->tls.items[k], unio_tl_driver_get(i)->name, 0) != 0)
+			i++;
+		if (i == n)
+			TL_LOG(WARNING, "UNIO_TLS: '%s' names no transport driver of this build "
+				"(%s)%s", cfg->tls.items[k], built,
+				tls_ucx_hint(cfg->tls.items[k], hint, sizeof(hint)));
 	}
 }

@@ -413,6 +413,13 @@ const struct unio_tl_driver *unio_tl_driver_find(const char *name);
 bool unio_tl_driver_allowed(const struct unio_config *config, const char *name);
 
 /**
+ * Warn about every UNIO_TLS name in @p config that matches no
+ * driver of this build, with Unio's driver for a UCX transport name.  The context runs it
+ * at creation and unio-info -d before it lists the drivers: one check for both.
+ */
+void unio_tl_check_tls(const struct unio_config *config);
+
+/**
  * Open an iface through the generic layer: checks UNIO_TLS, opens, queries the attributes
  * into iface->attr, and fills missing ops with stubs that return UNIO_ERR_UNSUPPORTED.
  */
