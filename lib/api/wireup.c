@@ -7,6 +7,7 @@
  * connection's EOF, plus the drivers' ep errors).
  */
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
@@ -376,6 +377,7 @@ ep_connect_lanes(struct unio_ep *ep, const uint8_t *addr, size_t len)
 		}
 	}
 	log_unreachable(w, addr, false);
+	ep->dial_logged = true;
 	return UNIO_ERR_UNREACHABLE;
 }
 
@@ -887,7 +889,7 @@ send_own_address(struct unio_ep *ep, int fd, uint16_t type)
 
 static int
 connect_socket(struct unio_worker *w, const struct sockaddr *sa, socklen_t len,
-	       unio_status_t *st)
+	       unio_status_t *st, int *why)
 {
 	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
 	socklen_t el = sizeof(int);
@@ -903,7 +905,7 @@ connect_socket(struct unio_worker *w, const struct sockaddr *sa, socklen_t len,
 		if (err == ECONNREFUSED || err == ENETUNREACH || err == EHOSTUNREACH ||
 		    err == ETIMEDOUT) {
 			*st = UNIO_ERR_UNREACHABLE;
-			API_LOG(INFO, "connect: %s", strerror(err));
+			*why = err;   /* logged by ep_connect_sockaddr() */
 		}
 		goto fail;
 	}
@@ -914,7 +916,7 @@ connect_socket(struct unio_worker *w, const struct sockaddr *sa, socklen_t len,
 	if (err == 0)
 		return fd;
 	*st = UNIO_ERR_UNREACHABLE;
-	API_LOG(INFO, "connect: %s", strerror(err));  /* reported by the status */
+	*why = err;
 fail:
 	close(fd);
 	return -1;
@@ -965,12 +967,14 @@ ep_connect_driver(struct unio_ep *ep, struct unio_tl_iface *ifc, const uint8_t *
 	ep->by_driver = st == UNIO_OK;
 	ep->conn_status = UNIO_OK;
 	ep->err_handler = eh;
-	if (st == UNIO_ERR_VERSION_MISMATCH)
+	if (st == UNIO_ERR_VERSION_MISMATCH) {
 		API_LOG(ERR, "the peer speaks another wire version (ours is %u): refused",
 			proto_wire_version());
-	else if (st != UNIO_OK && st != UNIO_ERR_REJECTED)
+		ep->dial_logged = true;
+	} else if (st != UNIO_OK && st != UNIO_ERR_REJECTED) {
 		API_LOG(INFO, "connect over %s/%s: %s", ifc->driver->name, ifc->dev_name,
-			unio_status_string(st));   /* reported by the status */
+			unio_status_string(st));   /* the failure: ep_connect_sockaddr() */
+	}
 	return st;
 }
 
@@ -988,7 +992,7 @@ driver_unanswered(const struct unio_ep *ep, unio_status_t st)
 }
 
 static unio_status_t
-ep_connect_sockaddr(struct unio_ep *ep, const struct unio_ep_params *p)
+ep_dial_sockaddr(struct unio_ep *ep, const struct unio_ep_params *p)
 {
 	struct unio_worker *w = ep->worker;
 	struct wire_ctl h;
@@ -1020,7 +1024,7 @@ ep_connect_sockaddr(struct unio_ep *ep, const struct unio_ep_params *p)
 		ep->conn_answered = false;
 		break;
 	}
-	ep->ctl_fd = connect_socket(w, p->sockaddr, p->addrlen, &st);
+	ep->ctl_fd = connect_socket(w, p->sockaddr, p->addrlen, &st, &ep->dial_errno);
 	if (ep->ctl_fd < 0)
 		return st;
 	st = send_own_address(ep, ep->ctl_fd, WIRE_HELLO);
@@ -1031,6 +1035,7 @@ ep_connect_sockaddr(struct unio_ep *ep, const struct unio_ep_params *p)
 	if (st == UNIO_ERR_VERSION_MISMATCH) {
 		API_LOG(ERR, "the peer speaks another wire version (ours is %u): refused",
 			proto_wire_version());
+		ep->dial_logged = true;
 		return st;
 	}
 	if (st == UNIO_OK && h.type == WIRE_REJECT) {
@@ -1039,8 +1044,10 @@ ep_connect_sockaddr(struct unio_ep *ep, const struct unio_ep_params *p)
 		/* the server's handler accepted, but none of its ifaces reaches ours */
 		struct wire_addr_hdr ah;
 
-		if (addr_parse(addr, h.addr_len, &ah) >= 0)
+		if (addr_parse(addr, h.addr_len, &ah) >= 0) {
 			log_unreachable(w, addr, true);
+			ep->dial_logged = true;
+		}
 		st = UNIO_ERR_UNREACHABLE;
 	} else if (st == UNIO_OK && h.type != WIRE_ACCEPT) {
 		st = UNIO_ERR_PROTO;
@@ -1050,6 +1057,41 @@ ep_connect_sockaddr(struct unio_ep *ep, const struct unio_ep_params *p)
 		st = ep_connect_lanes(ep, addr, h.addr_len);
 	}
 	free(addr);
+	return st;
+}
+
+/*
+ * unio_ep_create by socket address: a failure fails the user's call once, so it is said at
+ * the default log level, in one line (the address, the status, why when known), unless the
+ * step that failed logged it at ERR already (another wire version, no common transport).
+ * The steps' own lines (which driver was tried, the kernel fallback) stay at INFO.
+ */
+static unio_status_t
+ep_connect_sockaddr(struct unio_ep *ep, const struct unio_ep_params *p)
+{
+	unio_status_t st = ep_dial_sockaddr(ep, p);
+	char ip[INET6_ADDRSTRLEN] = "?";
+	unsigned int port = 0;
+
+	if (st == UNIO_OK || st == UNIO_ERR_INVALID_PARAM || ep->dial_logged)
+		return st;
+	if (p->sockaddr->sa_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)p->sockaddr;
+
+		inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip));
+		port = ntohs(sin->sin_port);
+	} else if (p->sockaddr->sa_family == AF_INET6 &&
+		   p->addrlen >= sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)p->sockaddr;
+
+		inet_ntop(AF_INET6, &sin6->sin6_addr, ip, sizeof(ip));
+		port = ntohs(sin6->sin6_port);
+	}
+	API_LOG(WARNING, "connect to %s port %u: %s%s%s%s", ip, port, unio_status_string(st),
+		ep->dial_errno != 0 || ep->dial_why != NULL ? " (" : "",
+		ep->dial_errno != 0 ? strerror(ep->dial_errno) :
+		ep->dial_why != NULL ? ep->dial_why : "",
+		ep->dial_errno != 0 || ep->dial_why != NULL ? ")" : "");
 	return st;
 }
 
@@ -2034,11 +2076,10 @@ conn_answer(struct unio_worker *w, const struct wire_conn *h, const uint8_t *dat
 		ep->conn_status = h->reason == WIRE_REFUSED_BUSY ||
 				  h->reason == WIRE_REFUSED_NO_EP ?
 				  UNIO_ERR_NO_RESOURCE : UNIO_ERR_UNREACHABLE;
-		if (h->reason != WIRE_REFUSED_NO_LISTENER)
-			API_LOG(INFO, "ep %#x: the peer refused the connection (%s)", ep->id,
-				h->reason == WIRE_REFUSED_BUSY ? "too many requests waiting" :
-				h->reason == WIRE_REFUSED_NO_IFACE ? "no iface has that address" :
-				"no endpoint to us possible");
+		ep->dial_why = h->reason == WIRE_REFUSED_NO_LISTENER ? "no listener there" :
+			       h->reason == WIRE_REFUSED_BUSY ? "too many requests waiting" :
+			       h->reason == WIRE_REFUSED_NO_IFACE ? "no iface has that address" :
+			       "no endpoint to us possible";
 		return;
 	default:
 		break;

@@ -351,7 +351,10 @@ struct unio_ep {
 	uint64_t close_deadline;      /**< the peer closed: fail what still waits after this */
 	unio_status_t conn_status;    /**< by sockaddr over a driver: the listener's answer */
 	bool conn_answered;           /**< by sockaddr over a driver: a Unio worker answered */
+	bool dial_logged;             /**< by sockaddr: the failure was logged at ERR already */
 	uint8_t dial_dst[20];         /**< by sockaddr over a driver: the wire_sockaddr dialled */
+	int dial_errno;               /**< by sockaddr: the kernel's refusal of the connect */
+	const char *dial_why;         /**< by sockaddr: the listener's refusal, in words */
 	struct unio_ep *closed_next;  /**< closed eps, freed with the worker */
 	struct proto_adapt adapt;     /**< rendezvous counts and the auto scheme's measure */
 };

@@ -177,6 +177,28 @@ api_connect(unio_worker_t *w, int port, unio_ep_err_handler_t eh, void *arg,
 	return NULL;
 }
 
+unio_ep_t *
+api_ep_create_logged(unio_worker_t *w, const struct unio_ep_params *p, unio_status_t *st,
+		     char **log)
+{
+	size_t len = 0;
+	unio_ep_t *ep;
+	FILE *f;
+
+	*log = NULL;
+	f = open_memstream(log, &len);
+	if (f != NULL)
+		rte_openlog_stream(f);
+	ep = unio_ep_create(w, p, st);
+	if (f != NULL) {
+		rte_openlog_stream(NULL);
+		fclose(f);
+	}
+	if (*log == NULL)
+		*log = strdup("");
+	return ep;
+}
+
 struct listen_ctx {
 	unio_worker_t *w;
 	unio_ep_t **slot;

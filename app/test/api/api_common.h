@@ -72,6 +72,13 @@ struct sockaddr_in api_loopback(int port);
 unio_ep_t *api_connect(unio_worker_t *w, int port, unio_ep_err_handler_t eh, void *arg,
 		       unio_status_t *st);
 
+/**
+ * unio_ep_create() once, with what Unio logged meanwhile (at the levels set) in *@p log
+ * (malloc'd, "" when nothing; the caller frees it).
+ */
+unio_ep_t *api_ep_create_logged(unio_worker_t *w, const struct unio_ep_params *p,
+				unio_status_t *st, char **log);
+
 /** Listener params: @p handler called with @p arg for connections to *@p a. */
 struct unio_listener_params api_listener_params(struct sockaddr_in *a,
 						unio_conn_handler_t handler, void *arg);

@@ -164,6 +164,42 @@ serve_only(void *arg)
 	return NULL;
 }
 
+/* @p ok, with the client's status and the log shown; the log freed. */
+static bool
+told(bool ok, unio_status_t st, char *text)
+{
+	TEST_LOG("client: %s; log: %s", unio_status_string(st), text != NULL ? text : "");
+	free(text);
+	return ok;
+}
+
+/*
+ * One unio_ep_create() from @p w to a listener of s->w (params @p lp) served by @p loop on
+ * its own thread, with what was logged meanwhile in *@p text: the listener is gone after.
+ */
+static unio_ep_t *
+dial_served(struct server *s, const struct unio_listener_params *lp, void *(*loop)(void *),
+	    unio_worker_t *w, unio_status_t *st, char **text)
+{
+	struct unio_ep_params cp = { .field_mask = UNIO_EP_PARAM_SOCKADDR,
+				     .sockaddr = lp->sockaddr, .addrlen = lp->addrlen };
+	unio_ep_t *ep = NULL;
+	pthread_t t;
+
+	*text = NULL;
+	s->l = unio_listener_create(s->w, lp, st);
+	if (s->l == NULL || pthread_create(&t, NULL, loop, s) != 0) {
+		TEST_LOG("listener or thread: %s", unio_status_string(*st));
+		unio_listener_destroy(s->l);
+		return NULL;
+	}
+	ep = api_ep_create_logged(w, &cp, st, text);
+	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	unio_listener_destroy(s->l);
+	return ep;
+}
+
 /*
  * A server whose handler accepts but whose worker reaches none of the client's ifaces
  * (the server allowed only self, the client shm and self): the client's unio_ep_create()
@@ -180,45 +216,76 @@ UNIO_TEST(api_listener_unreachable_client, fast)
 	int port = test_free_port();
 	struct sockaddr_in a = api_loopback(port);
 	struct unio_listener_params lp = api_listener_params(&a, on_conn_accept, &s);
-	struct unio_ep_params cp = { .field_mask = UNIO_EP_PARAM_SOCKADDR,
-				     .sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a) };
 	unio_status_t st = UNIO_OK;
 	unio_worker_t *w;
 	unio_ep_t *ep;
 	char *text = NULL;
-	size_t len = 0;
-	pthread_t t;
-	FILE *f;
 	int ok;
 
 	TEST_ASSERT(cs != NULL && cc != NULL, "contexts");
 	w = unio_worker_create(cc, NULL, NULL);
 	s.w = unio_worker_create(cs, NULL, NULL);
 	TEST_ASSERT(w != NULL && s.w != NULL, "workers");
-	s.l = unio_listener_create(s.w, &lp, &st);
-	TEST_ASSERT(s.l != NULL, "listener: %s", unio_status_string(st));
-	TEST_ASSERT_EQ(pthread_create(&t, NULL, serve_only, &s), 0);
-	f = open_memstream(&text, &len);
-	TEST_ASSERT(f != NULL, "memstream");
-	rte_openlog_stream(f);
 	/* once: api_connect() retries UNREACHABLE, a listener not up yet (it is here) */
-	ep = unio_ep_create(w, &cp, &st);
-	rte_openlog_stream(NULL);
-	fclose(f);
-	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
-	pthread_join(t, NULL);
+	ep = dial_served(&s, &lp, serve_only, w, &st, &text);
+	/* the ERR line says why (the server's says its side): no WARNING repeats it */
 	ok = ep == NULL && st == UNIO_ERR_UNREACHABLE && text != NULL &&
 	     strstr(text, "the peer reaches none of this worker's ifaces: it has self/") != NULL &&
-	     strstr(text, "; this worker offers ") != NULL && strstr(text, "shm/") != NULL;
-	TEST_LOG("client: %s; log: %s", unio_status_string(st), text != NULL ? text : "");
-	free(text);
-	TEST_ASSERT(ok, "the client was not told why");
+	     strstr(text, "; this worker offers ") != NULL && strstr(text, "shm/") != NULL &&
+	     test_count(text, "UNIO WARNING") == 0;
+	TEST_ASSERT(told(ok, st, text), "the client was not told why");
 	TEST_ASSERT_EQ(s.calls, 1);
 	TEST_ASSERT_EQ(s.failed, 0);
-	unio_listener_destroy(s.l);
 	unio_worker_destroy(s.w);
 	unio_worker_destroy(w);
 	unio_context_destroy(cs);
 	unio_context_destroy(cc);
+	return TEST_OK;
+}
+
+/*
+ * A connect that fails the user's unio_ep_create() is said at the default log level, once,
+ * with the address and why: nobody listens (the kernel refused), or the listener's handler
+ * rejected.  Both were logged at INFO only, so a user saw nothing but the status.
+ */
+UNIO_TEST(api_connect_failure_logged, fast)
+{
+	static const char *const tcp_self[] = { "TLS", "tcp,self", NULL };
+	unio_context_t *ctx = api_ctx(tcp_self);
+	struct server s = { 0 };
+	int port = test_free_port();
+	struct sockaddr_in a = api_loopback(port);
+	struct unio_listener_params lp = api_listener_params(&a, on_conn, &s);
+	struct unio_ep_params cp = { .field_mask = UNIO_EP_PARAM_SOCKADDR,
+				     .sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a) };
+	unio_status_t st = UNIO_OK;
+	char want[128], *text;
+	unio_worker_t *w;
+	unio_ep_t *ep;
+	int ok;
+
+	TEST_ASSERT(ctx != NULL && port > 0, "context, port");
+	w = unio_worker_create(ctx, NULL, NULL);
+	TEST_ASSERT(w != NULL, "worker");
+	ep = api_ep_create_logged(w, &cp, &st, &text);
+	snprintf(want, sizeof(want), "UNIO WARNING: connect to 127.0.0.1 port %d: destination "
+		 "is unreachable (Connection refused)\n", port);
+	ok = ep == NULL && st == UNIO_ERR_UNREACHABLE && test_count(text, want) == 1 &&
+	     test_count(text, "UNIO ERR") + test_count(text, "UNIO WARNING") == 1;
+	TEST_ASSERT(told(ok, st, text), "the refused connect was not said once at WARNING");
+	/* the handler rejects its first request */
+	s.w = unio_worker_create(ctx, NULL, NULL);
+	TEST_ASSERT(s.w != NULL, "server worker");
+	ep = dial_served(&s, &lp, serve, w, &st, &text);
+	snprintf(want, sizeof(want), "UNIO WARNING: connect to 127.0.0.1 port %d: rejected by "
+		 "peer\n", port);
+	ok = ep == NULL && st == UNIO_ERR_REJECTED && text != NULL && test_count(text, want) == 1 &&
+	     test_count(text, "UNIO ERR") + test_count(text, "UNIO WARNING") == 1;
+	TEST_ASSERT(told(ok, st, text), "the rejected connect was not said once at WARNING");
+	TEST_ASSERT(s.calls == 1 && s.rejected == 1, "the handler ran %u times, rejected %u",
+		    s.calls, s.rejected);
+	unio_worker_destroy(s.w);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
 	return TEST_OK;
 }
