@@ -27,6 +27,7 @@
 
 #include <unio_env.h>
 
+#include "unio_config_priv.h"
 #include "unio_test.h"
 
 #define MAX_TESTS 512
@@ -326,33 +327,116 @@ test_free_port(void)
 
 /*
  * Network namespaces a test made ("unio...-PID", "unio...-PID-a") whose process is gone: a
- * test that crashed or was killed by its timeout could not remove them.
+ * test that crashed or was killed by its timeout could not remove them.  Gone means that
+ * nobody holds the lock "unio-PID" in TEST_NETNS_LOCKS, which every test process takes
+ * before its test runs (test_netns_hold()): the runtime directories' liveness
+ * (unio_env_name_lock_dead()).  kill(PID, 0) said "alive" for a dead test whose pid was
+ * reused, and "dead" for a live one in another pid namespace (its PID is not ours).  A
+ * namespace with no lock file (a runner from before the lock) is still judged by its pid.
  */
-static void
-sweep_dead_netns(void)
+int
+test_netns_hold(long pid)
 {
-	DIR *d = geteuid() == 0 ? opendir("/var/run/netns") : NULL;
+	char name[32];
+
+	if (mkdir(TEST_NETNS_LOCKS, 0700) != 0 && errno != EEXIST)
+		return -1;
+	snprintf(name, sizeof(name), "unio-%ld", pid);
+	return unio_env_name_lock(TEST_NETNS_LOCKS, name, 2000);
+}
+
+/* The pid in a test's namespace name: its first all-digit part after a '-', or 0. */
+static long
+netns_pid(const char *ns)
+{
+	const char *p = strchr(ns, '-');
+	long pid = 0;
+
+	while (p != NULL && pid <= 0) {
+		char *end;
+
+		pid = strtol(p + 1, &end, 10);
+		if (end == p + 1 || (*end != '\0' && *end != '-'))
+			pid = 0;
+		p = strchr(p + 1, '-');
+	}
+	return pid;
+}
+
+/* Does a namespace "unio...-@p pid..." still exist? */
+static bool
+netns_of(DIR *d, long pid)
+{
+	struct dirent *e;
+
+	rewinddir(d);
+	while ((e = readdir(d)) != NULL)
+		if (strncmp(e->d_name, "unio", 4) == 0 && netns_pid(e->d_name) == pid)
+			return true;
+	return false;
+}
+
+unsigned int
+test_sweep_dead_netns(void)
+{
+	DIR *d = geteuid() == 0 ? opendir("/var/run/netns") : NULL, *l;
+	unsigned int n = 0;
 	struct dirent *e;
 
 	while (d != NULL && (e = readdir(d)) != NULL) {
-		const char *p = strchr(e->d_name, '-');
-		long pid = 0;
+		long pid = strncmp(e->d_name, "unio", 4) == 0 ? netns_pid(e->d_name) : 0;
+		char name[32];
+		int fd;
 
-		if (strncmp(e->d_name, "unio", 4) != 0)
+		if (pid <= 0)
 			continue;
-		while (p != NULL && pid <= 0) {   /* the first all-digit part: the pid */
-			char *end;
-
-			pid = strtol(p + 1, &end, 10);
-			if (end == p + 1 || (*end != '\0' && *end != '-'))
-				pid = 0;
-			p = strchr(p + 1, '-');
-		}
-		if (pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH &&
-		    test_system("ip netns del '%s' 2>/dev/null", e->d_name) == 0)
+		snprintf(name, sizeof(name), "unio-%ld", pid);
+		fd = unio_env_name_lock_dead(TEST_NETNS_LOCKS, name, pid);
+		if (fd < 0)
+			continue;   /* its test runs */
+		if (test_system("ip netns del '%s' 2>/dev/null", e->d_name) == 0) {
 			fprintf(stderr, "unio-test: removed namespace %s of dead test %ld\n",
 				e->d_name, pid);
+			n++;
+		}
+		close(fd);   /* the lock file stays for the pid's other namespaces */
 	}
+	/* lock files of dead tests with no namespace left */
+	l = d != NULL ? opendir(TEST_NETNS_LOCKS) : NULL;
+	while (l != NULL && (e = readdir(l)) != NULL) {
+		char name[32];
+		long pid;
+		int fd;
+
+		if (sscanf(e->d_name, "unio-%ld.lock", &pid) != 1 || pid <= 0)
+			continue;
+		snprintf(name, sizeof(name), "unio-%ld", pid);
+		if (netns_of(d, pid))
+			continue;
+		fd = unio_env_name_lock(TEST_NETNS_LOCKS, name, 0);
+		if (fd >= 0)
+			unio_env_name_unlock(TEST_NETNS_LOCKS, name, fd);
+	}
+	if (l != NULL)
+		closedir(l);
+	if (d != NULL)
+		closedir(d);
+	return n;
+}
+
+/*
+ * After the test: the lock and its file go when no namespace of @p pid is left; one the test
+ * did not remove keeps it until this process exits, and the next sweep removes both.
+ */
+static void
+netns_release(long pid, int fd)
+{
+	DIR *d = fd >= 0 ? opendir("/var/run/netns") : NULL;
+	char name[32];
+
+	snprintf(name, sizeof(name), "unio-%ld", pid);
+	if (fd >= 0 && (d == NULL || !netns_of(d, pid)))
+		unio_env_name_unlock(TEST_NETNS_LOCKS, name, fd);
 	if (d != NULL)
 		closedir(d);
 }
@@ -361,10 +445,13 @@ static int
 run_one(const struct test_entry *t)
 {
 	unsigned int n;
-	int r;
+	int r, netns_fd;
 
 	fprintf(stderr, "=== %s (%s)\n", t->name, t->suite);
+	/* held while the test runs: its namespaces are a live test's meanwhile */
+	netns_fd = geteuid() == 0 ? test_netns_hold(getpid()) : -1;
 	r = t->fn();
+	netns_release(getpid(), netns_fd);
 	/* processes a test killed on purpose leave their EAL runtime directory behind */
 	n = unio_env_reap_dead();
 	if (n != 0)
@@ -429,7 +516,7 @@ main(int argc, char **argv)
 			printf("%s %s\n", tests[i].name, tests[i].suite);
 		return 0;
 	}
-	sweep_dead_netns();
+	test_sweep_dead_netns();
 	if (argc == 3 && strcmp(argv[1], "--suite") == 0)
 		return run_suite(argv[2]);
 	if (argc == 2) {

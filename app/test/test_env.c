@@ -351,14 +351,17 @@ UNIO_TEST(env_bad_eal_args, mp)
  * flake of env_reaps_dead_dirs under load).
  */
 static int
-lock_file_exists(const char *dir)
+file_exists(const char *head, const char *tail)
 {
 	char path[300];
 	struct stat st;
 
-	snprintf(path, sizeof(path), "%s.lock", dir);
+	snprintf(path, sizeof(path), "%s%s", head, tail);
 	return stat(path, &st) == 0;
 }
+
+/* The lock file of runtime directory @p dir */
+#define lock_file_exists(dir) file_exists(dir, ".lock")
 
 /* Wait (up to 60 s) for @p path to exist while @p pid runs; 0 when it does. */
 static int
@@ -392,6 +395,75 @@ sleeper(void)
 		_exit(0);
 	}
 	return pid;
+}
+
+/* Is network namespace @p ns there? */
+#define netns_exists(ns) file_exists("/var/run/netns/", ns)
+
+/*
+ * The runner's sweep of dead tests' network namespaces judges a test by the lock it holds
+ * (test_netns_hold()), not by kill(pid, 0): a namespace named for a pid no process of ours
+ * has (a live test in another pid namespace: here a child that holds the lock for a pid
+ * that just died) is kept while the lock is held and removed once its holder died, and one
+ * named for a pid that lives but holds no lock (a dead test's pid, reused) is removed.
+ * kill() got both wrong.
+ */
+UNIO_TEST(netns_sweep_by_lock, fast)
+{
+	char held[64], reused[64], lock[128];
+	int ready[2], ok = 0, fd;
+	pid_t dead, holder, other;
+	struct stat st;
+
+	if (!test_can_netns())
+		TEST_SKIP_BECAUSE("network namespaces need root and ip netns");
+	dead = fork();
+	if (dead == 0)
+		_exit(0);
+	TEST_ASSERT(dead > 0 && waitpid(dead, NULL, 0) == dead, "fork");
+	TEST_ASSERT_EQ(pipe(ready), 0);
+	holder = fork();
+	if (holder == 0) {
+		char c = test_netns_hold(dead) >= 0 ? 'y' : 'n';
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (write(ready[1], &c, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	other = sleeper();
+	TEST_ASSERT(holder > 0 && other > 0, "fork");
+	TEST_ASSERT(read(ready[0], held, 1) == 1 && held[0] == 'y', "the holder has no lock");
+	/* what a dead test leaves: its lock file, held by nobody */
+	fd = test_netns_hold(other);
+	if (fd >= 0)
+		close(fd);
+	snprintf(held, sizeof(held), "uniosweep-%d-a", (int)dead);
+	snprintf(reused, sizeof(reused), "uniosweep-%d-a", (int)other);
+	if (fd >= 0 && test_system("ip netns add %s && ip netns add %s", held, reused) == 0) {
+		test_sweep_dead_netns();
+		ok = (netns_exists(held) ? 1 : 0) | (!netns_exists(reused) ? 2 : 0);
+		kill(holder, SIGKILL);
+		waitpid(holder, NULL, 0);
+		test_sweep_dead_netns();
+		ok |= !netns_exists(held) ? 4 : 0;
+	}
+	kill(holder, SIGKILL);
+	kill(other, SIGKILL);
+	waitpid(holder, NULL, 0);
+	waitpid(other, NULL, 0);
+	test_system("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", held, reused);
+	close(ready[0]);
+	close(ready[1]);
+	TEST_ASSERT(fd >= 0, "no lock for pid %d", (int)other);
+	TEST_ASSERT(ok & 1, "%s removed while its lock was held (pid %d is no process here)",
+		    held, (int)dead);
+	TEST_ASSERT(ok & 2, "%s kept: pid %d lives, but holds no lock", reused, (int)other);
+	TEST_ASSERT(ok & 4, "%s kept after its holder died", held);
+	snprintf(lock, sizeof(lock), TEST_NETNS_LOCKS "/unio-%d.lock", (int)dead);
+	TEST_ASSERT(stat(lock, &st) != 0, "%s left behind", lock);
+	return TEST_OK;
 }
 
 /*

@@ -132,6 +132,19 @@ uint64_t test_checksum(const void *buf, size_t len);
 /** Fill @p buf with a pattern derived from @p seed. */
 void test_fill(void *buf, size_t len, uint64_t seed);
 
+/** Where the locks of test_netns_hold() live ("unio-<pid>.lock"). */
+#define TEST_NETNS_LOCKS "/var/run/unio-test-netns"
+
+/**
+ * Mark the network namespaces named "unio...-@p pid..." as a live test's: the lock fd, held
+ * until the caller exits (-1, -2: not held).  The runner takes it for its own pid before a
+ * test runs.
+ */
+int test_netns_hold(long pid);
+
+/** Remove the network namespaces of dead tests (nobody holds their lock): how many. */
+unsigned int test_sweep_dead_netns(void);
+
 /** How many times @p needle occurs in @p hay (a message said once, not twice). */
 unsigned int test_count(const char *hay, const char *needle);
 

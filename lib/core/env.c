@@ -287,10 +287,11 @@ runtime_base(char *dir, size_t len)
 
 /*
  * Lock "@p dir/@p name.lock": the locked fd, -1 when another process holds it (after
- * @p wait_ms of retries), -2 on an error.
+ * @p wait_ms of retries), -2 on an error.  Also the test runner's for its network
+ * namespaces (unio_config_priv.h).
  */
-static int
-runtime_lock(const char *dir, const char *name, int wait_ms)
+int
+unio_env_name_lock(const char *dir, const char *name, int wait_ms)
 {
 	char path[PATH_MAX + 512];
 	struct stat a, b;
@@ -321,8 +322,8 @@ runtime_lock(const char *dir, const char *name, int wait_ms)
 }
 
 /* Unlink the lock file of @p name (its lock held by @p fd) and release it. */
-static void
-runtime_unlock(const char *dir, const char *name, int fd)
+void
+unio_env_name_unlock(const char *dir, const char *name, int fd)
 {
 	char path[PATH_MAX + 512];
 
@@ -378,11 +379,17 @@ runtime_lock_exists(const char *dir, const char *name)
  * version beside this one): judged as that Unio did, alive while its pid is.
  */
 static bool
-legacy_alive(const char *name)
+legacy_alive(long pid)
 {
-	long pid = strtol(name + 5, NULL, 10);
-
 	return pid == getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH;
+}
+
+int
+unio_env_name_lock_dead(const char *dir, const char *name, long pid)
+{
+	if (!runtime_lock_exists(dir, name) && legacy_alive(pid))
+		return -1;
+	return unio_env_name_lock(dir, name, 0);
 }
 
 /* Remove the runtime directories of Unio processes that died uncleanly. */
@@ -411,9 +418,7 @@ unio_env_reap_dead(void)
 			continue;
 		memcpy(name, e->d_name, len);
 		name[len] = '\0';
-		if (!runtime_lock_exists(dir, name) && legacy_alive(name))
-			continue;
-		fd = runtime_lock(dir, name, 0);
+		fd = unio_env_name_lock_dead(dir, name, strtol(name + 5, NULL, 10));
 		if (fd < 0)
 			continue;   /* alive (or not ours to judge) */
 		snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -421,7 +426,7 @@ unio_env_reap_dead(void)
 			remove_dir(path);
 			n++;
 		}
-		runtime_unlock(dir, name, fd);
+		unio_env_name_unlock(dir, name, fd);
 	}
 	closedir(d);
 	return n;
@@ -450,7 +455,7 @@ runtime_dir_take(char *name, size_t len)
 			snprintf(name, len, "unio-%ld", (long)getpid());
 		else
 			snprintf(name, len, "unio-%ld-%d", (long)getpid(), k);
-		fd = runtime_lock(dir, name, ENV_RT_LOCK_WAIT_MS);
+		fd = unio_env_name_lock(dir, name, ENV_RT_LOCK_WAIT_MS);
 		if (fd >= 0) {
 			char path[PATH_MAX + 512];
 
@@ -480,7 +485,7 @@ runtime_dir_release(void)
 		return;
 	snprintf(path, sizeof(path), "%s/%s", dir, env_rt_name);
 	remove_dir(path);
-	runtime_unlock(dir, env_rt_name, env_rt_fd);
+	unio_env_name_unlock(dir, env_rt_name, env_rt_fd);
 	env_rt_fd = -1;
 }
 

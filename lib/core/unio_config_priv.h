@@ -119,4 +119,21 @@ unio_status_t unio_config_set(struct unio_config *config, const char *name, cons
  */
 unio_status_t unio_env_init_config(const struct unio_config *cfg);
 
+/*
+ * Liveness by lock, as for EAL runtime directories (lib/core/env.c): the owner of a name
+ * holds an flock on "<dir>/<name>.lock" while it lives, and whoever removes what a dead
+ * owner left (a runtime directory, the test runner's network namespaces) does so holding
+ * that lock.  A pid says nothing across pid namespaces, nor once it was reused.
+ */
+/** Lock @p name in @p dir: the fd, -1 when another process holds it after @p wait_ms, -2. */
+int unio_env_name_lock(const char *dir, const char *name, int wait_ms);
+/** Unlink the lock file of @p name (held by @p fd) and release the lock. */
+void unio_env_name_unlock(const char *dir, const char *name, int fd);
+/**
+ * The lock of @p name when its owner is dead (the fd: the caller removes what the name
+ * stands for, then releases it), -1 while alive.  A name without a lock file (an owner from
+ * before the lock) is judged by @p pid, the pid in the name: alive while a process has it.
+ */
+int unio_env_name_lock_dead(const char *dir, const char *name, long pid);
+
 #endif /* UNIO_CONFIG_PRIV_H */
