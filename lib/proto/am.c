@@ -654,6 +654,7 @@ recv_data_locked(struct unio_worker *w, struct am_desc *d, void *buf, size_t len
 	struct unio_ep *ep = proto_ep_lookup(w, d->ep_id);
 	struct unio_request *req;
 	unio_status_t st = UNIO_OK;
+	bool pull;
 
 	if (ep == NULL || len < d->size || d->size == 0) {
 		if (ep != NULL)
@@ -674,7 +675,10 @@ recv_data_locked(struct unio_worker *w, struct am_desc *d, void *buf, size_t len
 	req->info.length = d->size;
 	req->rndv_ep = ep;
 	req->rndv_sreq = d->sreq_id;
-	if (d->pipeline) {
+	pull = !d->pipeline;
+	if (!(d->split && lane_can_split(&ep->lane, d->size)))   /* timed, maybe chosen */
+		pull = proto_rndv_recv_pull(req, ep, d->size, pull);
+	if (!pull) {
 		recv_ask_pipeline(req);
 		desc_done(w, d);
 		return proto_req_hand_out(req, param, req_p);

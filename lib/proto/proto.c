@@ -198,9 +198,10 @@ lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *
 	 * more frames and round trips (measured: "Performance log" in doc/guides/drivers/tcp.md).
 	 * On one host neither a single-core CMA pull nor the pipeline (both cores copy through
 	 * the FIFO at once) is the faster everywhere, nor on one host at every moment (measured:
-	 * doc/guides/protocols.md): below the split, the sender chooses per rendezvous by what
-	 * it measures (proto_rndv_offer_get()); the pipeline is what it names.  split: the
-	 * split wherever the lane can get and put (the auto choice on one host from split_min).
+	 * doc/guides/protocols.md): below the split, the sender offers a get and the receiver
+	 * chooses per rendezvous by what it measures (proto_rndv_recv_pull()); the pipeline is
+	 * what it names.  split: the split wherever the lane can get and put (the auto choice
+	 * on one host from split_min).
 	 */
 	lane->rndv_adapt = cfg->rndv_scheme == UNIO_RNDV_SCHEME_AUTO &&
 			   a->reach == UNIO_TL_REACH_HOST && !(cap & UNIO_TL_CAP_RMA_TARGET) &&
@@ -236,6 +237,11 @@ lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *
 /* ---- the auto rendezvous scheme on one host: get or pipeline, by measure ---- */
 
 /*
+ * The receiver measures and chooses: both of its samples end where the data is delivered
+ * (the get done, the last PIPE fragment copied out), while a sender's would end at the
+ * ATS for a get but at its last fragment written for a pipeline (before the receiver
+ * copied anything out of the FIFO: the pipeline looked cheaper than it delivers).
+ *
  * Probe the scheme not chosen every ADAPT_EVERY rendezvous of a class (ADAPT_EVERY_FAR while
  * it costs more than 3/2 of the chosen one), and every ADAPT_EVERY / 2 once it went
  * ADAPT_STALE_MS without a sample, in a burst of ADAPT_BURST or twice the rendezvous in
@@ -337,48 +343,64 @@ adapt_choose(struct proto_adapt *a, struct proto_adapt_class *c, uint64_t now)
 bool
 proto_rndv_offer_get(struct unio_request *req)
 {
-	struct unio_ep *ep = req->ep;
-	struct proto_lane *lane = &ep->lane;
-	struct proto_adapt *a = &ep->adapt;
-	unsigned int c, s;
+	const struct proto_lane *lane = &req->ep->lane;
 
 	req->adapt = PROTO_ADAPT_RNDV;
-	if (req->slen >= lane->split_min)
-		return true;
-	/* a forced scheme (or the auto one off the host) is timed too: ep info shows it */
-	c = adapt_class(a, req->slen);
-	req->t_start = rte_rdtsc();
-	if (lane->rndv_adapt)
-		s = adapt_choose(a, &a->cls[c], req->t_start);
-	else
-		s = lane->rndv_scheme == UNIO_RNDV_SCHEME_GET ? PROTO_ADAPT_GET : PROTO_ADAPT_PIPE;
-	req->adapt |= (uint8_t)(PROTO_ADAPT_TIMED | c |
-				(s == PROTO_ADAPT_PIPE ? PROTO_ADAPT_BY_PIPE : 0) |
-				(a->flight[s ^ 1] == 0 ? PROTO_ADAPT_PURE : 0));
-	a->flight[s]++;
-	a->flight_bytes += req->slen;
-	req->t_flight = a->flight_bytes;
-	return s == PROTO_ADAPT_GET;
+	/* auto: the receiver chooses, so that it has the choice */
+	return req->slen >= lane->split_min || lane->rndv_adapt ||
+	       lane->rndv_scheme == UNIO_RNDV_SCHEME_GET;
 }
 
 void
 proto_rndv_sent(struct unio_request *req, bool by_get, bool ok)
 {
 	struct proto_adapt *a = &req->ep->adapt;
+
+	if (ok)
+		a->n[by_get && req->slen >= req->ep->lane.split_min ? PROTO_ADAPT_SPLIT :
+		     by_get ? PROTO_ADAPT_GET : PROTO_ADAPT_PIPE]++;
+}
+
+bool
+proto_rndv_recv_pull(struct unio_request *req, struct unio_ep *ep, size_t size, bool offered)
+{
+	struct proto_adapt *a = &ep->adapt;
+	unsigned int c = adapt_class(a, size), s;
+
+	/* a forced scheme (or the auto one off the host) is timed too: ep info shows it */
+	req->t_start = rte_rdtsc();
+	if (offered && ep->lane.rndv_adapt)
+		s = adapt_choose(a, &a->cls[c], req->t_start);
+	else
+		s = offered ? PROTO_ADAPT_GET : PROTO_ADAPT_PIPE;
+	req->adapt = (uint8_t)(PROTO_ADAPT_TIMED | c |
+			       (s == PROTO_ADAPT_PIPE ? PROTO_ADAPT_BY_PIPE : 0) |
+			       (a->flight[s ^ 1] == 0 ? PROTO_ADAPT_PURE : 0));
+	req->rndv_ep = ep;
+	a->flight[s]++;
+	a->flight_bytes += size;
+	req->t_flight = a->flight_bytes;
+	return s == PROTO_ADAPT_GET;
+}
+
+void
+proto_rndv_delivered(struct unio_request *req, bool by_get, bool ok)
+{
+	struct proto_adapt *a = &req->rndv_ep->adapt;
 	unsigned int s = by_get ? PROTO_ADAPT_GET : PROTO_ADAPT_PIPE;
 	unsigned int chosen = (req->adapt & PROTO_ADAPT_BY_PIPE) ? PROTO_ADAPT_PIPE :
 			      PROTO_ADAPT_GET;
 	struct proto_adapt_class *c;
 	uint64_t now, x;
 
-	if (ok)
-		a->n[by_get && req->slen >= req->ep->lane.split_min ? PROTO_ADAPT_SPLIT : s]++;
 	if (!(req->adapt & PROTO_ADAPT_TIMED))
 		return;
 	req->adapt &= (uint8_t)~PROTO_ADAPT_TIMED;
 	if (a->flight[chosen] != 0)   /* 0: the lane was set up again meanwhile */
 		a->flight[chosen]--;
-	a->flight_bytes -= RTE_MIN(a->flight_bytes, (uint64_t)req->slen);
+	a->flight_bytes -= RTE_MIN(a->flight_bytes, (uint64_t)req->info.length);
+	if (ok)
+		a->n_rx[s]++;
 	/* a sample: done as chosen, and behind rendezvous of the same scheme only */
 	if (!ok || s != chosen || !(req->adapt & PROTO_ADAPT_PURE))
 		return;
@@ -453,8 +475,11 @@ proto_rndv_print(const struct unio_ep *ep, FILE *f)
 	double ns_per_kib = 1024 * 1e9 / (double)rte_get_tsc_hz();   /* from ticks per byte */
 
 	fprintf(f, "#   rendezvous sent: %" PRIu64 " get, %" PRIu64 " pipeline, %" PRIu64
-		" split (%" PRIu64 " to probe)\n", a->n[PROTO_ADAPT_GET], a->n[PROTO_ADAPT_PIPE],
-		a->n[PROTO_ADAPT_SPLIT], a->n_probe);
+		" split\n", a->n[PROTO_ADAPT_GET], a->n[PROTO_ADAPT_PIPE],
+		a->n[PROTO_ADAPT_SPLIT]);
+	fprintf(f, "#   rendezvous received (timed): %" PRIu64 " get, %" PRIu64 " pipeline (%"
+		PRIu64 " to probe)\n", a->n_rx[PROTO_ADAPT_GET], a->n_rx[PROTO_ADAPT_PIPE],
+		a->n_probe);
 	for (unsigned int i = 0; i < PROTO_ADAPT_CLASSES; i++) {
 		const struct proto_adapt_class *c = &a->cls[i];
 		size_t lo = (size_t)1 << (a->shift + i);

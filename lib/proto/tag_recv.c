@@ -331,6 +331,7 @@ proto_rndv_finish(struct unio_request *req, unio_status_t st)
 
 	if (proto_req_tl_done(req))
 		return;
+	proto_rndv_delivered(req, true, st == UNIO_OK);
 	proto_rndv_release_rkey(req);
 	if (req->on_ep) {
 		TAILQ_REMOVE(&ep->outstanding, req, ep_link);
@@ -433,6 +434,7 @@ rndv_start(struct unio_request *req, struct unio_ep *ep, const struct proto_rts_
 	   const void *rkey)
 {
 	struct unio_tl_ep *tl_ep = ep->lane.tl_ep;
+	bool split;
 
 	req->info.tag = h->tag;
 	req->info.length = h->size;
@@ -443,16 +445,19 @@ rndv_start(struct unio_request *req, struct unio_ep *ep, const struct proto_rts_
 		proto_req_complete(req, UNIO_ERR_MESSAGE_TRUNCATED);
 		return;
 	}
+	split = (h->flags & PROTO_RTS_FLAG_SPLIT) && h->size >= ep->lane.split_min;
 	if (!(h->flags & PROTO_RTS_FLAG_PIPELINE) &&
 	    (tl_ep->cap & (UNIO_TL_CAP_GET_ZCOPY | UNIO_TL_CAP_RKEY_PTR)) &&
 	    tl_ep->iface->ctl->rkey_unpack != NULL &&
+	    (split || proto_rndv_recv_pull(req, ep, h->size, true)) &&
 	    tl_ep->iface->ctl->rkey_unpack(tl_ep, rkey, h->rkey_len, &req->rkey) == UNIO_OK) {
 		req->rkey_valid = true;
-		if (proto_rndv_pull(req, h->addr, h->size, (h->flags & PROTO_RTS_FLAG_SPLIT) &&
-				    h->size >= ep->lane.split_min) == UNIO_OK)
+		if (proto_rndv_pull(req, h->addr, h->size, split) == UNIO_OK)
 			return;
 		proto_rndv_release_rkey(req);
 	}
+	if (req->adapt == 0 && !split)   /* not offered: timed as a pipeline */
+		proto_rndv_recv_pull(req, ep, h->size, false);
 	rndv_ask_pipeline(req);
 }
 
@@ -669,6 +674,7 @@ am_pipe(void *arg, const void *data, size_t length, unsigned int flags,
 			 req->info.length);
 	req->received += n;
 	if (req->received == req->info.length) {
+		proto_rndv_delivered(req, false, true);
 		if (req->on_ep) {
 			TAILQ_REMOVE(&req->rndv_ep->outstanding, req, ep_link);
 			req->on_ep = false;

@@ -159,7 +159,7 @@ struct unio_request {
 	bool put_deferred;      /**< freed by the user while tl_held: recycled on release */
 	uint8_t rails;          /**< get: chunks striped over this many lanes (1: lane only) */
 	bool sync_acked;        /**< sync fragments: answered before the last one went out */
-	uint8_t adapt;          /**< rendezvous send: PROTO_ADAPT_* flags and size class */
+	uint8_t adapt;          /**< rendezvous: PROTO_ADAPT_* flags (and a receive's class) */
 	unio_status_t ack_status;   /**< that answer's status (sync_acked) */
 	uint64_t rreq_id;      /**< pipelined: the peer's receive; eager fragments: the cookie */
 	/* receive */
@@ -189,8 +189,8 @@ struct unio_request {
 	struct unio_tl_rkey rkey;
 	struct unio_rkey *urkey;    /**< put / get: the user's key, held until comp completes */
 	struct unio_tl_completion comp;
-	uint64_t t_start;       /**< timed rendezvous send (PROTO_ADAPT_TIMED): TSC at start */
-	uint64_t t_flight;      /**< ... the lane's bytes in flight then, its own included */
+	uint64_t t_start;       /**< timed rendezvous receive (PROTO_ADAPT_TIMED): TSC at start */
+	uint64_t t_flight;      /**< ... the ep's bytes in flight then, its own included */
 	/* control message waiting for resources */
 	uint8_t ctl_id;
 	uint8_t ctl[sizeof(struct proto_rtp_hdr) + UNIO_TL_RKEY_MAX];
@@ -242,17 +242,19 @@ TAILQ_HEAD(unexp_list, proto_unexp);
 #define PROTO_RAIL_MIN (256 * 1024)
 
 /*
- * The auto rendezvous scheme on a host lane that can get (proto.c): per size class (powers
- * of two from the threshold), the sender times each rendezvous from its start to its
- * completion and divides by the bytes in flight on the lane when it started (itself and the
- * window ahead of it: Little's law), keeps decaying sums of both for get and for pipeline
- * (their ratio: ticks per byte), uses the cheaper, and probes the other in bursts longer than
- * the window (so that a change of the moment shows within a few milliseconds).  A rendezvous
- * that started behind one of the other scheme is no sample.
+ * The auto rendezvous scheme on a host lane that can get (proto.c): the sender offers its
+ * buffer (the rkey in the RTS) and the receiver, which sees the data delivered, chooses: it
+ * pulls, or asks for the pipeline (RTR).  Per size class (powers of two from the threshold)
+ * the receiver times each rendezvous from its start (the receive matched the RTS) to the
+ * data in its buffer and divides by the bytes in flight on the ep when it started (itself
+ * and the ones ahead of it: Little's law), keeps decaying sums of both for get and for
+ * pipeline (their ratio: ticks per byte), uses the cheaper, and probes the other in bursts
+ * longer than the window (so that a change of the moment shows within a few milliseconds).
+ * A rendezvous that started behind one of the other scheme is no sample.
  */
 #define PROTO_ADAPT_CLASSES 8
 #define PROTO_ADAPT_RNDV  0x80   /**< unio_request.adapt: a rendezvous send, counted */
-#define PROTO_ADAPT_TIMED 0x40   /**< ... chosen by measure, in the lane's flight */
+#define PROTO_ADAPT_TIMED 0x40   /**< ... a rendezvous receive, timed, in the ep's flight */
 #define PROTO_ADAPT_PURE  0x20   /**< ... started behind none of the other scheme */
 #define PROTO_ADAPT_BY_PIPE 0x10 /**< ... the pipeline chosen */
 #define PROTO_ADAPT_CLASS_MASK 0x07
@@ -274,11 +276,12 @@ struct proto_adapt_class {
 struct proto_adapt {
 	struct proto_adapt_class cls[PROTO_ADAPT_CLASSES];
 	uint64_t stale_tsc;     /**< probe a scheme with no sample for this long */
-	uint64_t flight_bytes;  /**< bytes of the timed rendezvous in flight */
-	uint32_t flight[2];     /**< timed rendezvous in flight by get, by pipeline */
+	uint64_t flight_bytes;  /**< bytes of the timed rendezvous receives in flight */
+	uint32_t flight[2];     /**< timed rendezvous receives in flight by get, by pipeline */
 	uint32_t skew[2];       /**< tests: samples of get, pipeline multiplied by this */
 	uint64_t n[3];          /**< rendezvous sends completed by get, pipeline, split */
-	uint64_t n_probe;       /**< rendezvous sent to probe the scheme not chosen */
+	uint64_t n_rx[2];       /**< timed rendezvous receives delivered by get, pipeline */
+	uint64_t n_probe;       /**< rendezvous received so as to probe the scheme not chosen */
 	uint8_t shift;          /**< log2 of the first class's lower bound */
 };
 
@@ -801,14 +804,22 @@ void proto_send_pipeline(struct unio_request *req, uint64_t rreq_id);
 /**
  * A rendezvous send of @p req->slen bytes starts: true when it offers its buffer for a get
  * (registered, the rkey in the RTS), false when it waits for the receiver's RTR and streams
- * the fragments.  Forced schemes as configured; the auto scheme by measure (proto.c).
+ * the fragments.  Forced schemes as configured; the auto scheme offers it (the receiver
+ * chooses: proto_rndv_recv_pull()).
  */
 bool proto_rndv_offer_get(struct unio_request *req);
-/**
- * A rendezvous send ends, completed by get (@p by_get) or by pipeline when @p ok: count it,
- * time it; either way out of the lane's flight.
- */
+/** A rendezvous send ends, completed by get (@p by_get) or by pipeline when @p ok: count it. */
 void proto_rndv_sent(struct unio_request *req, bool by_get, bool ok);
+/**
+ * A receive @p req on @p ep matched a rendezvous of @p size bytes whose sender offered a get
+ * (@p offered) or not, outside a split: true when it pulls, false when it asks for the
+ * pipeline (RTR).  The auto scheme chooses by measure; the rendezvous is timed either way
+ * until proto_rndv_delivered().
+ */
+bool proto_rndv_recv_pull(struct unio_request *req, struct unio_ep *ep, size_t size,
+			  bool offered);
+/** The timed rendezvous receive @p req is over, delivered by get (@p by_get) when @p ok. */
+void proto_rndv_delivered(struct unio_request *req, bool by_get, bool ok);
 /** unio_ep_print_info(): the rendezvous counts and the auto scheme's measure of @p ep. */
 void proto_rndv_print(const struct unio_ep *ep, FILE *f);
 /** Tests: multiply the measure of get and pipeline samples on @p ep by these factors. */

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The auto rendezvous scheme on a host lane (proto.c): below the split the sender times each
- * rendezvous and uses get or pipeline, whichever costs less per byte, probing the other in
- * short bursts.  The tests make one scheme look slow (unio_proto_rndv_skew() multiplies its
- * samples), check from the ep's counts that both were probed and the cheaper one carried the
- * rest, then turn the skew round and check that the choice follows.  Every payload is
- * checksummed.  A forced scheme stays what it names: no probe, no other scheme.
+ * The auto rendezvous scheme on a host lane (proto.c): below the split the sender offers a get
+ * and the receiver times each rendezvous until the data is delivered and uses get or
+ * pipeline, whichever costs less per byte, probing the other in short bursts.  The tests make
+ * one scheme look slow (unio_proto_rndv_skew() on the receiver's ep multiplies its samples),
+ * check from the sender's and the receiver's counts that both were probed and the cheaper
+ * one carried the rest, then turn the skew round and check that the choice follows.  Every
+ * payload is checksummed.  A forced scheme stays what it names: no probe, no other scheme.
  */
 
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "api_common.h"
+#include "unio_am.h"
 #include "unio_proto.h"
 #include "unio_test.h"
 
@@ -21,27 +23,93 @@
 #define LEN_SPAN (16 * 1024)
 
 struct counts {
-	uint64_t get, pipe, split, probe;
+	uint64_t get, pipe, split, probe, rx_get, rx_pipe;
 };
 
-static struct counts
-counts_of(const unio_ep_t *ep)
+/* the receiver's ep of the pair: b's to a */
+static unio_ep_t *
+rx_ep(const struct api_pair *p)
 {
-	const struct proto_adapt *a = &ep->adapt;
-
-	return (struct counts){ a->n[PROTO_ADAPT_GET], a->n[PROTO_ADAPT_PIPE],
-				a->n[PROTO_ADAPT_SPLIT], a->n_probe };
+	return proto_ep_lookup(p->b, p->ep->remote_id);
 }
 
-/* @p rounds windows of WINDOW tag sends a -> b, sizes in one class, every payload verified */
+/* what the sender sent, and what the receiver chose, timed and probed */
+static struct counts
+counts_of(const struct api_pair *p)
+{
+	const struct proto_adapt *a = &p->ep->adapt, *r = &rx_ep(p)->adapt;
+
+	return (struct counts){ a->n[PROTO_ADAPT_GET], a->n[PROTO_ADAPT_PIPE],
+				a->n[PROTO_ADAPT_SPLIT], r->n_probe, r->n_rx[PROTO_ADAPT_GET],
+				r->n_rx[PROTO_ADAPT_PIPE] };
+}
+
+/* AM: the handler keeps each rendezvous' descriptor; the test receives it after */
+#define AM_ID 5
+
+struct am_rx {
+	void *desc[WINDOW];
+	size_t len[WINDOW];
+	unsigned int n;
+	unsigned int bad;
+};
+
+static unio_status_t
+am_keep(void *arg, const void *header, size_t hlen, void *data, size_t len,
+	const struct unio_am_recv_param *p)
+{
+	struct am_rx *rx = arg;
+	uint32_t i;
+
+	if (hlen != sizeof(i) || !(p->recv_attr & UNIO_AM_RECV_ATTR_FLAG_RNDV)) {
+		rx->bad++;
+		return UNIO_OK;
+	}
+	memcpy(&i, header, sizeof(i));
+	if (i >= WINDOW || rx->desc[i] != NULL) {
+		rx->bad++;
+		return UNIO_OK;
+	}
+	rx->desc[i] = data;
+	rx->len[i] = len;
+	rx->n++;
+	return UNIO_INPROGRESS;
+}
+
+/* One window of AM rendezvous a -> b: all sent, then each received once its RTS came. */
+static void
+am_window(struct api_pair *p, struct am_rx *rx, uint8_t *s, uint8_t *r, const size_t *len,
+	  unio_request_t **sreq, unio_status_t *sst, unio_request_t **rreq, unio_status_t *rst)
+{
+	memset(rx->desc, 0, sizeof(rx->desc));
+	rx->n = 0;
+	for (uint32_t i = 0; i < WINDOW; i++)
+		sst[i] = unio_am_send(p->ep, AM_ID, &i, sizeof(i),
+				      s + (size_t)i * (LEN_MIN + LEN_SPAN), len[i], NULL,
+				      UNIO_AM_SEND_FLAG_RNDV, &sreq[i]);
+	for (int k = 0; k < 1000000 && rx->n < WINDOW; k++) {
+		unio_worker_progress(p->a);
+		unio_worker_progress(p->b);
+	}
+	for (unsigned int i = 0; i < WINDOW; i++)
+		rst[i] = rx->desc[i] == NULL || rx->len[i] != len[i] ? UNIO_ERR_PROTO :
+			 unio_am_recv_data(p->b, rx->desc[i], r + (size_t)i * (LEN_MIN + LEN_SPAN),
+					   len[i], NULL, &rreq[i]);
+}
+
+/* @p rounds windows of WINDOW sends a -> b (tag, or AM rendezvous with @p am), sizes in one
+ * class, every payload verified */
 static int
-windows(struct api_pair *p, unsigned int rounds, uint64_t seed)
+windows(struct api_pair *p, bool am, unsigned int rounds, uint64_t seed)
 {
 	uint8_t *s = malloc((size_t)WINDOW * (LEN_MIN + LEN_SPAN));
 	uint8_t *r = malloc((size_t)WINDOW * (LEN_MIN + LEN_SPAN));
+	struct am_rx rx = { .n = 0 };
 	int rc = TEST_OK;
 
 	TEST_ASSERT(s != NULL && r != NULL, "malloc");
+	if (am && unio_worker_set_am_handler(p->b, AM_ID, am_keep, &rx, 0) != UNIO_OK)
+		rc = TEST_FAIL;
 	for (unsigned int n = 0; n < rounds && rc == TEST_OK; n++) {
 		unio_request_t *sreq[WINDOW] = { NULL }, *rreq[WINDOW] = { NULL };
 		unio_status_t sst[WINDOW], rst[WINDOW];
@@ -54,10 +122,14 @@ windows(struct api_pair *p, unsigned int rounds, uint64_t seed)
 			len[i] = LEN_MIN + (size_t)((seed + n * 7919u + i * 131u) % LEN_SPAN);
 			test_fill(sb, len[i], seed + n * WINDOW + i);
 			memset(rb, 0xee, len[i]);
+			if (am)
+				continue;
 			rst[i] = unio_tag_recv(p->b, rb, len[i], 100 + i, UINT64_MAX, NULL,
 					       &rreq[i]);
 			sst[i] = unio_tag_send(p->ep, sb, len[i], 100 + i, NULL, &sreq[i]);
 		}
+		if (am)
+			am_window(p, &rx, s, r, len, sreq, sst, rreq, rst);
 		for (unsigned int i = 0; i < WINDOW; i++) {
 			uint8_t *sb = s + (size_t)i * (LEN_MIN + LEN_SPAN);
 			uint8_t *rb = r + (size_t)i * (LEN_MIN + LEN_SPAN);
@@ -73,6 +145,10 @@ windows(struct api_pair *p, unsigned int rounds, uint64_t seed)
 				rc = TEST_FAIL;
 			}
 		}
+	}
+	if (rx.bad != 0) {
+		TEST_LOG("%u AM deliveries not as sent", rx.bad);
+		rc = TEST_FAIL;
 	}
 	free(s);
 	free(r);
@@ -107,7 +183,8 @@ cheaper(const unio_ep_t *ep)
 	       PROTO_ADAPT_PIPE;
 }
 
-UNIO_TEST(api_rndv_auto_measure, fast)
+static int
+measure(bool am)
 {
 	static const char *const ovr[] = { "TLS", "shm,self", NULL };
 	enum { ROUNDS = 60, TURN = 120 };
@@ -117,32 +194,33 @@ UNIO_TEST(api_rndv_auto_measure, fast)
 
 	if (rc == TEST_OK)
 		rc = p.ep->lane.rndv_adapt && p.ep->lane.rndv_thresh <= LEN_MIN &&
-		     p.ep->lane.split_min > LEN_MIN + LEN_SPAN ? TEST_OK : TEST_FAIL;
+		     p.ep->lane.split_min > LEN_MIN + LEN_SPAN && rx_ep(&p) != NULL &&
+		     rx_ep(&p)->lane.rndv_adapt ? TEST_OK : TEST_FAIL;
 	if (rc != TEST_OK) {
 		api_pair_close(&p);
 		TEST_ASSERT(0, "no measured scheme on the shm lane for %d bytes", LEN_MIN);
 	}
 	/* the pipeline looks 16 times slower: get carries all but the probes */
-	unio_proto_rndv_skew(p.ep, 1, 16);
-	c0 = counts_of(p.ep);
-	rc = windows(&p, ROUNDS, 1);
-	c1 = counts_of(p.ep);
-	log_info(p.ep);
-	if (rc == TEST_OK && cheaper(p.ep) != PROTO_ADAPT_GET)
+	unio_proto_rndv_skew(rx_ep(&p), 1, 16);
+	c0 = counts_of(&p);
+	rc = windows(&p, am, ROUNDS, 1);
+	c1 = counts_of(&p);
+	log_info(rx_ep(&p));
+	if (rc == TEST_OK && cheaper(rx_ep(&p)) != PROTO_ADAPT_GET)
 		rc = TEST_FAIL;
 	/*
 	 * get 64 times slower: the pipeline takes over once get's cost passed the pipeline's
 	 * last (old) measure or a probe measured it anew (within TURN rounds, two probes)
 	 */
-	unio_proto_rndv_skew(p.ep, 64, 1);
+	unio_proto_rndv_skew(rx_ep(&p), 64, 1);
 	if (rc == TEST_OK)
-		rc = windows(&p, TURN, 2);
-	c2 = counts_of(p.ep);
+		rc = windows(&p, am, TURN, 2);
+	c2 = counts_of(&p);
 	if (rc == TEST_OK)
-		rc = windows(&p, ROUNDS, 3);
-	c3 = counts_of(p.ep);
-	log_info(p.ep);
-	if (rc == TEST_OK && cheaper(p.ep) != PROTO_ADAPT_PIPE)
+		rc = windows(&p, am, ROUNDS, 3);
+	c3 = counts_of(&p);
+	log_info(rx_ep(&p));
+	if (rc == TEST_OK && cheaper(rx_ep(&p)) != PROTO_ADAPT_PIPE)
 		rc = TEST_FAIL;
 	api_pair_close(&p);
 	TEST_ASSERT_EQ(rc, TEST_OK);
@@ -150,6 +228,9 @@ UNIO_TEST(api_rndv_auto_measure, fast)
 	TEST_ASSERT_EQ(c1.get + c1.pipe - c0.get - c0.pipe, (uint64_t)ROUNDS * WINDOW);
 	TEST_ASSERT_EQ(c3.get + c3.pipe - c1.get - c1.pipe, (uint64_t)(TURN + ROUNDS) * WINDOW);
 	TEST_ASSERT_EQ(c3.split, 0);
+	/* the receiver delivered each as the sender saw it go */
+	TEST_ASSERT_EQ(c3.rx_get - c0.rx_get, c3.get - c0.get);
+	TEST_ASSERT_EQ(c3.rx_pipe - c0.rx_pipe, c3.pipe - c0.pipe);
 	/* both carried some in each phase, the cheaper one at least 3/4 */
 	TEST_ASSERT(c1.pipe - c0.pipe >= 1 && (c1.get - c0.get) * 4 >= ROUNDS * WINDOW * 3,
 		    "get phase: %" PRIu64 " get, %" PRIu64 " pipeline", c1.get - c0.get,
@@ -162,36 +243,55 @@ UNIO_TEST(api_rndv_auto_measure, fast)
 	return TEST_OK;
 }
 
+UNIO_TEST(api_rndv_auto_measure, fast)
+{
+	TEST_ASSERT_EQ(measure(false), TEST_OK);
+	return TEST_OK;
+}
+
+/* The same through AM rendezvous: the receiver chooses in unio_am_recv_data() */
+UNIO_TEST(api_rndv_auto_measure_am, fast)
+{
+	TEST_ASSERT_EQ(measure(true), TEST_OK);
+	return TEST_OK;
+}
+
 /* A forced scheme: every rendezvous by it, no probe, whatever the skew says. */
 static int
-forced(const char *scheme, int want)
+forced(const char *scheme, int want, bool am)
 {
 	const char *const ovr[] = { "TLS", "shm,self", "RNDV_SCHEME", scheme, NULL };
-	struct counts c;
+	struct counts c = { 0 };
 	struct api_pair p;
 	int rc = api_pair_open(&p, ovr, "shm");
 
-	if (rc == TEST_OK && p.ep->lane.rndv_adapt)
+	if (rc == TEST_OK && (p.ep->lane.rndv_adapt || rx_ep(&p) == NULL ||
+			      rx_ep(&p)->lane.rndv_adapt))
 		rc = TEST_FAIL;
 	if (rc == TEST_OK) {
-		unio_proto_rndv_skew(p.ep, want == PROTO_ADAPT_GET ? 64 : 1,
+		unio_proto_rndv_skew(rx_ep(&p), want == PROTO_ADAPT_GET ? 64 : 1,
 				     want == PROTO_ADAPT_PIPE ? 64 : 1);
-		rc = windows(&p, 8, 3);
+		rc = windows(&p, am, 8, 3);
 	}
-	c = counts_of(p.ep);
+	if (rc == TEST_OK)
+		c = counts_of(&p);
 	api_pair_close(&p);
 	TEST_ASSERT_EQ(rc, TEST_OK);
 	TEST_ASSERT(c.probe == 0 && c.split == 0 &&
 		    (want == PROTO_ADAPT_GET ? c.get : c.pipe) == 8 * WINDOW &&
-		    (want == PROTO_ADAPT_GET ? c.pipe : c.get) == 0,
+		    (want == PROTO_ADAPT_GET ? c.pipe : c.get) == 0 &&
+		    c.rx_get == c.get && c.rx_pipe == c.pipe,
 		    "%s: %" PRIu64 " get, %" PRIu64 " pipeline, %" PRIu64 " split, %" PRIu64
-		    " probes", scheme, c.get, c.pipe, c.split, c.probe);
+		    " probes; received %" PRIu64 " get, %" PRIu64 " pipeline", scheme, c.get,
+		    c.pipe, c.split, c.probe, c.rx_get, c.rx_pipe);
 	return TEST_OK;
 }
 
 UNIO_TEST(api_rndv_auto_forced, fast)
 {
-	TEST_ASSERT_EQ(forced("get", PROTO_ADAPT_GET), TEST_OK);
-	TEST_ASSERT_EQ(forced("pipeline", PROTO_ADAPT_PIPE), TEST_OK);
+	TEST_ASSERT_EQ(forced("get", PROTO_ADAPT_GET, false), TEST_OK);
+	TEST_ASSERT_EQ(forced("pipeline", PROTO_ADAPT_PIPE, false), TEST_OK);
+	TEST_ASSERT_EQ(forced("get", PROTO_ADAPT_GET, true), TEST_OK);
+	TEST_ASSERT_EQ(forced("pipeline", PROTO_ADAPT_PIPE, true), TEST_OK);
 	return TEST_OK;
 }
