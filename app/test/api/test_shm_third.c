@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/prctl.h>
@@ -361,17 +362,44 @@ other_user_try(const struct ou_target *t)
 	return OU_GOT;
 }
 
-/* Fork a child of uid 65534 that tries the segment; its exit code. */
+/*
+ * In the child, as uid 65534: the driver's own connect (unio_tl_ep_create) on @p iface to
+ * @p addr; OU_GOT when it made the ep (it mapped the segment it was given).
+ */
 static int
-other_user_run(const struct ou_target *t)
+other_user_connect(struct unio_tl_iface *iface, const struct shm_iface_addr *addr)
+{
+	struct unio_tl_ep_params p = { .iface_addr = addr, .iface_addr_len = sizeof(*addr) };
+	struct unio_tl_ep *ep;
+
+	if (setgroups(0, NULL) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+	    setresuid(65534, 65534, 65534) != 0)
+		return 20;
+	return unio_tl_ep_create(iface, &p, &ep) == UNIO_OK ? OU_GOT : OU_REFUSED;
+}
+
+/* Fork a child of uid 65534 that tries the segment (@p iface set: by connecting); its exit. */
+static int
+other_user_run(const struct ou_target *t, struct unio_tl_iface *iface,
+	       const struct shm_iface_addr *addr)
 {
 	pid_t pid;
 
 	fflush(NULL);
 	pid = fork();
 	if (pid == 0)
-		_exit(other_user_try(t));
+		_exit(iface != NULL ? other_user_connect(iface, addr) : other_user_try(t));
 	return test_wait(pid, 20000);
+}
+
+/* The owner: a context allowed shm and self, and a worker of it (NULL when none). */
+static unio_worker_t *
+ou_owner(unio_context_t **ctx)
+{
+	setenv("UNIO_TLS", "shm,self", 1);
+	*ctx = api_ctx(NULL);
+	unsetenv("UNIO_TLS");
+	return *ctx != NULL ? unio_worker_create(*ctx, NULL, NULL) : NULL;
 }
 
 static const char *
@@ -392,11 +420,7 @@ UNIO_TEST(shm_segment_other_user, mp)
 
 	if (geteuid() != 0)
 		TEST_SKIP_BECAUSE("switching a child to another user needs root");
-	setenv("UNIO_TLS", "shm,self", 1);
-	ctx = api_ctx(NULL);
-	unsetenv("UNIO_TLS");
-	TEST_ASSERT(ctx != NULL, "context");
-	w = unio_worker_create(ctx, NULL, NULL);
+	w = ou_owner(&ctx);
 	si = w != NULL ? (struct shm_iface *)api_worker_iface(w, "shm", NULL) : NULL;
 	TEST_ASSERT(si != NULL, "worker with a shm iface");
 	t = (struct ou_target){ getpid(), si->seg_fd, si->iface_id, si->fd_key };
@@ -406,12 +430,12 @@ UNIO_TEST(shm_segment_other_user, mp)
 		 si->other_users ? "y" : "n");
 	TEST_ASSERT(!si->other_users, "other users are served by default");
 	r0 = __atomic_load_n(&si->fd_refused, __ATOMIC_RELAXED);
-	rc_def = other_user_run(&t);
+	rc_def = other_user_run(&t, NULL, NULL);
 	si->other_users = true;
-	rc_opt = other_user_run(&t);
+	rc_opt = other_user_run(&t, NULL, NULL);
 	wrong = t;
 	wrong.key ^= 1;
-	rc_key = other_user_run(&wrong);
+	rc_key = other_user_run(&wrong, NULL, NULL);
 	si->other_users = false;
 	refused = __atomic_load_n(&si->fd_refused, __ATOMIC_RELAXED) - r0;
 	TEST_LOG("uid 65534 with the address: %s by default, %s with UNIO_SHM_OTHER_USERS=y; "
@@ -423,5 +447,104 @@ UNIO_TEST(shm_segment_other_user, mp)
 	TEST_ASSERT(rc_opt == OU_GOT, "another uid, served: child exit %d", rc_opt);
 	TEST_ASSERT(rc_key == OU_REFUSED, "without the key: child exit %d", rc_key);
 	TEST_ASSERT(refused == 1, "refusals counted: %" PRIu64, refused);
+	return TEST_OK;
+}
+
+/*
+ * The fd server's abstract name belongs to whoever binds it first: here S, a child of the
+ * owner that has the segment's fd (any process of the namespace could bind the name of a
+ * pid that has no server, with a segment of its own).  Q, a live process with no server,
+ * is the pid a crafted address names; a connecting process of another uid (the kernel
+ * refuses it /proc/Q/fd, so it asks the server) got S's segment as Q's, and would have
+ * watched Q's death and aimed CMA at Q.  Now the server's pid (SO_PEERCRED) must be the
+ * address's: refused; the owner's own server, serving other users, still answers.
+ */
+static void
+squat(int listen_fd, int seg_fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct shm_fd_request req;
+	uint8_t ok = 1;
+	struct iovec iov = { &ok, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct pollfd pfd = { .fd = listen_fd, .events = POLLIN };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	int c;
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &seg_fd, sizeof(int));
+	while (poll(&pfd, 1, 20000) == 1 && (c = accept(listen_fd, NULL, NULL)) >= 0) {
+		if (recv(c, &req, sizeof(req), MSG_WAITALL) == (ssize_t)sizeof(req))
+			sendmsg(c, &mh, MSG_NOSIGNAL);
+		close(c);
+	}
+}
+
+UNIO_TEST(shm_fd_server_squatted, mp)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct shm_iface_addr addr, crafted;
+	struct unio_tl_iface *iface;
+	unio_context_t *ctx;
+	unio_worker_t *w;
+	struct shm_iface *si;
+	int rc_squat = -1, rc_real = -1, ready[2] = { -1, -1 }, n, lfd;
+	pid_t q = -1, sq = -1;
+	char c = 0;
+
+	if (geteuid() != 0)
+		TEST_SKIP_BECAUSE("switching a child to another user needs root");
+	w = ou_owner(&ctx);
+	iface = w != NULL ? api_worker_iface(w, "shm", NULL) : NULL;
+	TEST_ASSERT(iface != NULL, "worker with a shm iface");
+	si = (struct shm_iface *)iface;
+	TEST_ASSERT_STATUS(unio_tl_iface_get_address(iface, &addr), UNIO_OK);
+	TEST_ASSERT(pipe(ready) == 0, "pipe");
+	fflush(NULL);
+	q = fork();
+	if (q == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		pause();
+		_exit(0);
+	}
+	n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "unio-shm-%d-%016" PRIx64,
+		     (int)q, si->iface_id);
+	sq = q > 0 ? fork() : -1;
+	if (sq == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		c = lfd >= 0 && bind(lfd, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct
+		    sockaddr_un, sun_path) + 1 + (size_t)n)) == 0 && listen(lfd, 4) == 0;
+		if (write(ready[1], &c, 1) == 1 && c)
+			squat(lfd, si->seg_fd);
+		_exit(0);
+	}
+	if (sq > 0 && read(ready[0], &c, 1) == 1 && c) {
+		crafted = addr;
+		crafted.pid = (uint32_t)q;
+		rc_squat = other_user_run(NULL, iface, &crafted);
+		si->other_users = true;
+		rc_real = other_user_run(NULL, iface, &addr);
+		si->other_users = false;
+	}
+	if (sq > 0)
+		kill(sq, SIGKILL);
+	if (q > 0)
+		kill(q, SIGKILL);
+	waitpid(sq, NULL, 0);
+	waitpid(q, NULL, 0);
+	close(ready[0]);
+	close(ready[1]);
+	TEST_LOG("uid 65534 connecting to pid %d, whose fd server is S's: %s; to the owner, "
+		 "serving other users: %s", (int)q, ou_str(rc_squat), ou_str(rc_real));
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	TEST_ASSERT(c == 1, "the squatter could not bind");
+	TEST_ASSERT(rc_squat == OU_REFUSED, "a server not of the named pid: child exit %d",
+		    rc_squat);
+	TEST_ASSERT(rc_real == OU_GOT, "the owner's own server: child exit %d", rc_real);
 	return TEST_OK;
 }

@@ -371,6 +371,13 @@ server_start(struct shm_iface *si)
 	return UNIO_OK;
 }
 
+/*
+ * Ask the fd server of process @p pid for its file @p want_id.  The server's abstract name
+ * has no owner: any process of the network namespace may bind the name of a pid that has
+ * none (a process that is not Unio, or one whose iface id it learnt).  So the listening
+ * socket's creator (SO_PEERCRED: the pid that called listen()) must be @p pid, the process
+ * the address names, whose memory CMA then reads and whose death its pidfd reports.
+ */
 static int
 request_fd(pid_t pid, uint64_t iface_id, uint64_t key, uint64_t want_id)
 {
@@ -383,7 +390,8 @@ request_fd(pid_t pid, uint64_t iface_id, uint64_t key, uint64_t want_id)
 	struct timeval tv = { 2, 0 };
 	struct sockaddr_un sa;
 	struct cmsghdr *cm;
-	socklen_t len;
+	struct ucred cr;
+	socklen_t len, crl = sizeof(cr);
 	int s, fd = -1;
 
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -391,8 +399,15 @@ request_fd(pid_t pid, uint64_t iface_id, uint64_t key, uint64_t want_id)
 		return -1;
 	sock_name(&sa, &len, pid, iface_id);
 	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (connect(s, (struct sockaddr *)&sa, len) != 0 ||
-	    send(s, &req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req) ||
+	if (connect(s, (struct sockaddr *)&sa, len) != 0)
+		goto out;
+	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0 || crl != sizeof(cr) ||
+	    cr.pid != pid) {
+		SHM_LOG(ERR, "the fd server named for pid %d is process %d's: refused", (int)pid,
+			crl == sizeof(cr) ? (int)cr.pid : -1);
+		goto out;
+	}
+	if (send(s, &req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req) ||
 	    recvmsg(s, &mh, MSG_CMSG_CLOEXEC) != 1 || ok != 1)
 		goto out;
 	cm = CMSG_FIRSTHDR(&mh);
