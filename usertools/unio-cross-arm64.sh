@@ -110,8 +110,9 @@ say "built in $bdir/build: libunio.so for $(aarch64-linux-gnu-readelf -h \
 cma_tests="am_rndv_split rma_host_sizes rma_fence_order rma_key_bounds
 	rma_stale_keys api_close_answer_delivered api_flush_blocking api_proto_fuzz
 	api_rndv_auto_measure api_rndv_auto_forced"
-#   not a test of the aarch64 build (the tree's habits, checked by the x86 suites):
-native_tests="devtools_check"
+#   not a test of the aarch64 build (the tree's habits; a program built by the host's cc
+#   against the installed library), checked by the x86 suites:
+native_tests="devtools_check install_pkgconfig"
 # The mp suite's two-process shm unio-perf runs, their payloads validated (-V):
 perf_tests="perf_tag_lat_two_procs perf_tag_sync_lat_sweep_two_procs perf_loopback"
 if [ $# -eq 0 ]; then
