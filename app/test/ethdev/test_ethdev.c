@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #include <rte_cycles.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_ethdev.h>
 #include <rte_ether.h>
 #include <rte_ip.h>
@@ -561,6 +563,21 @@ fuzz_check(const struct unio_tl_ethdev_stats *s, uint64_t k)
 
 /* ---- the peer process ---- */
 
+/* Whether the devargs port @p name was probed with contain @p arg. */
+static bool
+port_probed_with(const char *name, const char *arg)
+{
+	struct rte_eth_dev_info info;
+	const struct rte_devargs *da;
+	uint16_t pid;
+
+	if (rte_eth_dev_get_port_by_name(name, &pid) != 0 ||
+	    rte_eth_dev_info_get(pid, &info) != 0 || info.device == NULL)
+		return false;
+	da = rte_dev_devargs(info.device);
+	return da != NULL && da->args != NULL && strstr(da->args, arg) != NULL;
+}
+
 static int
 peer_open(struct peer *p, const char *vdev, const char *ip, int role)
 {
@@ -594,6 +611,10 @@ peer_open(struct peer *p, const char *vdev, const char *ip, int role)
 	ip_params.err_cb = err_cb;
 	ip_params.err_arg = p;
 	TEST_ASSERT_STATUS(t_iface_open(drv, &ip_params, &p->iface), UNIO_OK);
+	/* af_xdp on a veth: probed again without busy polling (the veth has no NAPI id) */
+	if (strncmp(vdev, "net_af_xdp", 10) == 0 && strstr(vdev, "busy_budget") == NULL)
+		TEST_ASSERT(port_probed_with(devs[0].name, "busy_budget=0"), "%s: busy polling",
+			    devs[0].name);
 	TEST_ASSERT_STATUS(unio_tl_iface_get_address(p->iface, &p->self), UNIO_OK);
 	p->max_short = p->iface->attr.max_short;
 	p->role = role;
