@@ -12,12 +12,14 @@
  */
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <rte_branch_prediction.h>
 #include <rte_cycles.h>
+#include <rte_log.h>
 #include <rte_pause.h>
 
 #include "perf.h"
@@ -1244,6 +1246,70 @@ perf_server_accept(struct perf_side *s)
 	return 0;
 }
 
+/*
+ * The library's line of a failed connect, "UNIO WARNING: connect to IP port P: why", in
+ * @p log: why (up to its newline), and the line taken out of @p log; NULL when none.
+ */
+static char *
+take_connect_line(char *log, const struct sockaddr *sa, uint16_t port)
+{
+	char ip[INET_ADDRSTRLEN] = "?", head[96], *line, *end, *why;
+	size_t n;
+
+	inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, sizeof(ip));
+	snprintf(head, sizeof(head), "UNIO WARNING: connect to %s port %u: ", ip, port);
+	for (line = log; *line != '\0'; line = end) {
+		end = line + strcspn(line, "\n");
+		end += *end == '\n';
+		if (strncmp(line, head, strlen(head)) != 0)
+			continue;
+		n = strcspn(line + strlen(head), "\n");
+		why = strndup(line + strlen(head), n);
+		memmove(line, end, strlen(end) + 1);
+		return why;
+	}
+	return NULL;
+}
+
+/*
+ * unio_ep_create() by socket address, said once when it fails: the tool's line carries the
+ * library's reason and, for a refused connection, what to do; the library's own warning of
+ * it is not printed besides (it was, two lines for one refusal).  What else the library
+ * logged meanwhile (an ERR that says why, INFO lines at a higher UNIO_LOG_LEVEL) is passed
+ * on as it came.
+ */
+static unio_ep_t *
+connect_said_once(unio_worker_t *w, const struct unio_ep_params *p, const char *host,
+		  uint16_t port, unio_status_t *st)
+{
+	FILE *out = rte_log_get_stream(), *f;
+	char *log = NULL, *why = NULL;
+	size_t len = 0;
+	unio_ep_t *ep;
+
+	f = open_memstream(&log, &len);
+	if (f != NULL)
+		rte_openlog_stream(f);
+	ep = unio_ep_create(w, p, st);
+	if (f != NULL) {
+		rte_openlog_stream(out);
+		fclose(f);
+	}
+	if (ep == NULL && log != NULL)
+		why = take_connect_line(log, p->sockaddr, port);
+	if (log != NULL)
+		fputs(log, out);
+	free(log);
+	if (ep == NULL)
+		fprintf(stderr, "unio-perf client: cannot connect to %s port %u: %s%s\n", host,
+			port, why != NULL ? why : unio_status_string(*st),
+			why != NULL && strstr(why, strerror(ECONNREFUSED)) != NULL ?
+			": no server listens there; start it first, the client does not retry" :
+			"");
+	free(why);
+	return ep;
+}
+
 int
 perf_client_connect(struct perf_side *s, uint16_t port)
 {
@@ -1269,17 +1335,9 @@ perf_client_connect(struct perf_side *s, uint16_t port)
 	}
 	ep.sockaddr = ai->ai_addr;
 	ep.addrlen = ai->ai_addrlen;
-	s->ep = unio_ep_create(s->worker, &ep, &st);
+	s->ep = connect_said_once(s->worker, &ep, host, port, &st);
 	freeaddrinfo(ai);
-	if (s->ep == NULL) {
-		/* refused (nobody listens) is "unreachable": say what to look at */
-		fprintf(stderr, "unio-perf client: cannot connect to %s port %u: %s%s\n", host,
-			port, unio_status_string(st), st != UNIO_ERR_UNREACHABLE ? "" :
-			" (unless a line above says why: no server listens there; start it "
-			"first, the client does not retry)");
-		return -1;
-	}
-	return 0;
+	return s->ep != NULL ? 0 : -1;
 }
 
 void
