@@ -177,25 +177,35 @@ api_connect(unio_worker_t *w, int port, unio_ep_err_handler_t eh, void *arg,
 	return NULL;
 }
 
+void
+api_log_start(struct api_log *l)
+{
+	*l = (struct api_log){ .prev = rte_log_get_stream() };
+	l->f = open_memstream(&l->text, &l->len);
+	if (l->f != NULL)
+		rte_openlog_stream(l->f);
+}
+
+char *
+api_log_end(struct api_log *l)
+{
+	if (l->f != NULL) {
+		rte_openlog_stream(l->prev);
+		fclose(l->f);
+	}
+	return l->text != NULL ? l->text : strdup("");
+}
+
 unio_ep_t *
 api_ep_create_logged(unio_worker_t *w, const struct unio_ep_params *p, unio_status_t *st,
 		     char **log)
 {
-	size_t len = 0;
+	struct api_log l;
 	unio_ep_t *ep;
-	FILE *f;
 
-	*log = NULL;
-	f = open_memstream(log, &len);
-	if (f != NULL)
-		rte_openlog_stream(f);
+	api_log_start(&l);
 	ep = unio_ep_create(w, p, st);
-	if (f != NULL) {
-		rte_openlog_stream(NULL);
-		fclose(f);
-	}
-	if (*log == NULL)
-		*log = strdup("");
+	*log = api_log_end(&l);
 	return ep;
 }
 

@@ -72,6 +72,20 @@ struct sockaddr_in api_loopback(int port);
 unio_ep_t *api_connect(unio_worker_t *w, int port, unio_ep_err_handler_t eh, void *arg,
 		       unio_status_t *st);
 
+/** What Unio logs between api_log_start() and api_log_end(), in memory. */
+struct api_log {
+	FILE *f;
+	FILE *prev;     /**< the log stream before, restored */
+	char *text;
+	size_t len;
+};
+
+/** Send this process's log (every thread's) to @p l until api_log_end(). */
+void api_log_start(struct api_log *l);
+
+/** The log's stream restored; what was logged (malloc'd, "" when nothing: the caller frees). */
+char *api_log_end(struct api_log *l);
+
 /**
  * unio_ep_create() once, with what Unio logged meanwhile (at the levels set) in *@p log
  * (malloc'd, "" when nothing; the caller frees it).

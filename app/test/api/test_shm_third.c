@@ -364,18 +364,33 @@ other_user_try(const struct ou_target *t)
 
 /*
  * In the child, as uid 65534: the driver's own connect (unio_tl_ep_create) on @p iface to
- * @p addr; OU_GOT when it made the ep (it mapped the segment it was given).
+ * @p addr; OU_GOT when it made the ep (it mapped the segment it was given).  A refusal
+ * must be said in one ERR line that names its cause, the server's pid (the segment's line
+ * followed, with the hint of another uid's refusal, UNIO_SHM_OTHER_USERS=y): 24 otherwise.
  */
 static int
 other_user_connect(struct unio_tl_iface *iface, const struct shm_iface_addr *addr)
 {
 	struct unio_tl_ep_params p = { .iface_addr = addr, .iface_addr_len = sizeof(*addr) };
 	struct unio_tl_ep *ep;
+	struct api_log l;
+	unio_status_t st;
+	char *log;
+	bool one;
 
 	if (setgroups(0, NULL) != 0 || setresgid(65534, 65534, 65534) != 0 ||
 	    setresuid(65534, 65534, 65534) != 0)
 		return 20;
-	return unio_tl_ep_create(iface, &p, &ep) == UNIO_OK ? OU_GOT : OU_REFUSED;
+	api_log_start(&l);
+	st = unio_tl_ep_create(iface, &p, &ep);
+	log = api_log_end(&l);
+	one = test_count(log, "UNIO ERR") == 1 && test_count(log, "UNIO WARNING") == 0 &&
+	      strstr(log, "is process ") != NULL && strstr(log, "OTHER_USERS") == NULL;
+	if (st != UNIO_OK)
+		fprintf(stderr, "child, refused (%s): %s", one ? "said once" : "not one line",
+			log);
+	free(log);
+	return st == UNIO_OK ? OU_GOT : one ? OU_REFUSED : 24;
 }
 
 /* Fork a child of uid 65534 that tries the segment (@p iface set: by connecting); its exit. */

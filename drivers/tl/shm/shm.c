@@ -766,9 +766,11 @@ map_peer_seg(struct shm_ep *ep, const struct shm_iface_addr *a)
 	struct stat st;
 
 	if (fd < 0) {
-		SHM_LOG(ERR, "cannot open the segment of pid %u: %s%s", a->pid, strerror(errno),
-			errno == EACCES ? " (a process of another user serves it only with "
-			"UNIO_SHM_OTHER_USERS=y)" : "");
+		/* ESRCH: the fd server is not the pid's, said where it was found (its own hint) */
+		if (errno != ESRCH)
+			SHM_LOG(ERR, "cannot open the segment of pid %u: %s%s", a->pid,
+				strerror(errno), errno == EACCES ? " (a process of another user "
+				"serves it only with UNIO_SHM_OTHER_USERS=y)" : "");
 		return UNIO_ERR_UNREACHABLE;
 	}
 	/* a segment shorter than its address says would fault (SIGBUS) past its end */

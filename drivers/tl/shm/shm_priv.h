@@ -306,6 +306,12 @@ unio_status_t shm_seg_create(struct shm_iface *si, const struct unio_config *cfg
 void shm_seg_destroy(struct shm_iface *si);
 void shm_local_addr(const struct shm_iface *si, struct shm_iface_addr *a);
 bool shm_addr_same_host(const struct shm_iface_addr *a);
+/**
+ * The memfd @p fd of @p pid, of kind @p kind and id @p want_id (/proc/<pid>/fd, or the fd
+ * server of iface @p iface_id with key @p key); -1 with errno EACCES (the kernel and the
+ * server refused, or no server answered) or ESRCH (the server is another process's: logged
+ * at ERR already), or when it is not the file asked for.
+ */
 int shm_open_peer_fd(pid_t pid, int fd, uint64_t iface_id, uint64_t key, const char *kind,
 		     uint64_t want_id);
 /**

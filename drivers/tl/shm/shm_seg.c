@@ -403,9 +403,12 @@ request_fd(pid_t pid, uint64_t iface_id, uint64_t key, uint64_t want_id)
 		goto out;
 	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0 || crl != sizeof(cr) ||
 	    cr.pid != pid) {
-		SHM_LOG(ERR, "the fd server named for pid %d is process %d's: refused", (int)pid,
+		SHM_LOG(ERR, "the fd server named for pid %d is process %d's, not that pid's (a "
+			"forged address, or another process bound its name): refused", (int)pid,
 			crl == sizeof(cr) ? (int)cr.pid : -1);
-		goto out;
+		close(s);
+		errno = ESRCH;   /* said: the caller adds no line of its own */
+		return -1;
 	}
 	if (send(s, &req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req) ||
 	    recvmsg(s, &mh, MSG_CMSG_CLOEXEC) != 1 || ok != 1)
@@ -451,7 +454,7 @@ shm_open_peer_fd(pid_t pid, int fd, uint64_t iface_id, uint64_t key, const char 
 	local = open(path, O_RDWR | O_CLOEXEC);
 	if (local < 0 && (errno == EACCES || errno == EPERM)) {
 		local = request_fd(pid, iface_id, key, want_id);
-		if (local < 0)
+		if (local < 0 && errno != ESRCH)
 			errno = EACCES;   /* what the kernel said, and the server too */
 	}
 	if (local >= 0 && !fd_has_id(local, kind, want_id)) {
