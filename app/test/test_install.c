@@ -6,6 +6,7 @@
  * -include rte_config.h, DPDK's include directories) then reached every application.
  */
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,17 +31,16 @@ static const char program[] =
 	"	return 0;\n"
 	"}\n";
 
-UNIO_TEST(install_pkgconfig, fast)
+/* The check, in @p dir (made and removed by the caller, whatever this returns). */
+static int
+install_check(const char *build, const char *dir)
 {
-	const char *build = getenv("UNIO_TEST_BUILD_DIR"), *san;
-	char dir[] = "/tmp/unio-install-XXXXXX", path[128], flags[512], want[256];
+	char path[320], flags[512], want[256];
 	static char out[8192];
+	const char *san;
 	FILE *f;
 	int rc;
 
-	if (build == NULL)
-		TEST_SKIP_BECAUSE("UNIO_TEST_BUILD_DIR not set (run through meson test)");
-	TEST_ASSERT(mkdtemp(dir) != NULL, "mkdtemp");
 	snprintf(path, sizeof(path), "%s/app.c", dir);
 	f = fopen(path, "w");
 	TEST_ASSERT(f != NULL && fputs(program, f) >= 0 && fclose(f) == 0, "write %s", path);
@@ -72,6 +72,57 @@ UNIO_TEST(install_pkgconfig, fast)
 		 unio_status_string(UNIO_ERR_UNREACHABLE));
 	TEST_ASSERT(rc == 0 && strcmp(out, want) == 0, "build and run: exit %d, output:\n%s"
 		    "want:\n%s", rc, out, want);
+	return TEST_OK;
+}
+
+/* install_check() of the build tree @p build in a directory of $TMPDIR, removed after. */
+static int
+install_in_tmp(const char *build)
+{
+	const char *tmp = getenv("TMPDIR");
+	char dir[256];
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/unio-install-XXXXXX",
+		 tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
+	TEST_ASSERT(mkdtemp(dir) != NULL, "mkdtemp %s: %s", dir, strerror(errno));
+	rc = install_check(build, dir);
 	test_system("rm -rf '%s'", dir);
+	return rc;
+}
+
+UNIO_TEST(install_pkgconfig, fast)
+{
+	const char *build = getenv("UNIO_TEST_BUILD_DIR");
+
+	if (build == NULL)
+		TEST_SKIP_BECAUSE("UNIO_TEST_BUILD_DIR not set (run through meson test)");
+	return install_in_tmp(build);
+}
+
+/*
+ * install_pkgconfig failing (here: no build tree to install from) leaves no directory
+ * behind: it left /tmp/unio-install-* on every failed step.  Its TMPDIR is one of this
+ * test's, which must be empty after.
+ */
+UNIO_TEST(install_pkgconfig_cleanup, fast)
+{
+	char tmp[] = "/tmp/unio-install-test-XXXXXX", *old = getenv("TMPDIR"), left[256];
+	int rc;
+
+	TEST_ASSERT(mkdtemp(tmp) != NULL, "mkdtemp: %s", strerror(errno));
+	old = old != NULL ? strdup(old) : NULL;
+	setenv("TMPDIR", tmp, 1);
+	TEST_LOG("install_pkgconfig from no build tree: the failure below is expected");
+	rc = install_in_tmp("/nonexistent/unio-build");
+	if (old != NULL)
+		setenv("TMPDIR", old, 1);
+	else
+		unsetenv("TMPDIR");
+	free(old);
+	test_capture(left, sizeof(left), "ls -A '%s'", tmp);
+	test_system("rm -rf '%s'", tmp);
+	TEST_ASSERT(rc == TEST_FAIL, "installing from no build tree: %d", rc);
+	TEST_ASSERT(left[0] == '\0', "left behind in TMPDIR: %s", left);
 	return TEST_OK;
 }
