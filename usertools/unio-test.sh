@@ -132,7 +132,7 @@ if [ $quick -eq 0 ]; then
 fi
 
 # leftovers are failures too
-left=$( (ls -d /var/run/dpdk/unio-* /dev/shm/unio* 2>/dev/null;
+left=$( (ls -d /var/run/dpdk/unio-* /dev/shm/unio* /var/run/unio-test-netns/* 2>/dev/null;
 	ip netns list 2>/dev/null | sed -n 's/^\(unio[^ ]*\).*/netns \1/p') | head -5)
 if [ -n "$left" ]; then
 	echo "unio-test: left behind by the tests:"; echo "$left"

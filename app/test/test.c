@@ -334,15 +334,35 @@ test_free_port(void)
  * reused, and "dead" for a live one in another pid namespace (its PID is not ours).  A
  * namespace with no lock file (a runner from before the lock) is still judged by its pid.
  */
+static int
+locks_dir_make(void)
+{
+	return mkdir(TEST_NETNS_LOCKS, 0700) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+/* TEST_NETNS_LOCKS removed when empty: a lock file (a live test's, a leak) keeps it. */
+static void
+locks_dir_drop(void)
+{
+	rmdir(TEST_NETNS_LOCKS);
+}
+
 int
 test_netns_hold(long pid)
 {
 	char name[32];
+	int fd = -2;
 
-	if (mkdir(TEST_NETNS_LOCKS, 0700) != 0 && errno != EEXIST)
-		return -1;
 	snprintf(name, sizeof(name), "unio-%ld", pid);
-	return unio_env_name_lock(TEST_NETNS_LOCKS, name, 2000);
+	/* another test's locks_dir_drop() may remove the directory between the two calls */
+	for (int i = 0; i < 3 && fd == -2; i++) {
+		if (locks_dir_make() != 0)
+			return -1;
+		fd = unio_env_name_lock(TEST_NETNS_LOCKS, name, 2000);
+		if (fd == -2 && errno != ENOENT)
+			break;
+	}
+	return fd;
 }
 
 /* The pid in a test's namespace name: its first all-digit part after a '-', or 0. */
@@ -383,6 +403,8 @@ test_sweep_dead_netns(void)
 	unsigned int n = 0;
 	struct dirent *e;
 
+	if (d != NULL)
+		locks_dir_make();   /* a dead test's lock is judged in it (no directory: alive) */
 	while (d != NULL && (e = readdir(d)) != NULL) {
 		long pid = strncmp(e->d_name, "unio", 4) == 0 ? netns_pid(e->d_name) : 0;
 		char name[32];
@@ -419,8 +441,10 @@ test_sweep_dead_netns(void)
 	}
 	if (l != NULL)
 		closedir(l);
-	if (d != NULL)
+	if (d != NULL) {
 		closedir(d);
+		locks_dir_drop();
+	}
 	return n;
 }
 
@@ -435,8 +459,10 @@ netns_release(long pid, int fd)
 	char name[32];
 
 	snprintf(name, sizeof(name), "unio-%ld", pid);
-	if (fd >= 0 && (d == NULL || !netns_of(d, pid)))
+	if (fd >= 0 && (d == NULL || !netns_of(d, pid))) {
 		unio_env_name_unlock(TEST_NETNS_LOCKS, name, fd);
+		locks_dir_drop();
+	}
 	if (d != NULL)
 		closedir(d);
 }

@@ -467,6 +467,30 @@ UNIO_TEST(netns_sweep_by_lock, fast)
 }
 
 /*
+ * The runner's lock directory (TEST_NETNS_LOCKS) goes with the last lock in it: a test run
+ * in a /run of its own leaves nothing there (it left the empty directory for good).  A file
+ * left in it is a leak, which usertools/unio-test.sh reports.
+ */
+UNIO_TEST(netns_lock_dir_removed, fast)
+{
+	char self[512], out[512];
+	ssize_t n;
+	int rc;
+
+	if (geteuid() != 0)
+		TEST_SKIP_BECAUSE("a mount namespace needs root");
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	TEST_ASSERT(n > 0, "/proc/self/exe");
+	self[n] = '\0';
+	rc = test_capture(out, sizeof(out), "unshare -m --propagation private sh -c \"mount -t "
+			  "tmpfs unio-test /run && '%s' config_size >/dev/null 2>&1; echo "
+			  "rc=\\$?; ls -A /run\" 2>&1", self);
+	TEST_ASSERT(rc == 0 && strcmp(out, "rc=0\n") == 0, "exit %d; a test in a /run of its "
+		    "own, then what is in it:\n%s", rc, out);
+	return TEST_OK;
+}
+
+/*
  * The directory of a killed Unio process is removed by the next initialisation, and so
  * is a directory whose lock nobody holds although its pid number is a live process's
  * (here one that is not Unio: a dead process's pid may be anyone's by now).  (A directory
