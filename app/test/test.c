@@ -271,6 +271,50 @@ test_fill(void *buf, size_t len, uint64_t seed)
  * held until this process exits: the kernel drops it even when the process is killed.  A
  * port something else has bound (a daemon, a socket in TIME_WAIT) is skipped.
  */
+/* Does /proc/@p pid/net/@p file list a socket in state LISTEN (0A) on @p port? */
+static bool
+listens(pid_t pid, const char *file, int port)
+{
+	char path[64], line[512], local[64], state[8];
+	bool found = false;
+	unsigned int p;
+	FILE *f;
+
+	if (pid > 0)
+		snprintf(path, sizeof(path), "/proc/%d/net/%s", (int)pid, file);
+	else
+		snprintf(path, sizeof(path), "/proc/self/net/%s", file);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return false;
+	while (!found && fgets(line, sizeof(line), f) != NULL) {
+		char *colon;
+
+		/* "  sl  local_address rem_address   st ...": local is ADDR:PORT in hex */
+		if (sscanf(line, "%*s %63s %*s %7s", local, state) != 2 ||
+		    (colon = strrchr(local, ':')) == NULL)
+			continue;
+		found = sscanf(colon + 1, "%x", &p) == 1 && (int)p == port &&
+			strcmp(state, "0A") == 0;
+	}
+	fclose(f);
+	return found;
+}
+
+int
+test_wait_listen(pid_t pid, int port, int timeout_ms)
+{
+	uint64_t end = test_now_ms() + (uint64_t)timeout_ms;
+
+	for (;;) {
+		if (listens(pid, "tcp", port) || listens(pid, "tcp6", port))
+			return 0;
+		if (test_now_ms() >= end || (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH))
+			return -1;
+		usleep(5000);
+	}
+}
+
 #define PORT_LOCK  "/tmp/unio-test-ports.lock"
 #define PORT_SPAN  8192
 

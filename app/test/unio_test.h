@@ -149,6 +149,14 @@ unsigned int test_sweep_dead_netns(void);
 unsigned int test_count(const char *hay, const char *needle);
 
 /**
+ * Wait up to @p timeout_ms until a TCP socket listens on @p port (any address) in the network
+ * namespace of process @p pid (0: this one's), as /proc/PID/net/tcp and tcp6 say: a client
+ * need not try refused connections, each one logged, while its server comes up.  0 when
+ * one listens, -1 when none did in time or @p pid is gone.
+ */
+int test_wait_listen(pid_t pid, int port, int timeout_ms);
+
+/**
  * A free TCP port for a listener of this test (on any address), reserved for this process
  * until it exits: no other test, in this or another build tree, gets it meanwhile, and the
  * kernel hands it to nobody (it lies below the ephemeral port range).  -1 when none is left.

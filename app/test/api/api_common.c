@@ -156,8 +156,8 @@ api_loopback(int port)
 }
 
 unio_ep_t *
-api_connect(unio_worker_t *w, int port, unio_ep_err_handler_t eh, void *arg,
-	    unio_status_t *st)
+api_connect_within(unio_worker_t *w, int port, int wait_ms, unio_ep_err_handler_t eh,
+		   void *arg, unio_status_t *st)
 {
 	struct sockaddr_in a = api_loopback(port);
 	struct unio_ep_params p = {
@@ -165,16 +165,21 @@ api_connect(unio_worker_t *w, int port, unio_ep_err_handler_t eh, void *arg,
 		.sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a),
 		.err_handler = eh, .err_arg = arg,
 	};
-	struct timespec ts = { 0, 10 * 1000 * 1000 };
 
-	for (int i = 0; i < 1000; i++) {
-		unio_ep_t *ep = unio_ep_create(w, &p, st);
+	/*
+	 * The peer may not listen yet: wait for its socket rather than try refused connects,
+	 * each one said at warning level.  Then one try, whose failure is said as a user's.
+	 */
+	if (test_wait_listen(0, port, wait_ms) != 0)
+		TEST_LOG("nothing listens on port %d after %d ms", port, wait_ms);
+	return unio_ep_create(w, &p, st);
+}
 
-		if (ep != NULL || *st != UNIO_ERR_UNREACHABLE)
-			return ep;
-		nanosleep(&ts, NULL);  /* the peer is not listening yet: retry */
-	}
-	return NULL;
+unio_ep_t *
+api_connect(unio_worker_t *w, int port, unio_ep_err_handler_t eh, void *arg,
+	    unio_status_t *st)
+{
+	return api_connect_within(w, port, 10000, eh, arg, st);
 }
 
 void

@@ -68,9 +68,16 @@ unio_status_t api_get(unio_worker_t *a, unio_worker_t *b, unio_ep_t *ep, void *b
 /** 127.0.0.1:@p port. */
 struct sockaddr_in api_loopback(int port);
 
-/** Connect to 127.0.0.1:@p port, retrying while the peer is not listening yet (10 s). */
+/**
+ * Connect to 127.0.0.1:@p port once a socket of this network namespace listens there (up
+ * to 10 s): no refused tries, each logged at warning level, while the peer comes up.
+ */
 unio_ep_t *api_connect(unio_worker_t *w, int port, unio_ep_err_handler_t eh, void *arg,
 		       unio_status_t *st);
+
+/** api_connect(), waiting up to @p wait_ms for the listener. */
+unio_ep_t *api_connect_within(unio_worker_t *w, int port, int wait_ms,
+			      unio_ep_err_handler_t eh, void *arg, unio_status_t *st);
 
 /** What Unio logs between api_log_start() and api_log_end(), in memory. */
 struct api_log {

@@ -44,9 +44,12 @@ run(const char *path, const char *const *args)
 	return pid;
 }
 
-/* Start every process, then wait for each; all must exit 0 within @p ms. */
+/*
+ * Start every process, the first one's clients once it listens on @p port (they retry a
+ * refused connect, each one logged), then wait for each; all must exit 0 within @p ms.
+ */
 static int
-run_all(const char *name, const char *const *const *argvs, int n, int ms)
+run_all(const char *name, const char *const *const *argvs, int n, int ms, const char *port)
 {
 	char path[4096];
 	pid_t pids[8];
@@ -57,6 +60,8 @@ run_all(const char *name, const char *const *const *argvs, int n, int ms)
 	for (int i = 0; i < n; i++) {
 		pids[i] = run(path, argvs[i]);
 		TEST_ASSERT(pids[i] > 0, "spawn %s", path);
+		if (i == 0 && test_wait_listen(pids[0], atoi(port), ms) != 0)
+			TEST_LOG("%s: nothing listens on port %s", name, port);
 	}
 	for (int i = 0; i < n; i++) {
 		int rc = test_wait(pids[i], ms);
@@ -77,7 +82,7 @@ UNIO_TEST(api_example_hello_world, mp)
 	const char *const *argvs[] = { server, client };
 
 	snprintf(port, sizeof(port), "%d", test_free_port());
-	return run_all("hello_world", argvs, 2, 30000);
+	return run_all("hello_world", argvs, 2, 30000, port);
 }
 
 static int
@@ -91,7 +96,7 @@ grad_agg(const char *name)
 	const char *const *argvs[] = { root, w0, w1, w2 };
 
 	snprintf(port, sizeof(port), "%d", test_free_port());
-	return run_all(name, argvs, 4, 50000);
+	return run_all(name, argvs, 4, 50000, port);
 }
 
 UNIO_TEST(api_example_grad_agg_callbacks, mp)

@@ -8,6 +8,7 @@
  */
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include "api_common.h"
 #include "unio_proto.h"
@@ -15,6 +16,7 @@
 struct server {
 	unio_worker_t *w;
 	unio_listener_t *l;
+	const struct unio_listener_params *lp;   /* listen_late()'s */
 	unio_ep_t *accepted;
 	unsigned int calls;      /* the handler's, on the server thread */
 	unsigned int rejected;
@@ -226,7 +228,7 @@ UNIO_TEST(api_listener_unreachable_client, fast)
 	w = unio_worker_create(cc, NULL, NULL);
 	s.w = unio_worker_create(cs, NULL, NULL);
 	TEST_ASSERT(w != NULL && s.w != NULL, "workers");
-	/* once: api_connect() retries UNREACHABLE, a listener not up yet (it is here) */
+	/* one unio_ep_create(), its log kept */
 	ep = dial_served(&s, &lp, serve_only, w, &st, &text);
 	/* the ERR line says why (the server's says its side): no WARNING repeats it */
 	ok = ep == NULL && st == UNIO_ERR_UNREACHABLE && text != NULL &&
@@ -284,6 +286,76 @@ UNIO_TEST(api_connect_failure_logged, fast)
 	TEST_ASSERT(told(ok, st, text), "the rejected connect was not said once at WARNING");
 	TEST_ASSERT(s.calls == 1 && s.rejected == 1, "the handler ran %u times, rejected %u",
 		    s.calls, s.rejected);
+	unio_worker_destroy(s.w);
+	unio_worker_destroy(w);
+	unio_context_destroy(ctx);
+	return TEST_OK;
+}
+
+/* The server's thread, whose listener comes up 300 ms late (as another process's may). */
+static void *
+listen_late(void *arg)
+{
+	struct server *s = arg;
+	unio_status_t st;
+
+	usleep(300 * 1000);
+	s->l = unio_listener_create(s->w, s->lp, &st);
+	if (s->l == NULL) {
+		TEST_LOG("listener: %s", unio_status_string(st));
+		__atomic_store_n(&s->failed, 1, __ATOMIC_RELAXED);
+	}
+	return serve(s);
+}
+
+/*
+ * api_connect() before the listener is up says nothing: it waits for the listening socket
+ * (it tried every 10 ms, each refused try logged at warning level since the connect
+ * failure is).  To a port where nothing comes up it fails once, said once.
+ */
+UNIO_TEST(api_connect_waits_for_listener, fast)
+{
+	static const char *const tcp_self[] = { "TLS", "tcp,self", NULL };
+	unio_context_t *ctx = api_ctx(tcp_self);
+	struct server s = { .calls = 1 };   /* on_conn() accepts the first request */
+	int port = test_free_port(), none = test_free_port();
+	struct sockaddr_in a = api_loopback(port);
+	struct unio_listener_params lp = api_listener_params(&a, on_conn, &s);
+	unio_status_t st = UNIO_OK;
+	struct api_log l;
+	unio_worker_t *w;
+	unio_ep_t *ep;
+	pthread_t t;
+	char *text;
+	int ok;
+
+	TEST_ASSERT(ctx != NULL && port > 0 && none > 0, "context, ports");
+	w = unio_worker_create(ctx, NULL, NULL);
+	s.w = unio_worker_create(ctx, NULL, NULL);
+	s.lp = &lp;
+	TEST_ASSERT(w != NULL && s.w != NULL, "workers");
+	TEST_ASSERT_EQ(pthread_create(&t, NULL, listen_late, &s), 0);
+	api_log_start(&l);
+	ep = api_connect(w, port, NULL, NULL, &st);
+	text = api_log_end(&l);
+	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	ok = ep != NULL && test_count(text, "UNIO ") == 0;
+	TEST_ASSERT(told(ok, st, text), "a connect while the listener came up was not quiet");
+	TEST_ASSERT(s.calls == 2 && s.accepted != NULL && s.failed == 0,
+		    "the handler ran %u times, accepted %s", s.calls - 1,
+		    s.accepted != NULL ? "it" : "nothing");
+	unio_ep_close(ep, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_ep_close(s.accepted, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_listener_destroy(s.l);
+	/* a real failure is still said, once */
+	api_log_start(&l);
+	ep = api_connect_within(w, none, 300, NULL, NULL, &st);
+	text = api_log_end(&l);
+	ok = ep == NULL && st == UNIO_ERR_UNREACHABLE &&
+	     test_count(text, "UNIO WARNING: connect to 127.0.0.1 port ") == 1 &&
+	     test_count(text, "(Connection refused)") == 1 && test_count(text, "UNIO ") == 1;
+	TEST_ASSERT(told(ok, st, text), "nothing listening was not said once");
 	unio_worker_destroy(s.w);
 	unio_worker_destroy(w);
 	unio_context_destroy(ctx);

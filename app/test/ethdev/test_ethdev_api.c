@@ -754,6 +754,9 @@ api_pair(const char *pmd, bool cm)
 		snprintf(va, sizeof(va), "%s0,iface=va", pmd);
 		snprintf(vb, sizeof(vb), "%s0,iface=vb", pmd);
 		a = test_spawn("ethdev_api_peer", args_a);
+		/* b starts when a listens: no refused tries, each logged (none with cm to see) */
+		if (!cm && a > 0 && test_wait_listen(a, atoi(port_s), 60000) != 0)
+			TEST_LOG("peer a does not listen on %s:%s", ctl_a, port_s);
 		b = test_spawn("ethdev_api_peer", args_b);
 		ra = test_wait(a, 120000);
 		rb = test_wait(b, 120000);
@@ -791,6 +794,8 @@ memif_pair(bool cm)
 	a = test_spawn("ethdev_api_peer", args_a);
 	for (int i = 0; i < 400 && access(ready, F_OK) != 0; i++)
 		usleep(50000);     /* a memif client cannot start before the server's port */
+	if (!cm && a > 0 && test_wait_listen(a, atoi(port_s), 20000) != 0)
+		TEST_LOG("peer a does not listen on port %s", port_s);
 	b = test_spawn("ethdev_api_peer", args_b);
 	rb = test_wait(b, 120000);
 	snprintf(done, sizeof(done), "%s.done", ready);
