@@ -157,10 +157,14 @@ static const struct cfg_row cfg_table[] = {
 	{ "RNDV_SCHEME", CFG_ENUM, "auto", OFF(rndv_scheme), rndv_schemes, 0, 0,
 	  "Rendezvous protocol: 'get' (receiver pulls: CMA or direct mapping), 'pipeline' (both "
 	  "sides copy through shared staging buffers at once), 'am' (fragments over active "
-	  "messages), 'split' (from 256 KiB the receiver pulls the first half while the sender "
-	  "puts the second; below, get), or 'auto' (chosen per size and lane: pipeline then split "
-	  "on one host with one-sided copies, get on lanes whose target driver carries put and "
-	  "get (tcp) and between hosts)." },
+	  "messages), 'split' (from UNIO_RNDV_SPLIT_MIN the receiver pulls the first half while "
+	  "the sender puts the second; below, get), or 'auto' (chosen per size and lane: "
+	  "pipeline then split on one host with one-sided copies, get on lanes whose target "
+	  "driver carries put and get (tcp) and between hosts)." },
+	{ "RNDV_SPLIT_MIN", CFG_SIZE, "256k", OFF(rndv_split_min), NULL, 0, 0,
+	  "Smallest tagged rendezvous that is split (the receiver pulls the first half while the "
+	  "sender puts the second) under 'auto' on a host lane and under 'split'; never below "
+	  "the rendezvous threshold.  'inf': 'auto' never splits, 'split' is get throughout." },
 	{ "RNDV_THRESH", CFG_SIZE, "auto", OFF(rndv_thresh), size_auto, 0, 0,
 	  "Message size from which tagged and active messages use rendezvous; 'auto' derives it "
 	  "from the lane's performance model, 'inf' never uses rendezvous." },

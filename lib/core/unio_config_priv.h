@@ -65,6 +65,7 @@ struct unio_config {
 	size_t rndv_thresh;
 	size_t unexp_mem;                 /**< bytes of unexpected message data per worker */
 	int rndv_scheme;                  /**< enum unio_rndv_scheme */
+	size_t rndv_split_min;            /**< smallest split rendezvous (auto, split) */
 	int64_t max_rndv_rails;
 	int64_t cpu;                      /**< -1: the CPU the caller runs on */
 	int hugepages;                    /**< enum unio_hugepages_mode */

@@ -14,9 +14,6 @@
 #include "unio_log.h"
 #include "unio_proto.h"
 
-/* Smallest tag rendezvous split between a pull and a put on one host (auto scheme). */
-#define PROTO_SPLIT_MIN (256 * 1024)
-
 RTE_LOG_REGISTER(unio_logtype_proto, unio.proto, WARNING);
 
 static uint16_t wire_version_override;
@@ -222,7 +219,7 @@ lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *
 	if (lane->rndv_scheme == UNIO_RNDV_SCHEME_AM)
 		lane->rndv_thresh = UNIO_SIZE_INF;
 	/*
-	 * auto on one host: from PROTO_SPLIT_MIN the tag rendezvous is split, the receiver
+	 * auto on one host: from UNIO_RNDV_SPLIT_MIN the tag rendezvous is split, the receiver
 	 * pulls half and the sender puts the other half, both single-copy (CMA) and at once
 	 * (measured: "Performance log" in doc/guides/protocols.md).
 	 */
@@ -230,7 +227,7 @@ lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *
 	if (((cfg->rndv_scheme == UNIO_RNDV_SCHEME_AUTO && a->reach == UNIO_TL_REACH_HOST &&
 	      !(cap & UNIO_TL_CAP_RMA_TARGET)) || cfg->rndv_scheme == UNIO_RNDV_SCHEME_SPLIT) &&
 	    (cap & UNIO_TL_CAP_GET_ZCOPY) && (cap & UNIO_TL_CAP_PUT_ZCOPY))
-		lane->split_min = RTE_MAX((size_t)PROTO_SPLIT_MIN, lane->rndv_thresh);
+		lane->split_min = RTE_MAX(cfg->rndv_split_min, lane->rndv_thresh);
 	lane_zcopy_thresh(cfg, a, cap, lane);
 }
 

@@ -49,12 +49,15 @@ UNIO_TEST_CHILD(api_mp_echo)
 
 /* The rendezvous scheme the parent's lane must have resolved (-1: any). */
 static int want_scheme = -1;
+static size_t want_split_min;   /* 0: not checked */
 
 static int
 echo_run(unio_worker_t *w, unio_ep_t *ep, uint64_t seed)
 {
 	TEST_ASSERT(want_scheme < 0 || ep->lane.rndv_scheme == want_scheme,
 		    "rendezvous scheme %d, want %d", ep->lane.rndv_scheme, want_scheme);
+	TEST_ASSERT(want_split_min == 0 || ep->lane.split_min == want_split_min,
+		    "split from %zu, want %zu", ep->lane.split_min, want_split_min);
 	return api_echo_drive(w, ep, 64 * MIB, seed);
 }
 
@@ -107,6 +110,22 @@ UNIO_TEST(api_mp_tag_sizes_get, mp)
 	rc = mp_echo(NULL);
 	want_scheme = -1;
 	unsetenv("UNIO_RNDV_SCHEME");
+	return rc;
+}
+
+/*
+ * The split from 32 KiB (UNIO_RNDV_SPLIT_MIN, both sides): 32 KiB +-1, 64 KiB, 1 MiB and
+ * 64 MiB messages are pulled half and put half, checksummed.
+ */
+UNIO_TEST(api_mp_tag_sizes_split_low, mp)
+{
+	int rc;
+
+	setenv("UNIO_RNDV_SPLIT_MIN", "32k", 1);
+	want_split_min = 32768;
+	rc = mp_echo(NULL);
+	want_split_min = 0;
+	unsetenv("UNIO_RNDV_SPLIT_MIN");
 	return rc;
 }
 
