@@ -29,14 +29,16 @@ rnd8(void)
 
 /* thresholds through the configuration, as unio_context_create() applies them */
 static int
-configure(const char *alias_min, const char *skew_min, const char *nt_thresh)
+configure(const char *alias_min, const char *skew_min, const char *nt_thresh,
+	  const char *loop_max)
 {
 	struct unio_config cfg;
 
 	if (unio_config_snapshot(&cfg) != UNIO_OK ||
 	    unio_config_set(&cfg, "COPY_ALIAS_MIN", alias_min) != UNIO_OK ||
 	    unio_config_set(&cfg, "COPY_SKEW_MIN", skew_min) != UNIO_OK ||
-	    unio_config_set(&cfg, "COPY_NT_THRESH", nt_thresh) != UNIO_OK)
+	    unio_config_set(&cfg, "COPY_NT_THRESH", nt_thresh) != UNIO_OK ||
+	    unio_config_set(&cfg, "COPY_LOOP_MAX", loop_max) != UNIO_OK)
 		return -1;
 	unio_memcpy_configure(&cfg);
 	return 0;
@@ -116,23 +118,27 @@ UNIO_TEST(memcpy_large_routines, fast)
 		src[i] = rnd8();
 	/*
 	 * the defaults: memcpy, the backward loop for aliased pairs and the forward one for
-	 * pairs not 32 bytes apart above 2112 bytes, NT from 8 MiB
+	 * pairs not 32 bytes apart above 2112 bytes and below the host's loop bound, NT from
+	 * 8 MiB
 	 */
-	if (configure("2113", "2113", "8m") != 0 || sweep(src, dst, 1) != TEST_OK)
+	if (configure("2113", "2113", "8m", "auto") != 0 || sweep(src, dst, 1) != TEST_OK)
 		goto out;
 	TEST_LOG("%s", unio_memcpy_describe());
-	/* the backward loop from 256 bytes on (the out-of-line routine takes them) */
-	if (configure("0", "inf", "inf") != 0 || sweep(src, dst, 1) != TEST_OK)
+	/* the backward loop from 256 bytes on (the out-of-line routine takes them), any length */
+	if (configure("0", "inf", "inf", "inf") != 0 || sweep(src, dst, 1) != TEST_OK)
 		goto out;
 	/* the forward loop from 256 bytes on, for every pair not 32 bytes apart */
-	if (configure("inf", "0", "inf") != 0 || sweep(src, dst, 1) != TEST_OK)
+	if (configure("inf", "0", "inf", "inf") != 0 || sweep(src, dst, 1) != TEST_OK)
+		goto out;
+	/* both loops, memcpy from 64 KiB on: the lengths on either side of the bound */
+	if (configure("0", "0", "inf", "64k") != 0 || sweep(src, dst, 1) != TEST_OK)
 		goto out;
 	/* non-temporal stores for every copy of a transfer (total), none for staging (0) */
-	if (configure("inf", "inf", "0") != 0 || sweep(src, dst, 1) != TEST_OK ||
+	if (configure("inf", "inf", "0", "inf") != 0 || sweep(src, dst, 1) != TEST_OK ||
 	    sweep(src, dst, 0) != TEST_OK)
 		goto out;
 	/* memcpy only */
-	if (configure("inf", "inf", "inf") != 0 || sweep(src, dst, 1) != TEST_OK)
+	if (configure("inf", "inf", "inf", "inf") != 0 || sweep(src, dst, 1) != TEST_OK)
 		goto out;
 	if (strstr(unio_memcpy_describe(), "inf") == NULL &&
 	    strstr(unio_memcpy_describe(), "no AVX2") == NULL) {
@@ -141,7 +147,7 @@ UNIO_TEST(memcpy_large_routines, fast)
 	}
 	rc = TEST_OK;
 out:
-	configure("2113", "2113", "8m");
+	configure("2113", "2113", "8m", "auto");
 	munmap(src, blen);
 	munmap(dst, blen);
 	return rc;
@@ -158,14 +164,15 @@ UNIO_TEST(memcpy_overlap, fast)
 {
 	static const size_t deltas[] = { 1, 16, 63, 64, 4097 };
 	static uint8_t buf[3 * 8192], want[3 * 8192];
-	static const char *const rows[][3] = {
-		{ "0", "inf", "inf" }, { "inf", "0", "inf" }, { "inf", "inf", "0" },
-		{ "2113", "2113", "8m" },
+	static const char *const rows[][4] = {
+		{ "0", "inf", "inf", "inf" }, { "inf", "0", "inf", "inf" },
+		{ "inf", "inf", "0", "inf" }, { "0", "0", "inf", "4k" },
+		{ "2113", "2113", "8m", "auto" },
 	};
 	int rc = TEST_FAIL;
 
 	for (size_t r = 0; r < RTE_DIM(rows); r++) {
-		if (configure(rows[r][0], rows[r][1], rows[r][2]) != 0)
+		if (configure(rows[r][0], rows[r][1], rows[r][2], rows[r][3]) != 0)
 			goto out;
 		for (size_t d = 0; d < RTE_DIM(deltas); d++)
 			for (int dir = 0; dir < 2; dir++)
@@ -192,7 +199,7 @@ UNIO_TEST(memcpy_overlap, fast)
 	}
 	rc = TEST_OK;
 out:
-	configure("2113", "2113", "8m");
+	configure("2113", "2113", "8m", "auto");
 	return rc;
 }
 
@@ -204,6 +211,17 @@ UNIO_TEST(memcpy_config_rows, fast)
 	TEST_ASSERT_EQ(cfg.copy_alias_min, 2113);
 	TEST_ASSERT_EQ(cfg.copy_skew_min, 2113);
 	TEST_ASSERT_EQ(cfg.copy_nt_thresh, 8u << 20);
+	TEST_ASSERT(cfg.copy_loop_max == UNIO_SIZE_AUTO, "COPY_LOOP_MAX defaults to auto");
+	/* auto resolves to a size or inf, never shows as auto */
+	unio_memcpy_configure(&cfg);
+	TEST_ASSERT(strstr(unio_memcpy_describe(), "auto") == NULL, "%s",
+		    unio_memcpy_describe());
+	TEST_ASSERT_STATUS(unio_config_set(&cfg, "COPY_LOOP_MAX", "512k"), UNIO_OK);
+	TEST_ASSERT_EQ(cfg.copy_loop_max, 512u << 10);
+	unio_memcpy_configure(&cfg);
+	TEST_ASSERT(strstr(unio_memcpy_describe(), "below 512k") != NULL ||
+		    strstr(unio_memcpy_describe(), "no AVX2") != NULL, "%s",
+		    unio_memcpy_describe());
 	TEST_ASSERT_STATUS(unio_config_set(&cfg, "COPY_SKEW_MIN", "inf"), UNIO_OK);
 	TEST_ASSERT(cfg.copy_skew_min == UNIO_SIZE_INF, "inf");
 	TEST_ASSERT_STATUS(unio_config_set(&cfg, "COPY_NT_THRESH", "inf"), UNIO_OK);

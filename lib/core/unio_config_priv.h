@@ -93,6 +93,7 @@ struct unio_config {
 	size_t copy_alias_min;            /**< unio_memcpy_part(): backward loop from here */
 	size_t copy_skew_min;             /**< unio_memcpy_part(): forward loop from here */
 	size_t copy_nt_thresh;            /**< unio_memcpy_part(): non-temporal from here */
+	size_t copy_loop_max;             /**< unio_memcpy_part(): no loop from here; auto */
 };
 
 /** The environment snapshot, parsed once; NULL and unio_config_error() set when malformed. */
