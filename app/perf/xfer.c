@@ -12,6 +12,7 @@
  *   when the transport completes later); get_lat: one get at a time.
  */
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -316,29 +317,56 @@ key_send(struct xfer_state *xs)
 	return st;
 }
 
-static int
-rkey_exchange(struct xfer_state *xs)
+/*
+ * A buffer of @p len bytes (64 at least) for a put or get test, allocated by the library as
+ * ucx_perftest allocates both of its buffers (ucp_mem_map with UCP_MEM_MAP_ALLOCATE): the
+ * target, the client's source and destination, the put_lat server's answers, the memcpy
+ * reference's destination.  Page-aligned, zeroed here; NULL when the mapping failed.
+ */
+static uint8_t *
+map_buf(struct xfer_state *xs, size_t len, unio_mem_h *memh)
 {
 	struct unio_mem_map_params mp = {
 		.field_mask = UNIO_MEM_MAP_PARAM_LENGTH | UNIO_MEM_MAP_PARAM_FLAGS,
-		.length = RTE_MAX(xs->x->size, (size_t)64), .flags = UNIO_MEM_MAP_FLAG_ALLOCATE,
+		.length = RTE_MAX(len, (size_t)64), .flags = UNIO_MEM_MAP_FLAG_ALLOCATE,
 	};
+	struct unio_mem_attr attr;
+
+	*memh = NULL;
+	if (unio_mem_map(xs->s->worker, &mp, memh) != UNIO_OK) {
+		*memh = NULL;
+		return NULL;
+	}
+	if (unio_mem_query(*memh, &attr) != UNIO_OK) {
+		unio_mem_unmap(xs->s->worker, *memh);
+		*memh = NULL;
+		return NULL;
+	}
+	memset(attr.address, 0, attr.length);
+	return attr.address;
+}
+
+static void
+unmap_buf(struct xfer_state *xs, unio_mem_h memh)
+{
+	if (memh != NULL)
+		unio_mem_unmap(xs->s->worker, memh);
+}
+
+static int
+rkey_exchange(struct xfer_state *xs)
+{
 	struct unio_recv_info info = { 0 };
 	struct unio_request_param rp = { .field_mask = UNIO_REQ_PARAM_RECV_INFO,
 					 .recv_info = &info };
 	uint8_t peer[4096];
 	uint64_t hdr[2];
-	struct unio_mem_attr attr;
 	unio_request_t *rreq = NULL;
 	unio_status_t st, rst;
 
-	st = unio_mem_map(xs->s->worker, &mp, &xs->memh);
-	if (st == UNIO_OK)
-		st = unio_mem_query(xs->memh, &attr);
-	if (st != UNIO_OK)
-		return xfail(xs->s, "mapping the buffer", st);
-	xs->mem = attr.address;
-	memset(xs->mem, 0, attr.length);
+	xs->mem = map_buf(xs, xs->x->size, &xs->memh);
+	if (xs->mem == NULL)
+		return xfail(xs->s, "mapping the buffer", UNIO_ERR_NO_MEMORY);
 	if (xs->s->is_server && (xs->x->test == PERF_GET_LAT || xs->x->test == PERF_GET_BW))
 		fill(xs->mem, xs->x->size, 0);
 	rst = unio_tag_recv(xs->s->worker, peer, sizeof(peer), PERF_TAG_RKEY, UINT64_MAX, &rp,
@@ -364,8 +392,7 @@ static void
 rma_release(struct xfer_state *xs)
 {
 	unio_rkey_destroy(xs->rkey);
-	if (xs->memh != NULL)
-		unio_mem_unmap(xs->s->worker, xs->memh);
+	unmap_buf(xs, xs->memh);
 }
 
 static unio_status_t
@@ -397,35 +424,25 @@ wait_seq(struct xfer_state *xs, uint64_t seq)
 
 /*
  * The reference a put or get is judged by: one core copying the same number of bytes with
- * memcpy, in the same run, from the buffer the puts came from into a destination mapped as
- * the put target is (unio_mem_map with ALLOCATE: hugepage-backed where the target is) and
- * faulted in beforehand; as many copies as timed operations, at most 1 GiB worth, right
- * before the operations.  Copies are timed in batches of 64 KiB or one copy, so that small
- * sizes do not time the clock; p50 is that of the batches, per copy.
+ * memcpy, in the same run, from the client's buffer (the puts' source, the gets'
+ * destination) into a destination mapped as the put target is (map_buf(): page-aligned,
+ * hugepage-backed where the target is) and faulted in beforehand; as many copies as timed
+ * operations, at most 1 GiB worth, right before the operations.  Copies are timed in
+ * batches of 64 KiB or one copy, so that small sizes do not time the clock; p50 is that of
+ * the batches, per copy.
  */
 static void
 memcpy_reference(struct xfer_state *xs, const uint8_t *src)
 {
 	struct perf_xfer *x = xs->x;
-	struct unio_mem_map_params mp = {
-		.field_mask = UNIO_MEM_MAP_PARAM_LENGTH | UNIO_MEM_MAP_PARAM_FLAGS,
-		.length = RTE_MAX(x->size, (size_t)64), .flags = UNIO_MEM_MAP_FLAG_ALLOCATE,
-	};
 	uint64_t n = RTE_MIN(x->iters, (1ull << 30) / x->size);
 	uint64_t k = RTE_MAX((uint64_t)(65536 / x->size), (uint64_t)1);   /* copies a batch */
 	uint64_t hz = rte_get_tsc_hz(), total = 0, batches, t0, t1;
 	struct perf_hist *h = malloc(sizeof(*h));
-	struct unio_mem_attr attr;
-	unio_mem_h memh;
-	uint8_t *dst;
+	unio_mem_h memh = NULL;
+	uint8_t *dst = h != NULL ? map_buf(xs, x->size, &memh) : NULL;
 
-	if (h == NULL || unio_mem_map(xs->s->worker, &mp, &memh) != UNIO_OK) {
-		free(h);
-		return;
-	}
-	if (unio_mem_query(memh, &attr) == UNIO_OK) {
-		dst = attr.address;
-		memset(dst, 0, attr.length);
+	if (dst != NULL) {
 		perf_hist_reset(h);
 		memcpy(dst, src, x->size);   /* warm up, as the test's warm-up iterations do */
 		batches = RTE_MAX(n / k, (uint64_t)10);
@@ -444,7 +461,7 @@ memcpy_reference(struct xfer_state *xs, const uint8_t *src)
 		x->memcpy_MBps = total == 0 ? 0 : (double)x->size * (double)(k * batches) /
 			((double)total / (double)hz) / (1024.0 * 1024.0);
 	}
-	unio_mem_unmap(xs->s->worker, memh);
+	unmap_buf(xs, memh);
 	free(h);
 }
 
@@ -454,16 +471,19 @@ rma_client(struct xfer_state *xs)
 	struct perf_xfer *x = xs->x;
 	uint64_t total = x->warmup + x->iters, i, prev, start;
 	unio_request_t **win = calloc(x->window, sizeof(*win));
-	uint8_t *local = malloc(x->size + 8);
+	unio_mem_h lmemh = NULL;
+	uint8_t *local = map_buf(xs, x->size, &lmemh);   /* ucx_perftest's send buffer */
+	bool get = x->test == PERF_GET_LAT || x->test == PERF_GET_BW;
 	unsigned int w = 0;   /* i % window, kept without a division per operation */
 	int rc = 0;
 
 	if (win == NULL || local == NULL) {
 		free(win);
-		free(local);
+		unmap_buf(xs, lmemh);
 		return xfail(xs->s, "allocating buffers", UNIO_ERR_NO_MEMORY);
 	}
-	fill(local, x->size, 0);
+	/* a get's destination holds another pattern than the server's: -V sees a missed copy */
+	fill(local, x->size, get ? 1 : 0);
 	/* before the clock starts: a streaming test's time runs until the server's answer */
 	memcpy_reference(xs, local);
 	prev = start = rte_rdtsc();
@@ -515,7 +535,7 @@ rma_client(struct xfer_state *xs)
 	x->elapsed = prev - start;
 	x->tsc_start = start;
 	free(win);
-	free(local);
+	unmap_buf(xs, lmemh);
 	return rc;
 }
 
@@ -616,6 +636,7 @@ serve(struct xfer_state *xs, unio_request_t *creq, unio_status_t cst,
 	uint64_t seq = 1, start = rte_rdtsc();
 	volatile uint64_t *flag = NULL;
 	uint8_t *sbuf = NULL;
+	unio_mem_h smemh = NULL;
 	unsigned int idle = 0, quiet = 0;
 	int rc = 0, efd = -1;
 
@@ -636,7 +657,7 @@ serve(struct xfer_state *xs, unio_request_t *creq, unio_status_t cst,
 	 */
 	if (x->test == PERF_PUT_LAT) {
 		flag = (volatile uint64_t *)(xs->mem + x->size - 8);
-		sbuf = malloc(x->size);
+		sbuf = map_buf(xs, x->size, &smemh);
 		if (sbuf == NULL)
 			rc = xfail(xs->s, "allocating buffers", UNIO_ERR_NO_MEMORY);
 		else
@@ -673,7 +694,7 @@ serve(struct xfer_state *xs, unio_request_t *creq, unio_status_t cst,
 		if (xs->s->ep_failed)
 			rc = xfail(xs->s, "serving", UNIO_ERR_CONNECTION_RESET);
 	}
-	free(sbuf);
+	unmap_buf(xs, smemh);
 	if (creq != NULL && cst != UNIO_INPROGRESS)
 		unio_request_free(creq);
 	x->received = is_am(x->test) ? xs->got : 0;
