@@ -170,7 +170,7 @@ static const struct cfg_row cfg_table[] = {
 	  "the sender puts the second; below, get), or 'auto' (chosen per size and lane: "
 	  "pipeline then split on one host with one-sided copies, get on lanes whose target "
 	  "driver carries put and get (tcp) and between hosts)." },
-	{ "RNDV_SPLIT_MIN", CFG_SIZE, "256k", OFF(rndv_split_min), NULL, 0, 0,
+	{ "RNDV_SPLIT_MIN", CFG_SIZE, "64k", OFF(rndv_split_min), NULL, 0, 0,
 	  "Smallest tagged rendezvous that is split (the receiver pulls the first half while the "
 	  "sender puts the second) under 'auto' on a host lane and under 'split'; never below "
 	  "the rendezvous threshold.  'inf': 'auto' never splits, 'split' is get throughout." },

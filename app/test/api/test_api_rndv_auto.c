@@ -194,7 +194,7 @@ measure(bool am)
 
 	if (rc == TEST_OK)
 		rc = p.ep->lane.rndv_adapt && p.ep->lane.rndv_thresh <= LEN_MIN &&
-		     p.ep->lane.split_min > LEN_MIN + LEN_SPAN && rx_ep(&p) != NULL &&
+		     p.ep->lane.split_min >= LEN_MIN + LEN_SPAN && rx_ep(&p) != NULL &&
 		     rx_ep(&p)->lane.rndv_adapt ? TEST_OK : TEST_FAIL;
 	if (rc != TEST_OK) {
 		api_pair_close(&p);

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Split rendezvous (receiver pulls half, sender puts half): chosen on a host lane with the
- * auto scheme only, from UNIO_RNDV_SPLIT_MIN (256 KiB), and not on a lane whose target
+ * auto scheme only, from UNIO_RNDV_SPLIT_MIN (64 KiB), and not on a lane whose target
  * driver carries put and get (tcp: a plain get there); UNIO_RNDV_SCHEME=split forces it,
  * another forced scheme keeps it off.  The data path itself is covered, checksummed, by
- * api_tag_two_workers_sizes and api_mp_tag_sizes (1 MiB and 64 MiB messages go through it
- * on shm), and from 32 KiB by api_mp_tag_sizes_split_low.
+ * api_tag_two_workers_sizes and api_mp_tag_sizes (64 KiB, 1 MiB and 64 MiB messages go
+ * through it on shm), and from 32 KiB by api_mp_tag_sizes_split_low.
  */
 
 #include <stdio.h>
@@ -44,23 +44,23 @@ UNIO_TEST(api_rndv_split_selection, fast)
 	static const char *const get[] = { "TLS", "shm,self", "RNDV_SCHEME", "get", NULL };
 	static const char *const pipe[] = { "TLS", "shm,self", "RNDV_SCHEME", "pipeline", NULL };
 	static const char *const big[] = { "TLS", "shm,self", "RNDV_THRESH", "300000", NULL };
-	static const char *const low[] = { "TLS", "shm,self", "RNDV_SPLIT_MIN", "64k", NULL };
+	static const char *const high[] = { "TLS", "shm,self", "RNDV_SPLIT_MIN", "256k", NULL };
 	static const char *const never[] = { "TLS", "shm,self", "RNDV_SPLIT_MIN", "inf", NULL };
 	static const char *const below[] = { "TLS", "shm,self", "RNDV_SPLIT_MIN", "1k",
 					     "RNDV_THRESH", "40000", NULL };
 
 	static const char dflt_line[] =
-		"..inf: rendezvous get or pipeline by measure, split get / put from 262144 (shm)";
+		"..inf: rendezvous get or pipeline by measure, split get / put from 65536 (shm)";
 
 	TEST_ASSERT_EQ(selection_has(dflt, dflt_line, 1), TEST_OK);
 	TEST_ASSERT_EQ(selection_has(get, "split", 0), TEST_OK);
 	TEST_ASSERT_EQ(selection_has(get, "..inf: rendezvous get (shm)", 1), TEST_OK);
 	TEST_ASSERT_EQ(selection_has(pipe, "split", 0), TEST_OK);
-	/* a threshold above 256 KiB: the split starts there, no pipelined range */
+	/* a threshold above 64 KiB: the split starts there, no pipelined range */
 	TEST_ASSERT_EQ(selection_has(big, "300000..inf: rendezvous split get / put (shm)", 1),
 		       TEST_OK);
 	/* UNIO_RNDV_SPLIT_MIN moves the split, never below the rendezvous threshold */
-	TEST_ASSERT_EQ(selection_has(low, "split get / put from 65536 (shm)", 1), TEST_OK);
+	TEST_ASSERT_EQ(selection_has(high, "split get / put from 262144 (shm)", 1), TEST_OK);
 	TEST_ASSERT_EQ(selection_has(never, "split", 0), TEST_OK);
 	TEST_ASSERT_EQ(selection_has(below, "40000..inf: rendezvous split get / put (shm)", 1),
 		       TEST_OK);
@@ -83,10 +83,11 @@ UNIO_TEST(api_rndv_tcp_selection, fast)
 	TEST_ASSERT_EQ(selection_has(dflt, "..inf: rendezvous get (tcp)", 1), TEST_OK);
 	TEST_ASSERT_EQ(selection_has(dflt, "split", 0), TEST_OK);
 	TEST_ASSERT_EQ(selection_has(dflt, "pipeline", 0), TEST_OK);
-	TEST_ASSERT_EQ(selection_has(split, "rendezvous get, split get / put from 262144 (tcp)",
-				     1), TEST_OK);
+	/* tcp's rendezvous threshold is above 64 KiB: the forced split starts with it */
+	TEST_ASSERT_EQ(selection_has(split, "..inf: rendezvous split get / put (tcp)", 1),
+		       TEST_OK);
 	TEST_ASSERT_EQ(selection_has(shm_split,
-				     "rendezvous get, split get / put from 262144 (shm)", 1),
+				     "rendezvous get, split get / put from 65536 (shm)", 1),
 		       TEST_OK);
 	return TEST_OK;
 }
