@@ -615,6 +615,10 @@ peer_open(struct peer *p, const char *vdev, const char *ip, int role)
 	if (strncmp(vdev, "net_af_xdp", 10) == 0 && strstr(vdev, "busy_budget") == NULL)
 		TEST_ASSERT(port_probed_with(devs[0].name, "busy_budget=0"), "%s: busy polling",
 			    devs[0].name);
+	/* ... and sends no UDP checksum (kernel buffers only); af_packet keeps it */
+	if (strncmp(vdev, "net_af_", 7) == 0)
+		TEST_ASSERT_EQ(((struct eth_iface *)p->iface)->no_udp_csum,
+			       strncmp(vdev, "net_af_xdp", 10) == 0);
 	TEST_ASSERT_STATUS(unio_tl_iface_get_address(p->iface, &p->self), UNIO_OK);
 	p->max_short = p->iface->attr.max_short;
 	p->role = role;
