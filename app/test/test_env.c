@@ -401,6 +401,23 @@ sleeper(void)
 #define netns_exists(ns) file_exists("/var/run/netns/", ns)
 
 /*
+ * Sweep until @p ns is gone (up to 5 s); whether it is.  Another test's runner may be
+ * sweeping at the same moment: it holds the dead test's lock while it deletes the
+ * namespace, and this sweep then takes the test for alive and leaves it to that one.
+ */
+static bool
+swept(const char *ns)
+{
+	for (int i = 0; i < 50; i++) {
+		test_sweep_dead_netns();
+		if (!netns_exists(ns))
+			return true;
+		usleep(100000);
+	}
+	return false;
+}
+
+/*
  * The runner's sweep of dead tests' network namespaces judges a test by the lock it holds
  * (test_netns_hold()), not by kill(pid, 0): a namespace named for a pid no process of ours
  * has (a live test in another pid namespace: here a child that holds the lock for a pid
@@ -435,19 +452,22 @@ UNIO_TEST(netns_sweep_by_lock, fast)
 	other = sleeper();
 	TEST_ASSERT(holder > 0 && other > 0, "fork");
 	TEST_ASSERT(read(ready[0], held, 1) == 1 && held[0] == 'y', "the holder has no lock");
-	/* what a dead test leaves: its lock file, held by nobody */
-	fd = test_netns_hold(other);
-	if (fd >= 0)
-		close(fd);
 	snprintf(held, sizeof(held), "uniosweep-%d-a", (int)dead);
 	snprintf(reused, sizeof(reused), "uniosweep-%d-a", (int)other);
-	if (fd >= 0 && test_system("ip netns add %s && ip netns add %s", held, reused) == 0) {
-		test_sweep_dead_netns();
-		ok = (netns_exists(held) ? 1 : 0) | (!netns_exists(reused) ? 2 : 0);
+	fd = test_system("ip netns add %s && ip netns add %s", held, reused) == 0 ? 0 : -2;
+	/*
+	 * What a dead test leaves: its lock file, held by nobody, made after the namespace
+	 * (a lock file with no namespace is what another runner's sweep removes at once).
+	 */
+	if (fd == 0)
+		fd = test_netns_hold(other);
+	if (fd >= 0) {
+		close(fd);
+		ok = swept(reused) ? 2 : 0;
+		ok |= netns_exists(held) ? 1 : 0;
 		kill(holder, SIGKILL);
 		waitpid(holder, NULL, 0);
-		test_sweep_dead_netns();
-		ok |= !netns_exists(held) ? 4 : 0;
+		ok |= swept(held) ? 4 : 0;
 	}
 	kill(holder, SIGKILL);
 	kill(other, SIGKILL);
@@ -456,6 +476,7 @@ UNIO_TEST(netns_sweep_by_lock, fast)
 	test_system("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", held, reused);
 	close(ready[0]);
 	close(ready[1]);
+	TEST_ASSERT(fd != -2, "ip netns add %s, %s", held, reused);
 	TEST_ASSERT(fd >= 0, "no lock for pid %d", (int)other);
 	TEST_ASSERT(ok & 1, "%s removed while its lock was held (pid %d is no process here)",
 		    held, (int)dead);
