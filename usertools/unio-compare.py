@@ -358,7 +358,7 @@ def main():
     ap.add_argument("--test", default="tag_lat,tag_bw",
                     help="comma-separated: " + ", ".join(TESTS) + " (default tag_lat,tag_bw)")
     ap.add_argument("--sizes", type=parse_sizes,
-                    default=parse_sizes("8,64,512,4k,32k,64k,256k,1m,4m,16m"))
+                    default=parse_sizes("8,64,512,4k,8k,16k,32k,64k,256k,1m,4m,16m"))
     ap.add_argument("--iters", type=int, default=100000, help="most iterations per size")
     ap.add_argument("--window", type=int, default=16,
                     help="outstanding operations for the *_bw tests, both tools (-O, default 16)")
