@@ -261,16 +261,6 @@ test_fill(void *buf, size_t len, uint64_t seed)
 	}
 }
 
-/*
- * Ports for tests' listeners.  Binding port 0, reading the port and closing the socket left
- * a window in which any process could take the port before the test's listener bound it:
- * every connect() takes its source port from the same ephemeral range, and so does every
- * other test's bind to port 0.  Ports are handed out instead from just below the ephemeral
- * range (the kernel never picks those by itself), and each one is reserved across processes
- * (other tests, other build trees) by an fcntl lock on the byte at its offset in PORT_LOCK,
- * held until this process exits: the kernel drops it even when the process is killed.  A
- * port something else has bound (a daemon, a socket in TIME_WAIT) is skipped.
- */
 /* Does /proc/@p pid/net/@p file list a socket in state LISTEN (0A) on @p port? */
 static bool
 listens(pid_t pid, const char *file, int port)
@@ -315,6 +305,16 @@ test_wait_listen(pid_t pid, int port, int timeout_ms)
 	}
 }
 
+/*
+ * Ports for tests' listeners.  Binding port 0, reading the port and closing the socket left
+ * a window in which any process could take the port before the test's listener bound it:
+ * every connect() takes its source port from the same ephemeral range, and so does every
+ * other test's bind to port 0.  Ports are handed out instead from just below the ephemeral
+ * range (the kernel never picks those by itself), and each one is reserved across processes
+ * (other tests, other build trees) by an fcntl lock on the byte at its offset in PORT_LOCK,
+ * held until this process exits: the kernel drops it even when the process is killed.  A
+ * port something else has bound (a daemon, a socket in TIME_WAIT) is skipped.
+ */
 #define PORT_LOCK  "/tmp/unio-test-ports.lock"
 #define PORT_SPAN  8192
 
