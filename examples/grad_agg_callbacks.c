@@ -208,9 +208,12 @@ connect_retry(unio_worker_t *w, const char *host, const char *port)
 {
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai;
 	struct timespec pause = { 0, 20 * 1000 * 1000 };
+	/* the library says why through err (and leaves the saying to us: no log line a try) */
+	struct unio_ep_error err = { .sys_errno = ECONNREFUSED };
 	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_SOCKADDR |
-						  UNIO_EP_PARAM_ERR_HANDLER,
-				    .err_handler = on_ep_error };
+						  UNIO_EP_PARAM_ERR_HANDLER |
+						  UNIO_EP_PARAM_ERR_INFO,
+				    .err_handler = on_ep_error, .err_info = &err };
 	unio_status_t st = UNIO_ERR_UNREACHABLE;
 	unio_ep_t *ep = NULL;
 	int gai = getaddrinfo(host, port, &hints, &ai);
@@ -221,14 +224,15 @@ connect_retry(unio_worker_t *w, const char *host, const char *port)
 	}
 	p.sockaddr = ai->ai_addr;
 	p.addrlen = ai->ai_addrlen;
-	for (int i = 0; i < 500 && ep == NULL && st == UNIO_ERR_UNREACHABLE; i++) {
+	for (int i = 0; i < 500 && ep == NULL && err.sys_errno == ECONNREFUSED; i++) {
 		ep = unio_ep_create(w, &p, &st);
 		if (ep == NULL)
 			nanosleep(&pause, NULL);
 	}
 	freeaddrinfo(ai);
 	if (ep == NULL)
-		fprintf(stderr, "connect to %s port %s: %s\n", host, port, unio_status_string(st));
+		fprintf(stderr, "%s\n",
+			err.reason[0] != '\0' ? err.reason : unio_status_string(st));
 	return ep;
 }
 

@@ -1247,67 +1247,32 @@ perf_server_accept(struct perf_side *s)
 }
 
 /*
- * The library's line of a failed connect, "UNIO WARNING: connect to IP port P: why", in
- * @p log: why (up to its newline), and the line taken out of @p log; NULL when none.
- */
-static char *
-take_connect_line(char *log, const struct sockaddr *sa, uint16_t port)
-{
-	char ip[INET_ADDRSTRLEN] = "?", head[96], *line, *end, *why;
-	size_t n;
-
-	inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, sizeof(ip));
-	snprintf(head, sizeof(head), "UNIO WARNING: connect to %s port %u: ", ip, port);
-	for (line = log; *line != '\0'; line = end) {
-		end = line + strcspn(line, "\n");
-		end += *end == '\n';
-		if (strncmp(line, head, strlen(head)) != 0)
-			continue;
-		n = strcspn(line + strlen(head), "\n");
-		why = strndup(line + strlen(head), n);
-		memmove(line, end, strlen(end) + 1);
-		return why;
-	}
-	return NULL;
-}
-
-/*
  * unio_ep_create() by socket address, said once when it fails: the tool's line carries the
- * library's reason and, for a refused connection, what to do; the library's own warning of
- * it is not printed besides (it was, two lines for one refusal).  What else the library
- * logged meanwhile (an ERR that says why, INFO lines at a higher UNIO_LOG_LEVEL) is passed
- * on as it came.
+ * library's reason (UNIO_EP_PARAM_ERR_INFO, which also keeps the library from saying it
+ * again at warning level) and, for a refused connection, what to do.  The reason is "connect
+ * to IP port P: why": the tool names the host as it was given, then the why.
  */
 static unio_ep_t *
-connect_said_once(unio_worker_t *w, const struct unio_ep_params *p, const char *host,
+connect_said_once(unio_worker_t *w, struct unio_ep_params *p, const char *host,
 		  uint16_t port, unio_status_t *st)
 {
-	FILE *out = rte_log_get_stream(), *f;
-	char *log = NULL, *why = NULL;
-	size_t len = 0;
+	struct unio_ep_error err = { .status = UNIO_OK };
+	const char *why;
 	unio_ep_t *ep;
+	size_t head;
 
-	f = open_memstream(&log, &len);
-	if (f != NULL)
-		rte_openlog_stream(f);
+	p->field_mask |= UNIO_EP_PARAM_ERR_INFO;
+	p->err_info = &err;
 	ep = unio_ep_create(w, p, st);
-	if (f != NULL) {
-		rte_openlog_stream(out);
-		fclose(f);
-	}
-	if (ep == NULL && log != NULL)
-		why = take_connect_line(log, p->sockaddr, port);
-	if (log != NULL)
-		fputs(log, out);
-	free(log);
-	if (ep == NULL)
-		fprintf(stderr, "unio-perf client: cannot connect to %s port %u: %s%s\n", host,
-			port, why != NULL ? why : unio_status_string(*st),
-			why != NULL && strstr(why, strerror(ECONNREFUSED)) != NULL ?
-			": no server listens there; start it first, the client does not retry" :
-			"");
-	free(why);
-	return ep;
+	if (ep != NULL)
+		return ep;
+	head = strlen("connect to ") + strlen(err.peer) + 2;
+	why = err.peer[0] != '\0' && strlen(err.reason) > head ? err.reason + head :
+	      unio_status_string(*st);
+	fprintf(stderr, "unio-perf client: cannot connect to %s port %u: %s%s\n", host, port,
+		why, err.sys_errno == ECONNREFUSED ?
+		": no server listens there; start it first, the client does not retry" : "");
+	return NULL;
 }
 
 int

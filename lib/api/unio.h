@@ -250,7 +250,11 @@ void unio_listener_destroy(unio_listener_t *listener);
 /* ------------------------------------------------------------------------------------- */
 /** @name Endpoint */
 
-/** Called once when an endpoint fails (peer died, reset, timed out, wire version). */
+/**
+ * Called once when an endpoint fails (peer died, reset, timed out, wire version), with the
+ * status its requests fail with; unio_ep_query() (callable from the handler) says why, with
+ * the peer's address.
+ */
 typedef void (*unio_ep_err_handler_t)(void *arg, unio_ep_t *ep, unio_status_t status);
 
 #define UNIO_EP_PARAM_SOCKADDR     (1ull << 0) /**< connect to sockaddr */
@@ -258,6 +262,38 @@ typedef void (*unio_ep_err_handler_t)(void *arg, unio_ep_t *ep, unio_status_t st
 #define UNIO_EP_PARAM_WORKER_ADDR  (1ull << 2) /**< connect to a worker address */
 #define UNIO_EP_PARAM_ERR_HANDLER  (1ull << 3) /**< err_handler is set */
 #define UNIO_EP_PARAM_USER_DATA    (1ull << 4) /**< user_data is set */
+#define UNIO_EP_PARAM_ERR_INFO     (1ull << 5) /**< err_info is set */
+
+/** Room for unio_ep_error.reason, its terminating NUL included. */
+#define UNIO_EP_REASON_MAX 512
+
+/**
+ * Why unio_ep_create() failed, for the application to act on or to say in its own words
+ * (UNIO_EP_PARAM_ERR_INFO), instead of the library's log line.
+ */
+struct unio_ep_error {
+	/** the status unio_ep_create() returned: UNIO_OK when it succeeded */
+	unio_status_t status;
+	/**
+	 * the system's error behind it, or 0: ECONNREFUSED when nothing listens at the address
+	 * (the kernel refused, or a driver's peer has no listener there: UNIO_ERR_UNREACHABLE),
+	 * ENETUNREACH or EHOSTUNREACH (no route: UNIO_ERR_UNREACHABLE), ETIMEDOUT (the kernel
+	 * gave up: UNIO_ERR_TIMED_OUT)
+	 */
+	int sys_errno;
+	/** the peer, "IP port P" (by socket address), "" when there is none to name */
+	char peer[64];
+	/**
+	 * One line, NUL-terminated (cut to fit): "connect to IP port P:
+	 * STATUS" and, where known, " (WHY)": "connect to 127.0.0.1 port 13400: destination is
+	 * unreachable (Connection refused)", "...: rejected by peer", "...: peer speaks another
+	 * wire-protocol version (ours is 3)", "...: timed out (no answer within
+	 * UNIO_PEER_TIMEOUT, 10000 ms)", "...: destination is unreachable (the peer reaches
+	 * none of this worker's ifaces: ...)".  Other creations: "accept from IP port P: ...",
+	 * "worker address: ...", or the status string alone.  "" on success.
+	 */
+	char reason[UNIO_EP_REASON_MAX];
+};
 
 /** Endpoint parameters: exactly one of SOCKADDR, CONN_REQUEST, WORKER_ADDR. */
 struct unio_ep_params {
@@ -270,12 +306,29 @@ struct unio_ep_params {
 	unio_ep_err_handler_t err_handler;
 	void *err_arg;
 	void *user_data;
+	/**
+	 * UNIO_EP_PARAM_ERR_INFO: written by every unio_ep_create() that gets this far
+	 * (params not NULL): the status and, on failure, why.  The caller then says the failure
+	 * itself: the library logs it at info level only, not its warning or error line.
+	 */
+	struct unio_ep_error *err_info;
 };
 
 /**
  * Create an endpoint.  Connecting by socket address completes the handshake before it
  * returns (bounded by UNIO_PEER_TIMEOUT): a refused connection, a rejection or a peer of
  * another wire version is reported here.
+ *
+ * @param worker the worker.
+ * @param params exactly one of UNIO_EP_PARAM_SOCKADDR, _CONN_REQUEST, _WORKER_ADDR; with
+ *        UNIO_EP_PARAM_ERR_INFO, *params->err_info says why a failure happened.
+ * @param status set always (may be NULL).  By socket address: UNIO_ERR_UNREACHABLE
+ *        (nothing listens: sys_errno ECONNREFUSED; no route; no transport of either side
+ *        reaches the other), UNIO_ERR_TIMED_OUT (no answer within UNIO_PEER_TIMEOUT),
+ *        UNIO_ERR_REJECTED (the listener's handler called unio_listener_reject()),
+ *        UNIO_ERR_VERSION_MISMATCH (a peer of another wire version),
+ *        UNIO_ERR_NO_RESOURCE (the listener has too many requests waiting).
+ * @return the endpoint, or NULL.
  */
 unio_ep_t *unio_ep_create(unio_worker_t *worker, const struct unio_ep_params *params,
 			  unio_status_t *status);
@@ -320,6 +373,29 @@ unio_status_t unio_ep_flush(unio_ep_t *ep, const struct unio_request_param *para
  */
 unio_status_t unio_worker_flush(unio_worker_t *worker, const struct unio_request_param *param,
 				unio_request_t **req_p);
+
+#define UNIO_EP_ATTR_FIELD_ERROR (1ull << 0) /**< fill error */
+
+/** What unio_ep_query() reports. */
+struct unio_ep_attr {
+	uint64_t field_mask;            /**< UNIO_EP_ATTR_FIELD_*: what to fill */
+	/**
+	 * UNIO_EP_ATTR_FIELD_ERROR: the endpoint's peer ("IP port P" when made by or from a
+	 * socket address, "worker UUID" from a worker address) and, once the endpoint failed,
+	 * its first error (the status its error handler got) and why: "ep to 127.0.0.1 port
+	 * 13400: connection reset by peer (the peer died or reset its control connection)".
+	 * status UNIO_OK and an empty reason while it works; sys_errno is 0.
+	 */
+	struct unio_ep_error error;
+};
+
+/**
+ * Describe an endpoint: why it failed, for an error handler (which may call it) or any
+ * later call that returned the endpoint's error.
+ *
+ * @return UNIO_OK; UNIO_ERR_INVALID_PARAM for a NULL argument or an unknown field_mask bit.
+ */
+unio_status_t unio_ep_query(unio_ep_t *ep, struct unio_ep_attr *attr);
 
 /** The endpoint's user_data (UNIO_EP_PARAM_USER_DATA). */
 void *unio_ep_get_user_data(const unio_ep_t *ep);

@@ -12,6 +12,8 @@
 #include <fcntl.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -302,13 +304,47 @@ iface_faster(const struct unio_tl_iface *a, const struct unio_tl_iface *b)
  * models, never the order the drivers happened to register in.
  */
 /*
+ * A failure of unio_ep_create() found by one of its steps: logged at ERR where detected, or
+ * at INFO when the caller asked for the reason (UNIO_EP_PARAM_ERR_INFO: it says it itself);
+ * kept as the reason's detail either way.
+ */
+static void __rte_format_printf(2, 3)
+ep_said(struct unio_ep *ep, const char *fmt, ...)
+{
+	char line[UNIO_EP_REASON_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (ep->dial_quiet)
+		API_LOG(INFO, "%s", line);
+	else
+		API_LOG(ERR, "%s", line);
+	if (ep->dial_detail != NULL)
+		snprintf(ep->dial_detail, UNIO_EP_REASON_MAX, "%s", line);
+	ep->dial_logged = true;
+}
+
+/* The peer answered that it speaks another wire version. */
+static void
+say_version(struct unio_ep *ep)
+{
+	ep_said(ep, "the peer speaks another wire version (ours is %u): refused",
+		proto_wire_version());
+	if (ep->dial_detail != NULL)   /* the status says the rest */
+		snprintf(ep->dial_detail, UNIO_EP_REASON_MAX, "ours is %u", proto_wire_version());
+}
+
+/*
  * Why no lane: the peer's ifaces and this worker's, each as driver/device (UNIO_TLS and
  * UNIO_NET_DEVICES, on either side, decide them).  @p a passed addr_parse().  @p by_peer:
  * the peer (a server answering REFUSED) found no lane to this worker.
  */
 static void
-log_unreachable(const struct unio_worker *w, const uint8_t *a, bool by_peer)
+log_unreachable(struct unio_ep *ep, const uint8_t *a, bool by_peer)
 {
+	const struct unio_worker *w = ep->worker;
 	char offers[256] = "", has[256] = "";
 	size_t off = sizeof(struct wire_addr_hdr), no = 0, nh = 0;
 	struct wire_addr_hdr h;
@@ -329,12 +365,12 @@ log_unreachable(const struct unio_worker *w, const uint8_t *a, bool by_peer)
 				       "%s%s/%s", i != 0 ? ", " : "", w->ifaces[i]->driver->name,
 				       w->ifaces[i]->dev_name);
 	if (by_peer)
-		API_LOG(ERR, "the peer reaches none of this worker's ifaces: it has %s; this "
+		ep_said(ep, "the peer reaches none of this worker's ifaces: it has %s; this "
 			"worker offers %s (UNIO_TLS and UNIO_NET_DEVICES choose them, on either "
 			"side)", offers[0] != '\0' ? offers : "nothing",
 			has[0] != '\0' ? has : "no iface");
 	else
-		API_LOG(ERR, "no transport reaches the peer: it offers %s; this worker has %s "
+		ep_said(ep, "no transport reaches the peer: it offers %s; this worker has %s "
 			"(UNIO_TLS and UNIO_NET_DEVICES choose them, on either side)",
 			offers[0] != '\0' ? offers : "nothing", has[0] != '\0' ? has : "no iface");
 }
@@ -348,7 +384,7 @@ ep_connect_lanes(struct unio_ep *ep, const uint8_t *addr, size_t len)
 	int n = addr_parse(addr, len, &h);
 
 	if (n < 0) {
-		API_LOG(ERR, "peer worker address: %s", unio_status_string(n));
+		ep_said(ep, "peer worker address: %s", unio_status_string(n));
 		return n;
 	}
 	ep->peer_uuid = h.uuid;
@@ -376,8 +412,7 @@ ep_connect_lanes(struct unio_ep *ep, const uint8_t *addr, size_t len)
 			return UNIO_OK;
 		}
 	}
-	log_unreachable(w, addr, false);
-	ep->dial_logged = true;
+	log_unreachable(ep, addr, false);
 	return UNIO_ERR_UNREACHABLE;
 }
 
@@ -461,6 +496,7 @@ wireup_ep_fail(struct unio_ep *ep, unio_status_t st, bool report)
 	if (ep->conn_status == UNIO_INPROGRESS)
 		ep->conn_status = st;   /* unio_ep_create over a driver waits for it */
 	ep->state = EP_FAILED;
+	ep->fail_status = st;
 	proto_ep_fail_requests(ep, st);
 	if (report && !ep->err_reported && ep->err_handler != NULL) {
 		ep->err_reported = true;
@@ -586,6 +622,7 @@ ep_check_ctl(struct unio_ep *ep)
 	API_LOG(ERR, "peer of ep %#x died or reset its control connection", ep->id);
 	close(ep->ctl_fd);
 	ep->ctl_fd = -1;
+	ep->fail_why = "the peer died or reset its control connection";
 	wireup_ep_fail(ep, UNIO_ERR_CONNECTION_RESET, true);
 }
 
@@ -620,6 +657,7 @@ wireup_progress(struct unio_worker *w)
 		} else if (ep != NULL && ep->state == EP_CONNECTING && ep->connect_deadline &&
 			   now_ns() > ep->connect_deadline) {
 			API_LOG(ERR, "ep %#x: the peer worker did not answer the wireup", ep->id);
+			ep->fail_why = "the peer worker did not answer the wireup";
 			wireup_ep_fail(ep, UNIO_ERR_TIMED_OUT, true);
 		}
 	}
@@ -904,7 +942,7 @@ connect_socket(struct unio_worker *w, const struct sockaddr *sa, socklen_t len,
 		err = errno;
 		if (err == ECONNREFUSED || err == ENETUNREACH || err == EHOSTUNREACH ||
 		    err == ETIMEDOUT) {
-			*st = UNIO_ERR_UNREACHABLE;
+			*st = err == ETIMEDOUT ? UNIO_ERR_TIMED_OUT : UNIO_ERR_UNREACHABLE;
 			*why = err;   /* logged by ep_connect_sockaddr() */
 		}
 		goto fail;
@@ -915,7 +953,7 @@ connect_socket(struct unio_worker *w, const struct sockaddr *sa, socklen_t len,
 	getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
 	if (err == 0)
 		return fd;
-	*st = UNIO_ERR_UNREACHABLE;
+	*st = err == ETIMEDOUT ? UNIO_ERR_TIMED_OUT : UNIO_ERR_UNREACHABLE;
 	*why = err;
 fail:
 	close(fd);
@@ -968,9 +1006,7 @@ ep_connect_driver(struct unio_ep *ep, struct unio_tl_iface *ifc, const uint8_t *
 	ep->conn_status = UNIO_OK;
 	ep->err_handler = eh;
 	if (st == UNIO_ERR_VERSION_MISMATCH) {
-		API_LOG(ERR, "the peer speaks another wire version (ours is %u): refused",
-			proto_wire_version());
-		ep->dial_logged = true;
+		say_version(ep);
 	} else if (st != UNIO_OK && st != UNIO_ERR_REJECTED) {
 		API_LOG(INFO, "connect over %s/%s: %s", ifc->driver->name, ifc->dev_name,
 			unio_status_string(st));   /* the failure: ep_connect_sockaddr() */
@@ -1022,6 +1058,8 @@ ep_dial_sockaddr(struct unio_ep *ep, const struct unio_ep_params *p)
 		ep->state = EP_CONNECTING;
 		ep->err_reported = false;
 		ep->conn_answered = false;
+		ep->fail_status = UNIO_OK;   /* the driver's failure was not the ep's */
+		ep->fail_why = NULL;
 		break;
 	}
 	ep->ctl_fd = connect_socket(w, p->sockaddr, p->addrlen, &st, &ep->dial_errno);
@@ -1033,9 +1071,7 @@ ep_dial_sockaddr(struct unio_ep *ep, const struct unio_ep_params *p)
 	if (st == UNIO_OK && h.type == WIRE_VERSION)
 		st = UNIO_ERR_VERSION_MISMATCH;
 	if (st == UNIO_ERR_VERSION_MISMATCH) {
-		API_LOG(ERR, "the peer speaks another wire version (ours is %u): refused",
-			proto_wire_version());
-		ep->dial_logged = true;
+		say_version(ep);
 		return st;
 	}
 	if (st == UNIO_OK && h.type == WIRE_REJECT) {
@@ -1044,10 +1080,8 @@ ep_dial_sockaddr(struct unio_ep *ep, const struct unio_ep_params *p)
 		/* the server's handler accepted, but none of its ifaces reaches ours */
 		struct wire_addr_hdr ah;
 
-		if (addr_parse(addr, h.addr_len, &ah) >= 0) {
-			log_unreachable(w, addr, true);
-			ep->dial_logged = true;
-		}
+		if (addr_parse(addr, h.addr_len, &ah) >= 0)
+			log_unreachable(ep, addr, true);
 		st = UNIO_ERR_UNREACHABLE;
 	} else if (st == UNIO_OK && h.type != WIRE_ACCEPT) {
 		st = UNIO_ERR_PROTO;
@@ -1060,38 +1094,67 @@ ep_dial_sockaddr(struct unio_ep *ep, const struct unio_ep_params *p)
 	return st;
 }
 
-/*
- * unio_ep_create by socket address: a failure fails the user's call once, so it is said at
- * the default log level, in one line (the address, the status, why when known), unless the
- * step that failed logged it at ERR already (another wire version, no common transport).
- * The steps' own lines (which driver was tried, the kernel fallback) stay at INFO.
- */
-static unio_status_t
-ep_connect_sockaddr(struct unio_ep *ep, const struct unio_ep_params *p)
+/* "IP port P" of an IPv4 or IPv6 address ("? port 0" for another family). */
+static void
+sa_name(const struct sockaddr *sa, socklen_t len, char *buf, size_t size)
 {
-	unio_status_t st = ep_dial_sockaddr(ep, p);
 	char ip[INET6_ADDRSTRLEN] = "?";
 	unsigned int port = 0;
 
-	if (st == UNIO_OK || st == UNIO_ERR_INVALID_PARAM || ep->dial_logged)
-		return st;
-	if (p->sockaddr->sa_family == AF_INET) {
-		const struct sockaddr_in *sin = (const struct sockaddr_in *)p->sockaddr;
+	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
 
 		inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip));
 		port = ntohs(sin->sin_port);
-	} else if (p->sockaddr->sa_family == AF_INET6 &&
-		   p->addrlen >= sizeof(struct sockaddr_in6)) {
-		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)p->sockaddr;
+	} else if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
 
 		inet_ntop(AF_INET6, &sin6->sin6_addr, ip, sizeof(ip));
 		port = ntohs(sin6->sin6_port);
 	}
-	API_LOG(WARNING, "connect to %s port %u: %s%s%s%s", ip, port, unio_status_string(st),
-		ep->dial_errno != 0 || ep->dial_why != NULL ? " (" : "",
-		ep->dial_errno != 0 ? strerror(ep->dial_errno) :
-		ep->dial_why != NULL ? ep->dial_why : "",
-		ep->dial_errno != 0 || ep->dial_why != NULL ? ")" : "");
+	snprintf(buf, size, "%s port %u", ip, port);
+}
+
+/*
+ * unio_ep_create by socket address: a failure fails the user's call once, so it is said at
+ * the default log level, in one line (the address, the status, why when known), unless the
+ * step that failed logged it at ERR already (another wire version, no common transport), or
+ * the caller takes the reason (UNIO_EP_PARAM_ERR_INFO: at INFO).  The steps' own lines
+ * (which driver was tried, the kernel fallback) stay at INFO.  The same line, without the
+ * log's prefix, is @p e's reason.
+ */
+static unio_status_t
+ep_connect_sockaddr(struct unio_ep *ep, const struct unio_ep_params *p, struct unio_ep_error *e)
+{
+	unio_status_t st = ep_dial_sockaddr(ep, p);
+	char timeout[64] = "";
+	const char *why = "";
+
+	if (st == UNIO_ERR_INVALID_PARAM)
+		return st;
+	sa_name(p->sockaddr, p->addrlen, ep->peer_name, sizeof(ep->peer_name));
+	snprintf(e->peer, sizeof(e->peer), "%s", ep->peer_name);
+	if (st == UNIO_OK)
+		return st;
+	e->sys_errno = ep->dial_errno != 0 ? ep->dial_errno : ep->dial_refused ? ECONNREFUSED : 0;
+	if (ep->dial_errno != 0) {
+		why = strerror(ep->dial_errno);
+	} else if (ep->dial_why != NULL) {
+		why = ep->dial_why;
+	} else if (ep->dial_detail != NULL && ep->dial_detail[0] != '\0') {
+		why = ep->dial_detail;
+	} else if (st == UNIO_ERR_TIMED_OUT) {
+		snprintf(timeout, sizeof(timeout), "no answer within UNIO_PEER_TIMEOUT, %" PRIu64
+			 " ms", ep->worker->ctx->config.peer_timeout_ns / 1000000);
+		why = timeout;
+	}
+	snprintf(e->reason, sizeof(e->reason), "connect to %s: %s%s%s%s", e->peer,
+		 unio_status_string(st), why[0] != '\0' ? " (" : "", why,
+		 why[0] != '\0' ? ")" : "");
+	if (ep->dial_quiet)
+		API_LOG(INFO, "%s", e->reason);
+	else if (!ep->dial_logged)
+		API_LOG(WARNING, "%s", e->reason);
 	return st;
 }
 
@@ -1101,6 +1164,8 @@ ep_accept(struct unio_ep *ep, struct unio_conn_request *cr)
 	unio_status_t st;
 
 	ep->remote_id = cr->remote_ep_id;
+	sa_name((const struct sockaddr *)&cr->peer, sizeof(cr->peer), ep->peer_name,
+		sizeof(ep->peer_name));
 	if (cr->tl_ep != NULL) {   /* the request came over a driver: its ep is the lane */
 		struct wire_addr_hdr h;
 		struct unio_tl_ep *tl_ep = cr->tl_ep;
@@ -1153,12 +1218,38 @@ ep_params_check(const struct unio_ep_params *p)
 	if ((how & UNIO_EP_PARAM_WORKER_ADDR) && (p->worker_addr == NULL ||
 						  p->worker_addr_len == 0))
 		return UNIO_ERR_INVALID_PARAM;
+	if ((p->field_mask & UNIO_EP_PARAM_ERR_INFO) && p->err_info == NULL)
+		return UNIO_ERR_INVALID_PARAM;
 	return UNIO_OK;
+}
+
+/* The caller's UNIO_EP_PARAM_ERR_INFO, when it asked for it: @p st and why (@p e). */
+static void
+ep_err_info(const struct unio_ep_params *p, unio_status_t st, struct unio_ep_error *e,
+	    const char *detail)
+{
+	const char *what = "";
+
+	if (p == NULL || !(p->field_mask & UNIO_EP_PARAM_ERR_INFO) || p->err_info == NULL)
+		return;
+	e->status = st;
+	if (st != UNIO_OK && e->reason[0] == '\0') {
+		if (p->field_mask & UNIO_EP_PARAM_CONN_REQUEST)
+			what = "accept: ";
+		else if (p->field_mask & UNIO_EP_PARAM_WORKER_ADDR)
+			what = "worker address: ";
+		snprintf(e->reason, sizeof(e->reason), "%s%s%s%s%s", what,
+			 unio_status_string(st), detail[0] != '\0' ? " (" : "", detail,
+			 detail[0] != '\0' ? ")" : "");
+	}
+	*p->err_info = *e;
 }
 
 unio_ep_t *
 unio_ep_create(unio_worker_t *w, const struct unio_ep_params *p, unio_status_t *status)
 {
+	struct unio_ep_error e = { .status = UNIO_OK };
+	char detail[UNIO_EP_REASON_MAX] = "";
 	struct unio_ep *ep = NULL;
 	unio_status_t st = w == NULL ? UNIO_ERR_INVALID_PARAM : ep_params_check(p);
 
@@ -1170,6 +1261,8 @@ unio_ep_create(unio_worker_t *w, const struct unio_ep_params *p, unio_status_t *
 		st = UNIO_ERR_NO_MEMORY;
 		goto unlock;
 	}
+	ep->dial_quiet = (p->field_mask & UNIO_EP_PARAM_ERR_INFO) != 0;
+	ep->dial_detail = detail;
 	if (p->field_mask & UNIO_EP_PARAM_ERR_HANDLER) {
 		ep->err_handler = p->err_handler;
 		ep->err_arg = p->err_arg;
@@ -1177,11 +1270,13 @@ unio_ep_create(unio_worker_t *w, const struct unio_ep_params *p, unio_status_t *
 	if (p->field_mask & UNIO_EP_PARAM_USER_DATA)
 		ep->user_data = p->user_data;
 	if (p->field_mask & UNIO_EP_PARAM_SOCKADDR)
-		st = ep_connect_sockaddr(ep, p);
+		st = ep_connect_sockaddr(ep, p, &e);
 	else if (p->field_mask & UNIO_EP_PARAM_CONN_REQUEST)
 		st = ep_accept(ep, p->conn_request);
 	else
 		st = ep_connect_worker_addr(ep, p);
+	ep->dial_quiet = false;   /* the buffer and the caller's wish end with this call */
+	ep->dial_detail = NULL;
 	if (st == UNIO_OK) {
 		if (!(p->field_mask & UNIO_EP_PARAM_WORKER_ADDR))
 			ep->state = EP_CONNECTED;
@@ -1193,6 +1288,7 @@ unio_ep_create(unio_worker_t *w, const struct unio_ep_params *p, unio_status_t *
 unlock:
 	worker_unlock(w);
 out:
+	ep_err_info(p, st, &e, detail);
 	if (status != NULL)
 		*status = st;
 	return ep;
@@ -1489,6 +1585,38 @@ unio_worker_flush(unio_worker_t *w, const struct unio_request_param *param,
 	return st;
 }
 
+unio_status_t
+unio_ep_query(unio_ep_t *ep, struct unio_ep_attr *attr)
+{
+	struct unio_ep_error *e;
+	const struct unio_tl_iface *ifc;
+	char lane[64] = "";
+
+	if (ep == NULL || attr == NULL || (attr->field_mask & ~UNIO_EP_ATTR_FIELD_ERROR) != 0)
+		return UNIO_ERR_INVALID_PARAM;
+	if (!(attr->field_mask & UNIO_EP_ATTR_FIELD_ERROR))
+		return UNIO_OK;
+	e = &attr->error;
+	worker_lock(ep->worker);
+	ifc = ep->lane.iface;
+	if (ep->fail_why == NULL && ifc != NULL)
+		snprintf(lane, sizeof(lane), "its transport %s/%s failed", ifc->driver->name,
+			 ifc->dev_name);
+	e->status = ep->fail_status;
+	e->sys_errno = 0;
+	snprintf(e->peer, sizeof(e->peer), "%s", ep->peer_name);
+	if (ep->fail_status == UNIO_OK)
+		e->reason[0] = '\0';
+	else
+		snprintf(e->reason, sizeof(e->reason), "ep to %s: %s (%s)",
+			 ep->peer_name[0] != '\0' ? ep->peer_name : "?",
+			 unio_status_string(ep->fail_status),
+			 ep->fail_why != NULL ? ep->fail_why :
+			 lane[0] != '\0' ? lane : "its transport failed");
+	worker_unlock(ep->worker);
+	return UNIO_OK;
+}
+
 void *
 unio_ep_get_user_data(const unio_ep_t *ep)
 {
@@ -1641,6 +1769,7 @@ wireup_owed_progress(struct unio_ep *ep)
 	if (st == UNIO_OK && ep->wireup_owed != 0 && now_ns() > ep->connect_deadline) {
 		API_LOG(ERR, "ep %#x: the lane stayed full for the wireup %s", ep->id,
 			ep->wireup_owed == PROTO_AM_WIREUP_REQ ? "request" : "reply");
+		ep->fail_why = "the lane stayed full for the wireup";
 		st = UNIO_ERR_TIMED_OUT;
 	}
 	if (st != UNIO_OK)
@@ -2076,6 +2205,7 @@ conn_answer(struct unio_worker *w, const struct wire_conn *h, const uint8_t *dat
 		ep->conn_status = h->reason == WIRE_REFUSED_BUSY ||
 				  h->reason == WIRE_REFUSED_NO_EP ?
 				  UNIO_ERR_NO_RESOURCE : UNIO_ERR_UNREACHABLE;
+		ep->dial_refused = h->reason == WIRE_REFUSED_NO_LISTENER;
 		ep->dial_why = h->reason == WIRE_REFUSED_NO_LISTENER ? "no listener there" :
 			       h->reason == WIRE_REFUSED_BUSY ? "too many requests waiting" :
 			       h->reason == WIRE_REFUSED_NO_IFACE ? "no iface has that address" :
@@ -2198,6 +2328,7 @@ ep_connect_worker_addr(struct unio_ep *ep, const struct unio_ep_params *p)
 
 	if (st != UNIO_OK)
 		return st;
+	snprintf(ep->peer_name, sizeof(ep->peer_name), "worker %016" PRIx64, ep->peer_uuid);
 	if (sizeof(struct wire_am_req) + worker_address_pack(w, NULL, 0) >
 	    ep->lane.iface->attr.max_bcopy)
 		return UNIO_ERR_UNSUPPORTED;

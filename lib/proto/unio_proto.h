@@ -358,6 +358,12 @@ struct unio_ep {
 	uint8_t dial_dst[20];         /**< by sockaddr over a driver: the wire_sockaddr dialled */
 	int dial_errno;               /**< by sockaddr: the kernel's refusal of the connect */
 	const char *dial_why;         /**< by sockaddr: the listener's refusal, in words */
+	bool dial_refused;            /**< by sockaddr over a driver: no listener there */
+	bool dial_quiet;              /**< unio_ep_create: the caller takes the reason (INFO) */
+	char *dial_detail;            /**< unio_ep_create: why, in words (UNIO_EP_REASON_MAX) */
+	unio_status_t fail_status;    /**< the ep's first error (UNIO_OK): unio_ep_query() */
+	const char *fail_why;         /**< ... and why, in words (a literal), or NULL */
+	char peer_name[56];           /**< "IP port P" or "worker UUID": unio_ep_query() */
 	struct unio_ep *closed_next;  /**< closed eps, freed with the worker */
 	struct proto_adapt adapt;     /**< rendezvous counts and the auto scheme's measure */
 };

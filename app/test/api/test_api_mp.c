@@ -235,7 +235,14 @@ UNIO_TEST_CHILD(api_mp_old_peer)
 {
 	unio_context_t *ctx = api_ctx(NULL);
 	unio_worker_t *w = ctx != NULL ? unio_worker_create(ctx, NULL, NULL) : NULL;
+	struct unio_ep_error err = { .status = UNIO_OK };
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct unio_ep_params p = { .field_mask = UNIO_EP_PARAM_SOCKADDR |
+						  UNIO_EP_PARAM_ERR_INFO,
+				    .sockaddr = (struct sockaddr *)&a, .addrlen = sizeof(a),
+				    .err_info = &err };
 	unio_status_t st = UNIO_OK;
+	char want[160];
 	unio_ep_t *ep;
 
 	RTE_SET_USED(argc);
@@ -247,6 +254,17 @@ UNIO_TEST_CHILD(api_mp_old_peer)
 		TEST_LOG("child of another version: ep %p, %s", (void *)ep,
 			 unio_status_string(st));
 		return 3;
+	}
+	/* the same through the API: the status, and why with the address */
+	a = api_loopback(atoi(argv[0]));
+	ep = unio_ep_create(w, &p, &st);
+	snprintf(want, sizeof(want), "connect to 127.0.0.1 port %s: peer speaks another "
+		 "wire-protocol version (ours is %u)", argv[0], UNIO_WIRE_VERSION + 1);
+	if (ep != NULL || st != UNIO_ERR_VERSION_MISMATCH || err.status != st ||
+	    strcmp(err.reason, want) != 0) {
+		TEST_LOG("child of another version, by the API: %s, '%.512s'",
+			 unio_status_string(st), err.reason);
+		return 4;
 	}
 	return child_exit(ctx, w, 0);
 }
