@@ -7,6 +7,16 @@
 #include "unio_tl.h"
 #include "unio_test.h"
 
+/* The warning a UNIO_TLS name gets when no transport driver of this build has it. */
+#define NO_DRIVER(name) \
+	"UNIO WARNING: UNIO_TLS: '" name "' names no transport driver of this build ("
+
+/* Skip the test unless drivers @p a and @p b are built. */
+#define NEED_DRIVERS(a, b) do { \
+	if (unio_tl_driver_find(a) == NULL || unio_tl_driver_find(b) == NULL) \
+		TEST_SKIP_BECAUSE("the " a " or the " b " driver is not built"); \
+} while (0)
+
 /* unio-info -e host under the environment assignments @p env: its exit code, output in @p out */
 static int
 info_host_with(char *out, size_t len, const char *env)
@@ -88,11 +98,9 @@ UNIO_TEST(info_tls_typo, fast)
 	static char out[16384];
 	int r;
 
-	if (unio_tl_driver_find("shm") == NULL || unio_tl_driver_find("self") == NULL)
-		TEST_SKIP_BECAUSE("the shm or the self driver is not built");
+	NEED_DRIVERS("shm", "self");
 	r = info_host_with(out, sizeof(out), "UNIO_TLS=tpc");
-	TEST_ASSERT(r == 1 && strstr(out, "UNIO WARNING: UNIO_TLS: 'tpc' names no transport "
-				     "driver of this build (") != NULL &&
+	TEST_ASSERT(r == 1 && strstr(out, NO_DRIVER("tpc")) != NULL &&
 		    strstr(out, "UNIO ERR: no transport driver has a usable device: ") != NULL &&
 		    strstr(out, "shm: not allowed by UNIO_TLS") != NULL &&
 		    strstr(out, "self: not allowed by UNIO_TLS") != NULL, "%s", out);
@@ -122,8 +130,7 @@ UNIO_TEST(info_config_said_once, fast)
 
 	r = test_capture(out, sizeof(out), "UNIO_TLS=tpc %s/app/info/unio-info -d",
 			 test_build_dir());
-	TEST_ASSERT(r == 0 && test_count(out, "UNIO WARNING: UNIO_TLS: 'tpc' names no transport "
-					 "driver of this build (") == 1 &&
+	TEST_ASSERT(r == 0 && test_count(out, NO_DRIVER("tpc")) == 1 &&
 		    strstr(out, "not allowed by UNIO_TLS") != NULL, "%s", out);
 	r = test_capture(out, sizeof(out), "UNIO_TLS=posix,tcp %s/app/info/unio-info -d",
 			 test_build_dir());
@@ -151,11 +158,9 @@ UNIO_TEST(info_ucx_names, fast)
 	static char out[16384];
 	int r;
 
-	if (unio_tl_driver_find("shm") == NULL || unio_tl_driver_find("tcp") == NULL)
-		TEST_SKIP_BECAUSE("the shm or the tcp driver is not built");
+	NEED_DRIVERS("shm", "tcp");
 	r = info_host_with(out, sizeof(out), "UNIO_TLS=posix,tcp");
-	TEST_ASSERT(r == 0 && strstr(out, "UNIO WARNING: UNIO_TLS: 'posix' names no transport "
-				     "driver of this build (") != NULL &&
+	TEST_ASSERT(r == 0 && strstr(out, NO_DRIVER("posix")) != NULL &&
 		    strstr(out, "): UCX's posix is Unio's shm\n") != NULL, "%s", out);
 	r = info_host_with(out, sizeof(out), "UNIO_TLS=rc_mlx5,shm");
 	TEST_ASSERT(r == 0 && strstr(out, "UCX's rc_mlx5 is an RDMA transport, which Unio has "
