@@ -172,8 +172,10 @@ def run_unio(args, test, size, tmp):
     with open(out) as f:
         rec = json.load(f)[0]
     # put_* / get_*: unio-perf's same-run memcpy of the same size (p50, bandwidth) too
+    # and the mean latency (the *_lat tests' second table)
     return (rec["lat_p50_us"] if is_lat(test) else rec["lat_avg_us"], rec["bw_MBps"],
-            rec["lat_p50_us"], rec.get("memcpy_p50_us"), rec.get("memcpy_MBps"))
+            rec["lat_p50_us"], rec.get("memcpy_p50_us"), rec.get("memcpy_MBps"),
+            rec["lat_avg_us"])
 
 
 def listening(args, port, proc, timeout):
@@ -226,7 +228,10 @@ def run_ucx(args, test, size):
     if cli.returncode != 0 or line is None or len(line) < 8:
         raise RuntimeError("ucx_perftest failed:\n" + cli.stdout + cli.stderr)
     lat = float(line[1]) if is_lat(test) else float(line[3])
-    return (lat, float(line[5]))
+    # the overall mean latency too: ucx_perftest's typical is the median of its last
+    # report's samples only, and on a host whose TSC moves in 10 ns steps both p50s move
+    # in 5 ns steps (protocols.md entry 37)
+    return (lat, float(line[5]), float(line[3]))
 
 
 def fmt_size(n):
@@ -236,13 +241,14 @@ def fmt_size(n):
     return str(n)
 
 
-def summarise(test, sizes, pairs):
-    """Per size: median Unio, median UCX, median of the pairwise ratios."""
+def summarise(test, sizes, pairs, mean=False):
+    """Per size: median Unio, median UCX, median of the pairwise ratios (@p mean: of the
+    *_lat tests' mean latency instead of p50)."""
     idx = 0 if is_lat(test) else 1
     rows = []
     for size in sizes:
-        u = [a[idx] for a, _ in pairs[size]]
-        x = [b[idx] for _, b in pairs[size]]
+        u = [a[5 if mean else idx] for a, _ in pairs[size]]
+        x = [b[2 if mean else idx] for _, b in pairs[size]]
         ratios = [a / b for a, b in zip(u, x) if b > 0]
         nan = float("nan")
         rows.append((size, statistics.median(u), statistics.median(x),
@@ -283,8 +289,9 @@ def table_memcpy(test, rows, markdown=False):
     return "\n".join(out)
 
 
-def table_text(test, rows):
-    unit = "p50 latency (us)" if is_lat(test) else "bandwidth (MB/s)"
+def table_text(test, rows, mean=False):
+    unit = ("mean latency (us)" if mean else "p50 latency (us)") if is_lat(test) else \
+        "bandwidth (MB/s)"
     better = "lower is better" if is_lat(test) else "higher is better"
     out = ["%s, %s: median of runs, and median of pairwise Unio/UCX ratios (%s)"
            % (test, unit, better),
@@ -295,8 +302,9 @@ def table_text(test, rows):
     return "\n".join(out)
 
 
-def table_markdown(test, rows):
-    unit = "p50 latency (µs)" if is_lat(test) else "bandwidth (MB/s)"
+def table_markdown(test, rows, mean=False):
+    unit = ("mean latency (µs)" if mean else "p50 latency (µs)") if is_lat(test) else \
+        "bandwidth (MB/s)"
     out = ["| %s size | Unio %s | UCX %s | Unio / UCX | ratio range |" % (test, unit, unit),
            "|---:|---:|---:|---:|---:|"]
     for size, u, x, r, lo, hi in rows:
@@ -424,6 +432,10 @@ def compare(args, tests):
             summaries[test] = rows
             text.append(table_text(test, rows))
             md.append(table_markdown(test, rows))
+            if is_lat(test):
+                rows = summarise(test, args.sizes, pairs, mean=True)
+                text.append(table_text(test, rows, mean=True))
+                md.append(table_markdown(test, rows, mean=True))
             mrows = summarise_memcpy(args.sizes, pairs)
             if mrows:
                 text.append(table_memcpy(test, mrows))

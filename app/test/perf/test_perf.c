@@ -571,6 +571,13 @@ UNIO_TEST(perf_compare_script, slow)
 	TEST_ASSERT(row != NULL, "no row for size 64 in:\n%s", out);
 	TEST_ASSERT_EQ(sscanf(row, " 64 %lf %lf %lf", &u, &x, &r), 3);
 	TEST_ASSERT(u > 0 && x > 0 && r > 0, "row: unio %f ucx %f ratio %f", u, x, r);
+	/* the second table: mean latency, its own row for the size */
+	row = strstr(out, "tag_lat, mean latency (us)");
+	TEST_ASSERT(row != NULL, "no mean latency table in:\n%s", out);
+	row = strstr(row, "\n        64 ");
+	TEST_ASSERT(row != NULL, "no mean row for size 64 in:\n%s", out);
+	TEST_ASSERT_EQ(sscanf(row, " 64 %lf %lf %lf", &u, &x, &r), 3);
+	TEST_ASSERT(u > 0 && x > 0 && r > 0, "mean row: unio %f ucx %f ratio %f", u, x, r);
 	return TEST_OK;
 }
 
