@@ -86,6 +86,21 @@ struct perf_hist {
 	uint64_t b[PERF_HIST_BUCKETS];
 };
 
+/*
+ * A timing queue in front of the histogram (ucx_perftest keeps one too): a loop stores each
+ * iteration's time in the next entry and the histogram takes PERF_TQ_LEN of them at a time.
+ * Adding to the histogram at once puts a read-modify-write whose address (the bucket) depends
+ * on the clock read just before into every iteration: on the AMD EPYC host that made an
+ * 8-byte put_bw iteration 30 ns instead of 20 (doc/guides/am-rma.md, "8-byte put_bw on the
+ * AMD host"); the queue's address depends only on its count.
+ */
+#define PERF_TQ_LEN 64
+
+struct perf_tq {
+	unsigned int n;
+	uint64_t v[PERF_TQ_LEN];
+};
+
 /* One measured size. */
 struct perf_result {
 	enum perf_test test;
@@ -150,6 +165,16 @@ void perf_print_config(const struct perf_opts *o, FILE *f);
 void perf_hist_reset(struct perf_hist *h);
 void perf_hist_add(struct perf_hist *h, uint64_t v);
 uint64_t perf_hist_percentile(const struct perf_hist *h, double p);
+void perf_tq_flush(struct perf_tq *q, struct perf_hist *h);
+
+/* Record @p v; the histogram has it after the next perf_tq_flush() at the latest. */
+static inline void
+perf_tq_add(struct perf_tq *q, struct perf_hist *h, uint64_t v)
+{
+	q->v[q->n] = v;
+	if (__builtin_expect(++q->n == PERF_TQ_LEN, 0))
+		perf_tq_flush(q, h);
+}
 void perf_result_fill(struct perf_result *r, const struct perf_hist *h, enum perf_test t,
 		      size_t size, uint64_t iters, uint64_t elapsed_tsc, uint64_t hz);
 void perf_print_header(FILE *f);

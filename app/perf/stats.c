@@ -63,6 +63,15 @@ perf_hist_add(struct perf_hist *h, uint64_t v)
 		h->max = v;
 }
 
+/* Move what @p q holds into @p h. */
+void
+perf_tq_flush(struct perf_tq *q, struct perf_hist *h)
+{
+	for (unsigned int i = 0; i < q->n; i++)
+		perf_hist_add(h, q->v[i]);
+	q->n = 0;
+}
+
 /* The @p p quantile (0 < p <= 1), clamped to the observed minimum and maximum. */
 uint64_t
 perf_hist_percentile(const struct perf_hist *h, double p)

@@ -210,6 +210,37 @@ UNIO_TEST(perf_hist_percentiles, fast)
 	return TEST_OK;
 }
 
+/*
+ * The timing queue in front of the histogram: what it holds goes in PERF_TQ_LEN at a time and
+ * at a flush, every value exactly once, so the histogram ends as if each had been added.
+ */
+UNIO_TEST(perf_timing_queue, fast)
+{
+	static struct perf_hist direct, queued;
+	static struct perf_tq q;
+	const uint64_t n = 10 * PERF_TQ_LEN + 17;
+
+	perf_hist_reset(&direct);
+	perf_hist_reset(&queued);
+	q.n = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t v = (i * 7919) % 5003 + (i % 97 == 0 ? 1000000 : 0);
+
+		perf_hist_add(&direct, v);
+		perf_tq_add(&q, &queued, v);
+		/* full batches only until the flush */
+		TEST_ASSERT_EQ(queued.count, (i + 1) / PERF_TQ_LEN * PERF_TQ_LEN);
+		TEST_ASSERT_EQ(q.n, (i + 1) % PERF_TQ_LEN);
+	}
+	perf_tq_flush(&q, &queued);
+	TEST_ASSERT_EQ(q.n, 0);
+	TEST_ASSERT(memcmp(&direct, &queued, sizeof(direct)) == 0, "queued histogram differs");
+	TEST_ASSERT_EQ(queued.count, n);
+	perf_tq_flush(&q, &queued);   /* empty: nothing changes */
+	TEST_ASSERT(memcmp(&direct, &queued, sizeof(direct)) == 0, "empty flush changed it");
+	return TEST_OK;
+}
+
 UNIO_TEST(perf_result_conventions, fast)
 {
 	static struct perf_hist h;
