@@ -48,7 +48,8 @@ static const int log_level_rte[] = {
 	RTE_LOG_CRIT, RTE_LOG_ERR, RTE_LOG_WARNING, RTE_LOG_NOTICE, RTE_LOG_INFO, RTE_LOG_DEBUG,
 	RTE_LOG_DEBUG,
 };
-static const char *const rndv_schemes[] = { "auto", "get", "pipeline", "am", "split", NULL };
+static const char *const rndv_schemes[] = { "auto", "get", "pipeline", "am", "split", "measure",
+					     NULL };
 static const char *const hugepage_modes[] = { "try", "yes", "no", NULL };
 static const char *const size_auto[] = { "auto", NULL };
 static const char *const tcp_poll_modes[] = { "busy", "epoll", NULL };
@@ -167,13 +168,18 @@ static const struct cfg_row cfg_table[] = {
 	  "Rendezvous protocol: 'get' (receiver pulls: CMA or direct mapping), 'pipeline' (both "
 	  "sides copy through shared staging buffers at once), 'am' (fragments over active "
 	  "messages), 'split' (from UNIO_RNDV_SPLIT_MIN the receiver pulls the first half while "
-	  "the sender puts the second; below, get), or 'auto' (chosen per size and lane: "
-	  "pipeline then split on one host with one-sided copies, get on lanes whose target "
-	  "driver carries put and get (tcp) and between hosts)." },
-	{ "RNDV_SPLIT_MIN", CFG_SIZE, "64k", OFF(rndv_split_min), NULL, 0, 0,
+	  "the sender puts the second; below, get), 'auto' (chosen per size and lane: on one "
+	  "host with one-sided copies, below UNIO_RNDV_SPLIT_MIN get or pipeline chosen by the "
+	  "receiver by measure, on AMD CPUs the pipeline (measured 1.3-3x the get and the "
+	  "split there from 32 to 128 KiB), then the split; get on lanes whose target driver "
+	  "carries put and get (tcp) and between hosts), or 'measure' (as 'auto', with get or "
+	  "pipeline by measure on every CPU)." },
+	{ "RNDV_SPLIT_MIN", CFG_SIZE, "auto", OFF(rndv_split_min), size_auto, 0, 0,
 	  "Smallest tagged rendezvous that is split (the receiver pulls the first half while the "
-	  "sender puts the second) under 'auto' on a host lane and under 'split'; never below "
-	  "the rendezvous threshold.  'inf': 'auto' never splits, 'split' is get throughout." },
+	  "sender puts the second) under 'auto' or 'measure' on a host lane and under 'split'; "
+	  "never below the rendezvous threshold.  'auto': 256 KiB under 'auto' on AMD CPUs (the "
+	  "pipeline below it), 64 KiB elsewhere.  'inf': 'auto' never splits, 'split' is get "
+	  "throughout." },
 	{ "RNDV_THRESH", CFG_SIZE, "auto", OFF(rndv_thresh), size_auto, 0, 0,
 	  "Message size from which tagged and active messages use rendezvous; 'auto' derives it "
 	  "from the lane's performance model, 'inf' never uses rendezvous." },

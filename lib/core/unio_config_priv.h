@@ -38,6 +38,7 @@ enum unio_rndv_scheme {
 	UNIO_RNDV_SCHEME_PIPELINE,    /**< both sides copy through shared staging buffers */
 	UNIO_RNDV_SCHEME_AM,          /**< fragments over active messages */
 	UNIO_RNDV_SCHEME_SPLIT,       /**< receiver pulls one half, sender puts the other */
+	UNIO_RNDV_SCHEME_MEASURE,     /**< auto, with get or pipeline by measure on any CPU */
 };
 
 enum unio_tcp_poll_mode {
@@ -65,7 +66,7 @@ struct unio_config {
 	size_t rndv_thresh;
 	size_t unexp_mem;                 /**< bytes of unexpected message data per worker */
 	int rndv_scheme;                  /**< enum unio_rndv_scheme */
-	size_t rndv_split_min;            /**< smallest split rendezvous (auto, split) */
+	size_t rndv_split_min;            /**< smallest split rendezvous (auto, split) or AUTO */
 	int64_t max_rndv_rails;
 	int64_t cpu;                      /**< -1: the CPU the caller runs on */
 	int hugepages;                    /**< enum unio_hugepages_mode */

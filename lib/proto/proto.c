@@ -163,10 +163,28 @@ lane_zcopy_thresh(const struct unio_config *cfg, const struct unio_tl_iface_attr
 						      PROTO_COPY_BYTES_PER_NS));
 }
 
+/* UNIO_RNDV_SPLIT_MIN=auto: under auto on a host lane of an AMD CPU, and elsewhere */
+#define PROTO_SPLIT_MIN_AMD     (256 * 1024)
+#define PROTO_SPLIT_MIN_DEFAULT (64 * 1024)
+
+bool
+unio_proto_cpu_amd(void)
+{
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	return __builtin_cpu_is("amd");
+#else
+	return false;
+#endif
+}
+
 static void
 lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *a,
 		uint64_t cap, struct proto_lane *lane)
 {
+	size_t split_min;
+	bool host_auto, amd_pipe;
+
 	lane->short_ok = (cap & UNIO_TL_CAP_AM_SHORT) != 0;
 	lane->max_short = lane->short_ok ? a->max_short : 0;
 	lane->am_short_end = lane->short_ok ?
@@ -187,7 +205,10 @@ lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *
 	} else {
 		lane->frag = lane->frag_last = lane->frag_first = 0;
 	}
-	lane->rndv_scheme = cfg->rndv_scheme;
+	lane->rndv_scheme = cfg->rndv_scheme == UNIO_RNDV_SCHEME_MEASURE ? UNIO_RNDV_SCHEME_AUTO :
+			    cfg->rndv_scheme;
+	host_auto = lane->rndv_scheme == UNIO_RNDV_SCHEME_AUTO &&
+		    a->reach == UNIO_TL_REACH_HOST && !(cap & UNIO_TL_CAP_RMA_TARGET);
 	/*
 	 * auto: on a lane whose put and get the target's driver carries out over the same
 	 * connection (RMA_TARGET: tcp), and off the host, the receiver pulls when the lane can.
@@ -197,12 +218,14 @@ lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *
 	 * the FIFO at once) is the faster everywhere, nor on one host at every moment (measured:
 	 * doc/guides/protocols.md): below the split, the sender offers a get and the receiver
 	 * chooses per rendezvous by what it measures (proto_rndv_recv_pull()); the pipeline is
-	 * what it names.  split: the split wherever the lane can get and put (the auto choice
-	 * on one host from split_min).
+	 * what it names.  On an AMD CPU auto is the pipeline below the split, not measured: it
+	 * ran 1.3-3x the get and the split there from 32 to 128 KiB, while the measure rated
+	 * it at 4-5x its steady cost and kept the get (performance log 38);
+	 * measure: by measure on every CPU.  split: the split wherever the lane can get and put
+	 * (the auto choice on one host from split_min).
 	 */
-	lane->rndv_adapt = cfg->rndv_scheme == UNIO_RNDV_SCHEME_AUTO &&
-			   a->reach == UNIO_TL_REACH_HOST && !(cap & UNIO_TL_CAP_RMA_TARGET) &&
-			   (cap & UNIO_TL_CAP_GET_ZCOPY);
+	amd_pipe = host_auto && cfg->rndv_scheme == UNIO_RNDV_SCHEME_AUTO && unio_proto_cpu_amd();
+	lane->rndv_adapt = host_auto && (cap & UNIO_TL_CAP_GET_ZCOPY) && !amd_pipe;
 	if (lane->rndv_scheme == UNIO_RNDV_SCHEME_AUTO ||
 	    lane->rndv_scheme == UNIO_RNDV_SCHEME_SPLIT)
 		lane->rndv_scheme = (a->reach != UNIO_TL_REACH_HOST ||
@@ -221,13 +244,16 @@ lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *
 	/*
 	 * auto on one host: from UNIO_RNDV_SPLIT_MIN the tag rendezvous is split, the receiver
 	 * pulls half and the sender puts the other half, both single-copy (CMA) and at once
-	 * (measured: "Performance log" in doc/guides/protocols.md).
+	 * (measured: "Performance log" in doc/guides/protocols.md).  Its auto: 256 KiB where
+	 * auto runs the pipeline below it (an AMD CPU: faster there, entries 4 and 38), 64 KiB
+	 * elsewhere (entry 36).
 	 */
+	split_min = cfg->rndv_split_min != UNIO_SIZE_AUTO ? cfg->rndv_split_min :
+		    amd_pipe ? PROTO_SPLIT_MIN_AMD : PROTO_SPLIT_MIN_DEFAULT;
 	lane->split_min = UNIO_SIZE_INF;
-	if (((cfg->rndv_scheme == UNIO_RNDV_SCHEME_AUTO && a->reach == UNIO_TL_REACH_HOST &&
-	      !(cap & UNIO_TL_CAP_RMA_TARGET)) || cfg->rndv_scheme == UNIO_RNDV_SCHEME_SPLIT) &&
+	if ((host_auto || cfg->rndv_scheme == UNIO_RNDV_SCHEME_SPLIT) &&
 	    (cap & UNIO_TL_CAP_GET_ZCOPY) && (cap & UNIO_TL_CAP_PUT_ZCOPY))
-		lane->split_min = RTE_MAX(cfg->rndv_split_min, lane->rndv_thresh);
+		lane->split_min = RTE_MAX(split_min, lane->rndv_thresh);
 	lane_zcopy_thresh(cfg, a, cap, lane);
 }
 
