@@ -147,6 +147,7 @@ struct perf_side {
 	volatile int finished;          /* the side's thread returned */
 	int rc;                         /* its result: 0 or -1 */
 	struct perf_hist hist;
+	struct perf_tq tq;              /* every loop's samples, in front of hist */
 	struct perf_result results[PERF_MAX_SIZES];
 	unsigned int n_results;
 };

@@ -396,7 +396,7 @@ static inline bool
 timer_count(struct perf_side *s, struct perf_round *r, struct timer *t, uint64_t i,
 	    uint64_t now)
 {
-	perf_hist_add(&s->hist, now - t->prev);
+	perf_tq_add(&s->tq, &s->hist, now - t->prev);
 	__atomic_store_n(&s->live->done, i + 1 - r->warmup, __ATOMIC_RELAXED);
 	t->prev = now;
 	return now >= t->next_live;
@@ -912,6 +912,7 @@ record(struct perf_side *s, const struct perf_round *r)
 {
 	struct perf_result *res = &s->results[s->n_results];
 
+	perf_tq_flush(&s->tq, &s->hist);   /* the loop is over */
 	perf_result_fill(res, &s->hist, r->test, r->size, r->done, r->elapsed,
 			 rte_get_tsc_hz());
 	res->memcpy_p50_us = r->memcpy_p50_us;
@@ -939,6 +940,7 @@ live_begin(struct perf_side *s, const struct perf_round *r, unsigned int idx)
 	s->live->size_idx = idx;
 	s->live->tsc_start = rte_rdtsc();
 	perf_hist_reset(&s->hist);
+	s->tq.n = 0;
 }
 
 /* ---- am_* / put_* / get_*: the data phase lives in xfer.c ---- */
@@ -1163,6 +1165,7 @@ perf_side_open(struct perf_side *s)
 
 	s->timeout_tsc = (uint64_t)(s->o->timeout_s * (double)rte_get_tsc_hz());
 	perf_hist_reset(&s->hist);
+	s->tq.n = 0;
 	s->ctx = unio_context_create(&cp, &st);
 	if (s->ctx == NULL)
 		return fail(s, "creating the context", st);

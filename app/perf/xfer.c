@@ -87,20 +87,14 @@ fill_ok(const uint8_t *p, size_t len, uint64_t iter)
 	return 1;
 }
 
-/*
- * A client's iteration @p i done: its time into the histogram, through the timing queue @p q
- * when there is one (perf.h; the caller flushes it after its loop).
- */
+/* A client's iteration @p i done: its time into the side's timing queue (perf.h). */
 static inline void
-tick(struct xfer_state *xs, struct perf_tq *q, uint64_t i, uint64_t *prev, uint64_t *start)
+tick(struct xfer_state *xs, uint64_t i, uint64_t *prev, uint64_t *start)
 {
 	uint64_t now = rte_rdtsc();
 
 	if (i >= xs->x->warmup) {
-		if (q != NULL)
-			perf_tq_add(q, &xs->s->hist, now - *prev);
-		else
-			perf_hist_add(&xs->s->hist, now - *prev);
+		perf_tq_add(&xs->s->tq, &xs->s->hist, now - *prev);
 		__atomic_store_n(&xs->s->live->done, i + 1 - xs->x->warmup, __ATOMIC_RELAXED);
 	} else {
 		*start = now;
@@ -154,7 +148,7 @@ server_tick(struct xfer_state *xs, uint64_t i)
 	uint64_t now = rte_rdtsc();
 
 	if (i >= xs->x->warmup && xs->prev_tsc != 0)
-		perf_hist_add(&xs->s->hist, now - xs->prev_tsc);
+		perf_tq_add(&xs->s->tq, &xs->s->hist, now - xs->prev_tsc);
 	xs->prev_tsc = now;
 }
 
@@ -280,7 +274,7 @@ am_client(struct xfer_state *xs)
 			if (!unio_worker_progress(xs->s->worker) && ++idle % 64 == 0 &&
 			    timed_out(xs, deadline))
 				rc = xfail(xs->s, "waiting for the echo", UNIO_ERR_TIMED_OUT);
-		tick(xs, NULL, i, &prev, &start);
+		tick(xs, i, &prev, &start);
 	}
 	for (unsigned int k = 0; k < x->window; k++)
 		if (win[k] != NULL && UNIO_IS_ERR(req_wait(xs, UNIO_INPROGRESS, win[k])) && rc == 0)
@@ -478,7 +472,6 @@ rma_client(struct xfer_state *xs)
 	struct perf_xfer *x = xs->x;
 	uint64_t total = x->warmup + x->iters, i, prev, start;
 	unio_request_t **win = calloc(x->window, sizeof(*win));
-	struct perf_tq tq = { .n = 0 };   /* 8-byte put_bw: 20 ns an iteration, not 30 */
 	unio_mem_h lmemh = NULL;
 	uint8_t *local = map_buf(xs, x->size, &lmemh);   /* ucx_perftest's send buffer */
 	bool get = x->test == PERF_GET_LAT || x->test == PERF_GET_BW;
@@ -520,7 +513,7 @@ rma_client(struct xfer_state *xs)
 		if (rc == 0 && x->validate && x->test == PERF_GET_LAT &&
 		    !fill_ok(local, x->size, 0))
 			rc = xfail(xs->s, "get: payload mismatch", UNIO_ERR_PROTO);
-		tick(xs, &tq, i, &prev, &start);
+		tick(xs, i, &prev, &start);
 	}
 	for (unsigned int k = 0; k < x->window; k++)
 		if (win[k] != NULL && UNIO_IS_ERR(req_wait(xs, UNIO_INPROGRESS, win[k])) && rc == 0)
@@ -536,7 +529,6 @@ rma_client(struct xfer_state *xs)
 		prev = rte_rdtsc();
 		x->timed_end = 1;
 	}
-	perf_tq_flush(&tq, &xs->s->hist);   /* after the clock stopped */
 	if (rc == 0 && x->validate && x->test == PERF_GET_BW && !fill_ok(local, x->size, 0))
 		rc = xfail(xs->s, "get: payload mismatch", UNIO_ERR_PROTO);
 	/* as side.c counts: ping-pong tests the timed ones, the others all that were done */
@@ -709,6 +701,7 @@ serve(struct xfer_state *xs, unio_request_t *creq, unio_status_t cst,
 	x->received = is_am(x->test) ? xs->got : 0;
 	x->elapsed = rte_rdtsc() - start;
 	/* put_bw, get_*: the server sees no operation; record the mean time per planned one */
+	perf_tq_flush(&xs->s->tq, &xs->s->hist);
 	if (xs->s->hist.count == 0)
 		perf_hist_add(&xs->s->hist, x->elapsed / (x->iters + 1) + 1);
 	if (x->validate && x->test == PERF_PUT_BW && !fill_ok(xs->mem, x->size, 0))
