@@ -772,6 +772,32 @@ listener_on_iface(struct unio_worker *w, struct unio_listener *l, const struct s
 	return UNIO_OK;
 }
 
+/*
+ * The kernel would not bind @p sa (@p err): say why, and when the address is an iface's on
+ * another port (a DPDK port's address, which the kernel does not have), which port it is.
+ */
+static void
+listener_say_why(struct unio_worker *w, const struct sockaddr *sa, socklen_t len, int err)
+{
+	struct sockaddr_storage own;
+	struct wire_sockaddr want;
+	struct unio_tl_iface *ifc = NULL;
+
+	if (sa_to_wire(sa, len, &want) == 0) {
+		want.port = 0;   /* any port: whose address is it? */
+		ifc = sockaddr_iface(w, &want, &own);
+	}
+	if (ifc != NULL)
+		API_LOG(ERR, "listener: cannot bind/listen: %s; the address is %s/%s's, which "
+			"takes connection requests on its UDP port %u only: listen on that port "
+			"(or 0)", strerror(err), ifc->driver->name, ifc->dev_name,
+			ntohs(own.ss_family == AF_INET6 ?
+			      ((const struct sockaddr_in6 *)&own)->sin6_port :
+			      ((const struct sockaddr_in *)&own)->sin_port));
+	else
+		API_LOG(ERR, "listener: cannot bind/listen: %s", strerror(err));
+}
+
 static int
 listen_socket(const struct sockaddr *sa, socklen_t len)
 {
@@ -819,8 +845,10 @@ unio_listener_create(unio_worker_t *w, const struct unio_listener_params *params
 	}
 	l->fd = listen_socket(params->sockaddr, params->addrlen);
 	if (l->fd < 0) {
-		API_LOG(ERR, "listener: cannot bind/listen: %s", strerror(errno));
-		st = errno == EADDRINUSE ? UNIO_ERR_BUSY : UNIO_ERR_IO;
+		int err = errno;
+
+		listener_say_why(w, params->sockaddr, params->addrlen, err);
+		st = err == EADDRINUSE ? UNIO_ERR_BUSY : UNIO_ERR_IO;
 		worker_unlock(w);
 		free(l);
 		goto out;

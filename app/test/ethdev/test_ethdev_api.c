@@ -936,6 +936,33 @@ UNIO_TEST_CHILD(ethdev_api_two_workers)
 	t.srv = unio_worker_create(ctx, &wp, &st);
 	TEST_ASSERT(cli != NULL && t.srv != NULL, "workers: %s", unio_status_string(st));
 	a.sin_addr.s_addr = inet_addr("10.77.0.1");
+	{   /* the DPDK address on a port that is not the iface's: the error names the port */
+		struct sockaddr_in bad = a;
+		struct unio_listener_params lp = {
+			.field_mask = UNIO_LISTENER_PARAM_SOCKADDR | UNIO_LISTENER_PARAM_HANDLER,
+			.sockaddr = (struct sockaddr *)&bad, .addrlen = sizeof(bad),
+			.conn_handler = tw_conn, .arg = &t,
+		};
+		unio_listener_t *l;
+		struct api_log lg;
+		char *text;
+		int said;
+
+		bad.sin_port = htons(9);
+		api_log_start(&lg);
+		l = unio_listener_create(cli, &lp, &st);
+		text = api_log_end(&lg);
+		said = strstr(text, "ethdev/") != NULL &&
+		       strstr(text, "takes connection requests on its UDP port 13337 only") != NULL;
+		if (l != NULL || st != UNIO_ERR_IO || !said) {
+			TEST_LOG("listener on 10.77.0.1:9: %s, logged: %s", unio_status_string(st),
+				 text);
+			free(text);
+			unio_listener_destroy(l);
+			goto done;
+		}
+		free(text);
+	}
 	TEST_ASSERT_EQ(pthread_create(&th, NULL, tw_server, &t), 0);
 	ep = unio_ep_create(cli, &p, &st);
 	if (ep != NULL || st != UNIO_ERR_UNREACHABLE) {
