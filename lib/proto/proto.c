@@ -268,7 +268,11 @@ lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *
  * Probe the scheme not chosen every ADAPT_EVERY rendezvous of a class (ADAPT_EVERY_FAR while
  * it costs more than 3/2 of the chosen one), and every ADAPT_EVERY / 2 once it went
  * ADAPT_STALE_MS without a sample, in a burst of ADAPT_BURST or twice the rendezvous in
- * flight (a window), at most ADAPT_BURST_MAX: its second half starts behind its first.
+ * flight (a window), at most ADAPT_BURST_MAX: its second half starts behind its first.  A
+ * sample is a rendezvous during whose flight none of the other scheme started (a get started
+ * behind a pipeline runs on this core before the pipeline's fragments, already in the FIFO,
+ * are copied out: the pipeline would pay for the gets), and a burst goes on until half of
+ * its length are samples (at most ADAPT_BURST_MAX more): entry 39 of protocols.md.
  */
 #define ADAPT_EVERY      256
 #define ADAPT_EVERY_FAR  768
@@ -298,6 +302,20 @@ unio_proto_rndv_skew(struct unio_ep *ep, uint32_t get_x, uint32_t pipe_x)
 {
 	ep->adapt.skew[PROTO_ADAPT_GET] = RTE_MAX(get_x, 1u);
 	ep->adapt.skew[PROTO_ADAPT_PIPE] = RTE_MAX(pipe_x, 1u);
+}
+
+bool
+unio_proto_test_rndv_start(struct unio_request *req, struct unio_ep *ep, size_t size,
+			   bool offered)
+{
+	req->info.length = size;
+	return proto_rndv_recv_pull(req, ep, size, offered);
+}
+
+void
+unio_proto_test_rndv_done(struct unio_request *req, bool by_get)
+{
+	proto_rndv_delivered(req, by_get, true);
 }
 
 static unsigned int
@@ -331,6 +349,15 @@ adapt_choose(struct proto_adapt *a, struct proto_adapt_class *c, uint64_t now)
 		a->n_probe++;
 		return c->probe;
 	}
+	/* the burst goes on until it has its samples (ADAPT_BURST_MAX more at most) */
+	if (c->probe_want != 0) {
+		if (c->probe_got < c->probe_want && c->probe_more != 0) {
+			c->probe_more--;
+			a->n_probe++;
+			return c->probe;
+		}
+		c->probe_want = 0;
+	}
 	/*
 	 * Get until it has a sample; then the pipeline is probed like any other, the first
 	 * time ADAPT_CONFIRM later (as after a turn below).
@@ -358,7 +385,11 @@ adapt_choose(struct proto_adapt *a, struct proto_adapt_class *c, uint64_t now)
 	burst = RTE_MAX(burst, (unsigned int)ADAPT_BURST);
 	c->since_probe = 0;
 	c->probe = (uint8_t)other;
-	c->probe_left = (uint8_t)(RTE_MIN(burst, (unsigned int)ADAPT_BURST_MAX) - 1);
+	burst = RTE_MIN(burst, (unsigned int)ADAPT_BURST_MAX);
+	c->probe_left = (uint8_t)(burst - 1);
+	c->probe_want = (uint8_t)(burst / 2);
+	c->probe_got = 0;
+	c->probe_more = ADAPT_BURST_MAX;
 	a->n_probe++;
 	return other;
 }
@@ -403,6 +434,8 @@ proto_rndv_recv_pull(struct unio_request *req, struct unio_ep *ep, size_t size, 
 	a->flight[s]++;
 	a->flight_bytes += size;
 	req->t_flight = a->flight_bytes;
+	req->t_other = a->starts[s ^ 1];
+	a->starts[s]++;
 	return s == PROTO_ADAPT_GET;
 }
 
@@ -424,8 +457,14 @@ proto_rndv_delivered(struct unio_request *req, bool by_get, bool ok)
 	a->flight_bytes -= RTE_MIN(a->flight_bytes, (uint64_t)req->info.length);
 	if (ok)
 		a->n_rx[s]++;
-	/* a sample: done as chosen, and behind rendezvous of the same scheme only */
-	if (!ok || s != chosen || !(req->adapt & PROTO_ADAPT_PURE))
+	/*
+	 * A sample: done as chosen, started behind rendezvous of the same scheme only, and
+	 * none of the other started meanwhile (a get started behind a pipeline runs, on the
+	 * receiver's core, before the pipeline's fragments behind it in the FIFO are copied
+	 * out: entry 39)
+	 */
+	if (!ok || s != chosen || !(req->adapt & PROTO_ADAPT_PURE) ||
+	    req->t_other != a->starts[s ^ 1])
 		return;
 	now = rte_rdtsc();
 	c = &a->cls[req->adapt & PROTO_ADAPT_CLASS_MASK];
@@ -438,6 +477,8 @@ proto_rndv_delivered(struct unio_request *req, bool by_get, bool ok)
 	c->seen[s] = now;
 	c->all_ticks[s] += x;
 	c->all_bytes[s] += req->t_flight;
+	if (c->probe_want != 0 && s == c->probe)
+		c->probe_got++;
 }
 
 void

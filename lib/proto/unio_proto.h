@@ -191,6 +191,7 @@ struct unio_request {
 	struct unio_tl_completion comp;
 	uint64_t t_start;       /**< timed rendezvous receive (PROTO_ADAPT_TIMED): TSC at start */
 	uint64_t t_flight;      /**< ... the ep's bytes in flight then, its own included */
+	uint32_t t_other;       /**< ... the ep's count of the other scheme's starts then */
 	/* control message waiting for resources */
 	uint8_t ctl_id;
 	uint8_t ctl[sizeof(struct proto_rtp_hdr) + UNIO_TL_RKEY_MAX];
@@ -270,6 +271,9 @@ struct proto_adapt_class {
 	uint32_t since_probe;   /**< rendezvous chosen by cost since the last probe burst */
 	uint8_t probe_left;     /**< rendezvous left in the current probe burst */
 	uint8_t probe;          /**< the scheme that burst probes */
+	uint8_t probe_want;     /**< samples the burst gathers (0: none, the burst is over) */
+	uint8_t probe_got;      /**< ... gathered so far */
+	uint8_t probe_more;     /**< rendezvous the burst may still take to gather them */
 	uint8_t best;           /**< the scheme chosen by cost last */
 };
 
@@ -278,6 +282,7 @@ struct proto_adapt {
 	uint64_t stale_tsc;     /**< probe a scheme with no sample for this long */
 	uint64_t flight_bytes;  /**< bytes of the timed rendezvous receives in flight */
 	uint32_t flight[2];     /**< timed rendezvous receives in flight by get, by pipeline */
+	uint32_t starts[2];     /**< timed rendezvous receives started by get, by pipeline */
 	uint32_t skew[2];       /**< tests: samples of get, pipeline multiplied by this */
 	uint64_t n[3];          /**< rendezvous sends completed by get, pipeline, split */
 	uint64_t n_rx[2];       /**< timed rendezvous receives delivered by get, pipeline */
@@ -836,6 +841,13 @@ void proto_rndv_print(const struct unio_ep *ep, FILE *f);
 bool unio_proto_cpu_amd(void);
 /** Tests: multiply the measure of get and pipeline samples on @p ep by these factors. */
 void unio_proto_rndv_skew(struct unio_ep *ep, uint32_t get_x, uint32_t pipe_x);
+/**
+ * Tests: a timed rendezvous receive of @p size bytes on @p ep started (true: by get) and
+ * delivered, without a transfer: proto_rndv_recv_pull() and proto_rndv_delivered().
+ */
+bool unio_proto_test_rndv_start(struct unio_request *req, struct unio_ep *ep, size_t size,
+				bool offered);
+void unio_proto_test_rndv_done(struct unio_request *req, bool by_get);
 /** Split rendezvous, sender side: put the part the receiver asked for, then ATS it. */
 void proto_rndv_put_part(struct unio_request *req, const struct proto_rtp_hdr *h,
 			 const void *rkey);

@@ -334,3 +334,76 @@ UNIO_TEST(api_rndv_auto_cpu, fast)
 	TEST_ASSERT_EQ(auto_by_cpu(true), TEST_OK);
 	return TEST_OK;
 }
+
+/*
+ * The measure's samples at a change of scheme (entry 39): a pipeline during whose flight a
+ * get started is no sample (the get, on the receiver's core, runs before the pipeline's
+ * fragments behind it are copied out), one alone is; and a probe burst goes on past its
+ * length until it has its samples.  Rendezvous started and delivered without a transfer.
+ */
+UNIO_TEST(api_rndv_measure_transition, fast)
+{
+	static const char *const ovr[] = { "TLS", "shm,self", "RNDV_SCHEME", "measure",
+					   "RNDV_SPLIT_MIN", "256k", NULL };
+	struct unio_request r[4];
+	struct proto_adapt_class *c;
+	struct api_pair p;
+	unio_ep_t *ep;
+	bool g[4];
+	int rc = api_pair_open(&p, ovr, "shm");
+
+	TEST_ASSERT_EQ(rc, TEST_OK);
+	ep = rx_ep(&p);
+	if (ep == NULL || !ep->lane.rndv_adapt || ep->lane.rndv_thresh > LEN_MIN) {
+		api_pair_close(&p);
+		TEST_ASSERT(0, "no measured scheme on the shm lane for %d bytes", LEN_MIN);
+	}
+	c = &ep->adapt.cls[63 - __builtin_clzll(LEN_MIN) - ep->adapt.shift];
+	memset(r, 0, sizeof(r));
+	/* a pipeline (no key offered), then a get (the first choice) while it is in flight */
+	g[0] = unio_proto_test_rndv_start(&r[0], ep, LEN_MIN, false);
+	g[1] = unio_proto_test_rndv_start(&r[1], ep, LEN_MIN, true);
+	unio_proto_test_rndv_done(&r[1], true);
+	unio_proto_test_rndv_done(&r[0], false);
+	TEST_LOG("pipeline with a get started meanwhile: %" PRIu64 " pipeline, %" PRIu64
+		 " get bytes sampled", c->bytes[PROTO_ADAPT_PIPE], c->bytes[PROTO_ADAPT_GET]);
+	rc = !g[0] && g[1] && c->bytes[PROTO_ADAPT_PIPE] == 0 &&
+	     c->bytes[PROTO_ADAPT_GET] == 0 && ep->adapt.flight[0] == 0 &&
+	     ep->adapt.flight[1] == 0 ? TEST_OK : TEST_FAIL;
+	/* alone, each is a sample */
+	if (rc == TEST_OK) {
+		g[2] = unio_proto_test_rndv_start(&r[2], ep, LEN_MIN, false);
+		unio_proto_test_rndv_done(&r[2], false);
+		rc = !g[2] && c->bytes[PROTO_ADAPT_PIPE] == LEN_MIN ? TEST_OK : TEST_FAIL;
+	}
+	/*
+	 * get chosen (cheaper), a pipeline burst whose length ran out without a sample: it goes
+	 * on (the pipeline chosen) until half its length (here 2) are samples, then get
+	 */
+	if (rc == TEST_OK) {
+		c->ticks[PROTO_ADAPT_GET] = LEN_MIN;
+		c->bytes[PROTO_ADAPT_GET] = LEN_MIN;
+		c->ticks[PROTO_ADAPT_PIPE] = 4 * (uint64_t)LEN_MIN;
+		c->bytes[PROTO_ADAPT_PIPE] = LEN_MIN;
+		c->best = PROTO_ADAPT_GET;
+		c->probe = PROTO_ADAPT_PIPE;
+		c->probe_left = 0;
+		c->probe_want = 2;
+		c->probe_got = 0;
+		c->probe_more = 8;
+		for (unsigned int i = 0; i < 2 && rc == TEST_OK; i++) {
+			g[3] = unio_proto_test_rndv_start(&r[3], ep, LEN_MIN, true);
+			unio_proto_test_rndv_done(&r[3], g[3]);
+			rc = !g[3] ? TEST_OK : TEST_FAIL;
+		}
+		if (rc == TEST_OK) {
+			g[3] = unio_proto_test_rndv_start(&r[3], ep, LEN_MIN, true);
+			unio_proto_test_rndv_done(&r[3], g[3]);
+			rc = g[3] && c->probe_want == 0 ? TEST_OK : TEST_FAIL;
+		}
+	}
+	log_info(ep);
+	api_pair_close(&p);
+	TEST_ASSERT_EQ(rc, TEST_OK);
+	return TEST_OK;
+}
