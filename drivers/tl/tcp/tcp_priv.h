@@ -183,6 +183,8 @@ struct tcp_conn {
 	bool more_held;               /* the last send was MSG_MORE: the kernel may hold it */
 	uint64_t tx_epoch;            /* the iface's epoch at the last send */
 	unsigned int tx_epoch_sends;  /* sends in that epoch */
+	unsigned int more_max;        /* frames up to this size may go with MSG_MORE: a
+				       * quarter of the connection's MSS (0: not read yet) */
 	bool dual;                    /* the peer sends on its own connection (sim. connect) */
 	uint32_t rx_quiet;            /* busy mode: empty reads since data or a send */
 	uint32_t cold_at;             /* rx_quiet from which it is not read blindly */
