@@ -109,7 +109,8 @@ say "built in $bdir/build: libunio.so for $(aarch64-linux-gnu-readelf -h \
 #   (a new fast test that needs them belongs here, or the CI's aarch64 step fails):
 cma_tests="am_rndv_split rma_host_sizes rma_fence_order rma_key_bounds
 	rma_stale_keys api_close_answer_delivered api_flush_blocking api_proto_fuzz
-	api_rndv_auto_measure api_rndv_auto_measure_am api_rndv_auto_forced"
+	api_rndv_auto_measure api_rndv_auto_measure_am api_rndv_auto_forced api_rndv_auto_cpu
+	api_rndv_measure_transition"
 #   not a test of the aarch64 build (the tree's habits; a program built by the host's cc
 #   against the installed library), checked by the x86 suites:
 native_tests="devtools_check install_pkgconfig"
