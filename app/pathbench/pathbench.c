@@ -410,6 +410,16 @@ run_am(unio_worker_t *wa, unio_worker_t *wb, unio_ep_t *ep, uint64_t n)
 	return r.bad != 0 ? fail("am: bad message", UNIO_ERR_IO) : 0;
 }
 
+/* Monotonic time in ns, for the timed batches. */
+static double
+now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
 /* the fastest batch of idle progress calls, in ns per call */
 static double
 time_idle(unio_worker_t *w)
@@ -417,15 +427,11 @@ time_idle(unio_worker_t *w)
 	double best = 1e30;
 
 	for (unsigned int b = 0; b < 50; b++) {
-		struct timespec t0, t1;
-		double ns;
+		double ns = now_ns();
 
-		clock_gettime(CLOCK_MONOTONIC, &t0);
 		for (unsigned int i = 0; i < 100000; i++)
 			pb_idle(w);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		ns = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) /
-		     100000.0;
+		ns = (now_ns() - ns) / 100000.0;
 		if (ns < best)
 			best = ns;
 	}
@@ -506,16 +512,12 @@ run_tag_rtt(unio_worker_t *wa, unio_worker_t *wb, unio_ep_t *ab, uint64_t n)
 		double best = 1e30;
 
 		for (unsigned int b = 0; b < 200; b++) {
-			struct timespec t0, t1;
-			double ns;
+			double ns = now_ns();
 
-			clock_gettime(CLOCK_MONOTONIC, &t0);
 			for (unsigned int i = 0; i < 10000; i++)
 				if (pb_tag_rtt(&t) != 0)
 					return fail("tag round trip (timed)", UNIO_ERR_IO);
-			clock_gettime(CLOCK_MONOTONIC, &t1);
-			ns = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 +
-			      (double)(t1.tv_nsec - t0.tv_nsec)) / 10000.0;
+			ns = (now_ns() - ns) / 10000.0;
 			if (ns < best)
 				best = ns;
 		}
