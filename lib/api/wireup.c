@@ -780,20 +780,17 @@ static void
 listener_say_why(struct unio_worker *w, const struct sockaddr *sa, socklen_t len, int err)
 {
 	struct sockaddr_storage own;
-	struct wire_sockaddr want;
+	struct wire_sockaddr want, o;
 	struct unio_tl_iface *ifc = NULL;
 
 	if (sa_to_wire(sa, len, &want) == 0) {
 		want.port = 0;   /* any port: whose address is it? */
 		ifc = sockaddr_iface(w, &want, &own);
 	}
-	if (ifc != NULL)
+	if (ifc != NULL && sa_to_wire((const struct sockaddr *)&own, sizeof(own), &o) == 0)
 		API_LOG(ERR, "listener: cannot bind/listen: %s; the address is %s/%s's, which "
 			"takes connection requests on its UDP port %u only: listen on that port "
-			"(or 0)", strerror(err), ifc->driver->name, ifc->dev_name,
-			ntohs(own.ss_family == AF_INET6 ?
-			      ((const struct sockaddr_in6 *)&own)->sin6_port :
-			      ((const struct sockaddr_in *)&own)->sin_port));
+			"(or 0)", strerror(err), ifc->driver->name, ifc->dev_name, ntohs(o.port));
 	else
 		API_LOG(ERR, "listener: cannot bind/listen: %s", strerror(err));
 }
@@ -1127,20 +1124,13 @@ static void
 sa_name(const struct sockaddr *sa, socklen_t len, char *buf, size_t size)
 {
 	char ip[INET6_ADDRSTRLEN] = "?";
-	unsigned int port = 0;
+	struct wire_sockaddr w;
 
-	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
-		const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
-
-		inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip));
-		port = ntohs(sin->sin_port);
-	} else if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
-		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
-
-		inet_ntop(AF_INET6, &sin6->sin6_addr, ip, sizeof(ip));
-		port = ntohs(sin6->sin6_port);
-	}
-	snprintf(buf, size, "%s port %u", ip, port);
+	if (sa_to_wire(sa, len, &w) != 0)
+		w.port = 0;
+	else
+		inet_ntop(w.family, w.addr, ip, sizeof(ip));
+	snprintf(buf, size, "%s port %u", ip, ntohs(w.port));
 }
 
 /*
