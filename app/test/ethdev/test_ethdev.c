@@ -1840,6 +1840,56 @@ UNIO_TEST(ethdev_ack_due, fast)
 	return TEST_OK;
 }
 
+/*
+ * Which data frames carry a TSC for the peer to echo (eth_frame_tsc()): every one until the
+ * first RTT sample; then of the frames sent while nothing is in flight (every frame of a
+ * ping-pong) one in ETH_TIME_EVERY, and every frame sent behind others.
+ */
+UNIO_TEST(ethdev_frame_timing, fast)
+{
+	static struct eth_iface ei;
+	static struct eth_ep ep;
+	unsigned int timed = 0;
+	uint64_t now = 1000;
+
+	ep.ei = &ei;
+	ep.cwnd = ETH_INIT_CWND;
+	/* no sample yet: every frame is timed */
+	for (int i = 0; i < 20; i++)
+		TEST_ASSERT_EQ(eth_frame_tsc(&ep, ++now), now);
+	/* a ping-pong (nothing in flight when the answer goes): one frame in ETH_TIME_EVERY */
+	ep.srtt = 5000;
+	for (unsigned int i = 0; i < 100 * ETH_TIME_EVERY; i++) {
+		uint64_t t = eth_frame_tsc(&ep, ++now);
+
+		TEST_ASSERT(t == 0 || t == now, "frame %u stamped %" PRIu64 " at %" PRIu64, i, t,
+			    now);
+		if (t != 0) {
+			TEST_ASSERT_EQ((i + 1) % ETH_TIME_EVERY, 0);
+			timed++;
+		}
+	}
+	TEST_ASSERT_EQ(timed, 100);
+	/* a burst: the frames behind the first are all timed, however small the window use */
+	ep.snd_una = ep.snd_nxt = 1000;
+	timed = 0;
+	for (unsigned int i = 0; i < ETH_WIN; i++) {
+		uint64_t t = eth_frame_tsc(&ep, ++now);
+
+		TEST_ASSERT(i == 0 || t == now, "frame %u of a burst untimed", i);
+		timed += t != 0;
+		ep.snd_nxt++;
+	}
+	TEST_ASSERT(timed >= ETH_WIN - 1, "%u of %u timed", timed, ETH_WIN);
+	/* the burst acked: idle sends again, and the count restarts after the timed frames */
+	ep.snd_una = ep.snd_nxt;
+	timed = 0;
+	for (unsigned int i = 0; i < 10 * ETH_TIME_EVERY; i++)
+		timed += eth_frame_tsc(&ep, ++now) != 0;
+	TEST_ASSERT_EQ(timed, 10);
+	return TEST_OK;
+}
+
 /* Two workers on one port: queue pairs, steering between them, delivery inside the port. */
 UNIO_TEST(ethdev_two_queues, mp)
 {

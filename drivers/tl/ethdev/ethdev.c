@@ -210,13 +210,14 @@ build_sack(const struct eth_ep *ep)
 }
 
 /*
- * Fill the ack fields of an outgoing frame and compute its checksums.  A @p fresh frame was
- * laid out from the ep's template (wire_init()), which holds the connection ids as they are
- * now; a copy of an older one (retransmit()) gets them anew: it may have been sent before we
- * knew the peer's id, or before this ep joined the peer's dial.
+ * Fill the ack fields of an outgoing frame and compute its checksums; it carries @p tsc for
+ * the peer to echo (0: not timed, eth_frame_tsc()).  A @p fresh frame was laid out from the
+ * ep's template (wire_init()), which holds the connection ids as they are now; a copy of an
+ * older one (retransmit()) gets them anew: it may have been sent before we knew the peer's
+ * id, or before this ep joined the peer's dial.
  */
 static __rte_always_inline void
-stamp(struct eth_ep *ep, struct rte_mbuf *m, uint64_t now, bool fresh)
+stamp(struct eth_ep *ep, struct rte_mbuf *m, uint64_t now, uint64_t tsc, bool fresh)
 {
 	struct eth_wire *w = frame_wire(m);
 
@@ -227,7 +228,7 @@ stamp(struct eth_ep *ep, struct rte_mbuf *m, uint64_t now, bool fresh)
 	w->ack = ep->rcv_nxt;
 	w->sack = build_sack(ep);
 	w->credit = (uint16_t)(ETH_WIN - ep->n_ooo);
-	w->tsc = now;
+	w->tsc = tsc;
 	w->tsc_echo = ep->echo_tsc;
 	w->echo_delay = ep->echo_tsc == 0 ? 0 : tsc_to_us(ep->ei, tsc_since(now, ep->echo_rx));
 	if (ep->ack_pending) {          /* this frame carries the ack it owed */
@@ -386,7 +387,7 @@ send_ack(struct eth_ep *ep, uint64_t now)
 	m = frame_new(ep, ETH_FT_ACK, 0);
 	if (m == NULL)
 		return;
-	stamp(ep, m, now, true);
+	stamp(ep, m, now, now, true);
 	eth_txq_push(ep->ei, m);
 	ep->ei->st.tx_acks++;
 }
@@ -540,7 +541,7 @@ retransmit(struct eth_ep *ep, uint32_t seq, uint64_t now)
 		ei->st.tx_no_mbuf++;
 		return;
 	}
-	stamp(ep, c, now, false);
+	stamp(ep, c, now, now, false);   /* always timed: Eifel (ack_input()) reads its echo */
 	eth_txq_push(ei, c);
 	s->tx_tsc = now;
 	s->nretx++;
@@ -614,7 +615,7 @@ frame_keep(struct eth_ep *ep, struct rte_mbuf *m, uint16_t len, uint64_t now)
 {
 	struct eth_slot *s = &ep->snd[ep->snd_nxt % ETH_WIN];
 
-	stamp(ep, m, now, true);
+	stamp(ep, m, now, eth_frame_tsc(ep, now), true);
 	if (likely(m->next == NULL))
 		rte_mbuf_refcnt_set(m, 2);
 	else

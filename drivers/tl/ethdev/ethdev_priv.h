@@ -47,6 +47,7 @@ extern int ethdev_logtype;
 #define ETH_ACK_EVERY    16u       /* frames received before an ack goes out at once */
 #define ETH_ACK_DELAY_US 20u       /* else it waits this long after the latest frame */
 #define ETH_ACK_MAX_US   100u      /* ... and at most this long after the oldest unacked one */
+#define ETH_TIME_EVERY   8u        /* frames sent with nothing in flight: one in this many timed */
 #define ETH_NB_DESC      1024u     /* rx / tx descriptors per queue */
 #define ETH_TXQ_LEN      1024u     /* frames waiting for the tx queue (power of two) */
 #define ETH_MAX_MSG      (64u * 1024u)
@@ -100,7 +101,7 @@ struct eth_wire {
 	uint32_t msg_len;      /**< data: bytes of the whole message */
 	uint32_t dial;         /**< a dialled connection's random id, both ways; else 0 */
 	uint64_t sack;         /**< bit i: ack + 1 + i was received */
-	uint64_t tsc;          /**< sender's TSC at transmission */
+	uint64_t tsc;          /**< sender's TSC at transmission; 0: not timed */
 	uint64_t tsc_echo;     /**< the peer's tsc of the latest data frame received */
 	uint8_t pad[2];        /**< 62 bytes: the payload starts 8-byte aligned in the frame */
 } __rte_packed;
@@ -277,6 +278,7 @@ struct eth_ep {
 				 *   most cwnd + 1) */
 	uint64_t cc_echo;      /**< newest echoed TSC the window took a sample from */
 	unsigned int n_timeouts;
+	unsigned int n_untimed;  /**< data frames sent untimed since the last timed one */
 	unsigned int n_comps;
 	struct eth_comp comps[ETH_MAX_COMPS];
 	struct eth_zc_set *zc;
@@ -640,6 +642,25 @@ eth_ack_due(const struct eth_ep *ep, uint64_t now)
 
 	return ep->n_unacked >= ETH_ACK_EVERY || ep->n_ooo != 0 ||
 	       now - ep->ack_last >= ei->ack_delay || now - ep->ack_since >= ei->ack_max;
+}
+
+/*
+ * The TSC a new data frame of @p ep carries for the peer to echo (an RTT sample for the RTO,
+ * the probe and the congestion window), or 0: not timed.  A frame sent while nothing is in
+ * flight (every frame of a ping-pong, the first of a burst) cannot have been held back by
+ * the window, so its sample has nothing to decide there, and the RTO (10 ms floor) and the
+ * probe need few: one such frame in ETH_TIME_EVERY is timed (and every one until the first
+ * sample).  A frame sent behind others is timed, as every frame was before.  An untimed
+ * frame is echoed as 0: the peer computes no hold time (echo_delay) for its answer, and
+ * this side takes no RTT sample and makes no window update for the ack.
+ */
+static inline uint64_t
+eth_frame_tsc(struct eth_ep *ep, uint64_t now)
+{
+	if (ep->snd_nxt == ep->snd_una && ++ep->n_untimed < ETH_TIME_EVERY && ep->srtt != 0)
+		return 0;
+	ep->n_untimed = 0;
+	return now;
 }
 
 /* The iface's counters, with the protocol layer's refusals of connection requests. */
