@@ -179,7 +179,11 @@ typedef void (*unio_request_cb_t)(unio_request_t *req, unio_status_t status,
 /** Always return a request, even when the operation completes at once. */
 #define UNIO_REQ_FLAG_NO_IMM_COMPLETION (1u << 0)
 
-/** Per-operation parameters; NULL means all defaults. */
+/**
+ * Per-operation parameters; NULL means all defaults.  A field_mask bit or a flag that is not
+ * UNIO_REQ_PARAM_* / UNIO_REQ_FLAG_*: the AM, RMA and flush calls return
+ * UNIO_ERR_INVALID_PARAM.
+ */
 struct unio_request_param {
 	uint64_t field_mask;                /**< UNIO_REQ_PARAM_* */
 	unio_request_cb_t cb;

@@ -77,8 +77,9 @@ struct unio_mem_attr {
  * Map memory for remote access: register @p params->address or allocate
  * (UNIO_MEM_MAP_FLAG_ALLOCATE).
  *
- * @return UNIO_OK with *memh_p set; UNIO_ERR_INVALID_PARAM, UNIO_ERR_UNSUPPORTED (a memory
- *         type with no driver), UNIO_ERR_NO_MEMORY, UNIO_ERR_NO_RESOURCE (too many regions).
+ * @return UNIO_OK with *memh_p set; UNIO_ERR_INVALID_PARAM (also: a field_mask bit or a
+ *         memory type no version defines), UNIO_ERR_UNSUPPORTED (a memory type with no
+ *         driver), UNIO_ERR_NO_MEMORY, UNIO_ERR_NO_RESOURCE (too many regions).
  */
 unio_status_t unio_mem_map(unio_worker_t *worker, const struct unio_mem_map_params *params,
 			   unio_mem_h *memh_p);

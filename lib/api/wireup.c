@@ -1580,7 +1580,7 @@ unio_ep_flush(unio_ep_t *ep, const struct unio_request_param *param, unio_reques
 {
 	unio_status_t st;
 
-	if (ep == NULL)
+	if (ep == NULL || proto_req_param_bad(param))
 		return UNIO_ERR_INVALID_PARAM;
 	worker_lock(ep->worker);
 	st = ep->state == EP_CONNECTED || ep->state == EP_CONNECTING ?
@@ -1595,7 +1595,7 @@ unio_worker_flush(unio_worker_t *w, const struct unio_request_param *param,
 {
 	unio_status_t st;
 
-	if (w == NULL)
+	if (w == NULL || proto_req_param_bad(param))
 		return UNIO_ERR_INVALID_PARAM;
 	worker_lock(w);
 	st = flush_start(w, NULL, false, param, req_p);

@@ -387,7 +387,8 @@ am_send_checked(struct unio_ep *ep, unsigned int id, const void *header, size_t 
 		     header_len >= AM_EAGER_REPLY || (buf == NULL && len != 0) ||
 		     (flags & ~(UNIO_AM_SEND_FLAG_EAGER | UNIO_AM_SEND_FLAG_RNDV |
 				UNIO_AM_SEND_FLAG_REPLY)) != 0 ||
-		     (flags & UNIO_AM_SEND_FLAG_EAGER && flags & UNIO_AM_SEND_FLAG_RNDV)))
+		     (flags & UNIO_AM_SEND_FLAG_EAGER && flags & UNIO_AM_SEND_FLAG_RNDV) ||
+		     proto_req_param_bad(param)))
 		return UNIO_ERR_INVALID_PARAM;
 	if (unlikely(proto_feature_missing(ep->worker, UNIO_FEATURE_AM, "am_send")))
 		return UNIO_ERR_UNSUPPORTED;
@@ -717,7 +718,8 @@ unio_am_recv_data(unio_worker_t *w, void *desc, void *buf, size_t len,
 	struct am_item *it;
 	unio_status_t st = UNIO_ERR_INVALID_PARAM;
 
-	if (w == NULL || w->am == NULL || desc == NULL || (buf == NULL && len != 0))
+	if (w == NULL || w->am == NULL || desc == NULL || (buf == NULL && len != 0) ||
+	    proto_req_param_bad(param))
 		return UNIO_ERR_INVALID_PARAM;
 	if (proto_feature_missing(w, UNIO_FEATURE_AM, "am_recv_data"))
 		return UNIO_ERR_UNSUPPORTED;

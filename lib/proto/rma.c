@@ -243,11 +243,15 @@ static unio_status_t
 map_check(const struct unio_mem_map_params *p, unsigned int *flags,
 	  enum unio_memory_type *type)
 {
+	const uint64_t known = UNIO_MEM_MAP_PARAM_ADDRESS | UNIO_MEM_MAP_PARAM_LENGTH |
+			       UNIO_MEM_MAP_PARAM_FLAGS | UNIO_MEM_MAP_PARAM_MEMORY_TYPE;
 	uint64_t fm = p->field_mask;
 
 	*flags = (fm & UNIO_MEM_MAP_PARAM_FLAGS) ? p->flags : 0;
 	*type = (fm & UNIO_MEM_MAP_PARAM_MEMORY_TYPE) ? p->memory_type : UNIO_MEMORY_TYPE_HOST;
-	if (!(fm & UNIO_MEM_MAP_PARAM_LENGTH) || p->length == 0 ||
+	/* an unknown field, or a memory type no version defines (CUDA, ROCm: UNSUPPORTED) */
+	if ((fm & ~known) != 0 || (unsigned int)*type > (unsigned int)UNIO_MEMORY_TYPE_ROCM ||
+	    !(fm & UNIO_MEM_MAP_PARAM_LENGTH) || p->length == 0 ||
 	    (*flags & ~UNIO_MEM_MAP_FLAG_ALLOCATE) != 0 || p->length > (1ull << 47))
 		return UNIO_ERR_INVALID_PARAM;
 	if (!(*flags & UNIO_MEM_MAP_FLAG_ALLOCATE) &&
@@ -1047,7 +1051,7 @@ rma_op_slow(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct un
 {
 	unio_status_t st;
 
-	if (unlikely(ep == NULL || (buf == NULL && len != 0)))
+	if (unlikely(ep == NULL || (buf == NULL && len != 0) || proto_req_param_bad(param)))
 		return UNIO_ERR_INVALID_PARAM;
 	if (unlikely(proto_feature_missing(ep->worker, UNIO_FEATURE_RMA, put ? "put" : "get")))
 		return UNIO_ERR_UNSUPPORTED;
@@ -1105,7 +1109,9 @@ rma_op(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_rk
 		     ep->state != EP_CONNECTED || rk->tl_ep == NULL ||
 		     rk->data.local_ptr == NULL || rk->entry == NULL ||
 		     ep->worker->mode == UNIO_THREAD_MODE_MULTI || ep->worker->n_rma_fenced != 0 ||
-		     (param != NULL && (param->field_mask & UNIO_REQ_PARAM_FLAGS)) ||
+		     (param != NULL && (param->field_mask & ~(uint64_t)(UNIO_REQ_PARAM_CB |
+								UNIO_REQ_PARAM_USER_DATA |
+								UNIO_REQ_PARAM_RECV_INFO))) ||
 		     !rkey_in_range(rk, raddr, len) || !entry_live_mapped(rk, rk->entry)))
 		return rma_op_slow(ep, buf, len, raddr, rk, put, param, req_p);
 	p = (uint8_t *)rk->data.local_ptr + (raddr - rk->base);

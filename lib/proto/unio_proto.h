@@ -587,6 +587,23 @@ struct unio_request *proto_req_lookup(struct unio_worker *w, uint64_t id);
  */
 struct unio_request *proto_req_at_slot(struct unio_worker *w, uint64_t slot);
 
+/** The request parameter fields a call knows. */
+#define PROTO_REQ_PARAM_KNOWN (UNIO_REQ_PARAM_CB | UNIO_REQ_PARAM_USER_DATA | \
+			       UNIO_REQ_PARAM_FLAGS | UNIO_REQ_PARAM_RECV_INFO)
+
+/**
+ * Request parameters a public call must refuse (UNIO_ERR_INVALID_PARAM): a field_mask bit
+ * no version defines, or with UNIO_REQ_PARAM_FLAGS a flag that is not UNIO_REQ_FLAG_*.
+ * NULL (all defaults) is fine.
+ */
+static inline bool
+proto_req_param_bad(const struct unio_request_param *param)
+{
+	return param != NULL && ((param->field_mask & ~(uint64_t)PROTO_REQ_PARAM_KNOWN) != 0 ||
+				 ((param->field_mask & UNIO_REQ_PARAM_FLAGS) &&
+				  (param->flags & ~UNIO_REQ_FLAG_NO_IMM_COMPLETION) != 0));
+}
+
 /** proto_req_hand_out() of a request that is done already (callback and user_data set). */
 unio_status_t proto_req_hand_out_done(struct unio_request *req,
 				      const struct unio_request_param *param,
