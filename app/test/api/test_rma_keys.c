@@ -3,8 +3,9 @@
  * Remote-key security: a key grants its mapped range and nothing else.
  * - forged keys: random bytes of random lengths, and the real key with every byte replaced
  *   by many values (well over 100,000 keys in all), over the self and the host lanes: each
- *   is refused at unpack or by the put; a put that passes lands exactly where the real key
- *   would have put it, and no other byte of the owner's memory changes;
+ *   is refused at unpack or by both a put and a get (the refused get writes no byte of its
+ *   buffer); a put that passes lands exactly where the real key would have put it, the get
+ *   behind it reads exactly that, and no other byte of the owner's memory changes;
  * - every boundary +-1 (start-1, end+1, length 0, a length that overflows);
  * - a key after unmap, and after its registration slot was reused for new memory at the
  *   same address: refused, nothing written.
@@ -120,31 +121,44 @@ unchanged(struct env *e)
 	return memcmp(w, e->shadow, n) == 0;
 }
 
-/* Try one key: put 8 bytes at the real base; count refusals; check what changed. */
+/*
+ * Try one key: put 8 bytes at the real base, then get them back into a guarded buffer;
+ * count refusals; check what changed on both sides.  Put and get are refused together.
+ */
 static int
 try_key(struct env *e, const uint8_t *key, size_t len, unsigned int *refused)
 {
 	static const uint64_t pattern = 0x0123456789abcdefull;
+	uint8_t got[sizeof(pattern) + 8];
 	unio_rkey_t *rk;
-	unio_status_t st;
+	unio_status_t st, gs;
 	size_t off = e->raw != NULL ? GUARD : 0;
 
 	if (unio_ep_rkey_unpack(e->ep, key, len, &rk) != UNIO_OK) {
 		(*refused)++;
 		return TEST_OK;
 	}
+	memset(got, 0x5c, sizeof(got));
 	st = unio_put(e->ep, &pattern, sizeof(pattern), (uintptr_t)e->base, rk, NULL, NULL);
+	gs = unio_get(e->ep, got, sizeof(pattern), (uintptr_t)e->base, rk, NULL, NULL);
 	unio_rkey_destroy(rk);
 	if (st != UNIO_OK) {
 		TEST_ASSERT(st == UNIO_ERR_OUT_OF_RANGE || st == UNIO_ERR_INVALID_ADDR,
 			    "refused put: unexpected %s", unio_status_string(st));
+		TEST_ASSERT(gs == st, "put refused (%s), get %s", unio_status_string(st),
+			    unio_status_string(gs));
 		TEST_ASSERT(unchanged(e), "a refused put changed memory");
+		for (size_t i = 0; i < sizeof(got); i++)
+			TEST_ASSERT(got[i] == 0x5c, "a refused get wrote its buffer (byte %zu)", i);
 		(*refused)++;
 		return TEST_OK;
 	}
 	/* accepted: only an inert byte changed; the write went exactly where it should */
 	memcpy(e->shadow + off, &pattern, sizeof(pattern));
 	TEST_ASSERT(unchanged(e), "an accepted mutated key wrote somewhere else");
+	TEST_ASSERT_STATUS(gs, UNIO_OK);
+	TEST_ASSERT(memcmp(got, &pattern, sizeof(pattern)) == 0 && got[sizeof(pattern)] == 0x5c,
+		    "an accepted mutated key's get read something else");
 	return TEST_OK;
 }
 

@@ -3,7 +3,8 @@
  * ethdev driver tests: two real processes, each in its own network namespace (or joined by
  * memif), exchange checksummed messages of many sizes through the driver's ifaces in both
  * directions and check exact counts and order.  Variants add 5 % random loss in a bridge
- * namespace, a raw-socket fuzzer in the peer namespace, and kernel ping / arping.
+ * namespace, a raw-socket fuzzer in the peer namespace, and kernel ping / arping.  A loss
+ * or rate-limited bridge is checked to have been there (nft drop counters, tbf bytes sent).
  * Every test builds its topology with usertools/unio-topology.sh under a unique name and
  * tears it down on every path.
  */
@@ -1132,9 +1133,14 @@ ethdev_peer_run(int argc, char **argv)
 		memif_server_wait(&p);
 	unio_tl_ethdev_stats(p.iface, &s);
 	stats_log(&p, &s, test_now_s() - t0);
-	if (strcmp(mode, "stream") == 0 && role == 1)
-		printf("ethdev stream goodput: %.1f Mbit/s\n",
-		       (double)p.rx_bytes * 8 / 1e6 / (test_now_s() - t0 - 0.3));
+	if (strcmp(mode, "stream") == 0 && role == 1) {
+		double mbits = (double)p.rx_bytes * 8 / 1e6 / (test_now_s() - t0 - 0.3);
+		const char *floor = getenv("UNIO_TEST_ETH_MIN_MBITS");
+
+		printf("ethdev stream goodput: %.1f Mbit/s\n", mbits);
+		TEST_ASSERT(floor == NULL || mbits >= atof(floor),
+			    "goodput %.1f Mbit/s, below the %s asked", mbits, floor);
+	}
 	if (strcmp(mode, "stream") == 0 && role == 0) {
 		TEST_LOG("retransmitted %.2f %% of the data bytes",
 			 100.0 * (double)s.tx_retx_bytes / (double)s.tx_data_bytes);
@@ -1238,6 +1244,60 @@ run_pair(const struct pair_run *r, const char *ns_a, const char *ns_b, const cha
 	return ra == 0 && rb == 0 ? TEST_OK : TEST_FAIL;
 }
 
+/*
+ * The loss of a "--loss PCT" bridge was there, not only asked for: the frames its nft rules
+ * dropped (their counters) are PCT % (+- 40 % of it) of the frames its two ports received
+ * (UDP is nearly all of them: data, acks; ARP and the kernel's IPv6 chatter are not dropped).
+ * The tests through loss otherwise show only that everything arrived.
+ */
+static int
+loss_applied(const char *name, const char *extra)
+{
+	static char out[8192];
+	const char *p = strstr(extra, "--loss ");
+	double want = p != NULL ? atof(p + 7) : 0, drops = 0, rx = 0, pct;
+	char *q;
+
+	TEST_ASSERT(want > 0, "no --loss in '%s'", extra);
+	TEST_ASSERT(test_capture(out, sizeof(out), "ip netns exec %s-m nft list table netdev unio",
+				 name) == 0, "nft: %s", out);
+	for (p = out; (p = strstr(p, "counter packets ")) != NULL; p++)
+		drops += strtod(p + strlen("counter packets "), NULL);
+	TEST_ASSERT(test_capture(out, sizeof(out), "ip netns exec %s-m cat "
+				 "/sys/class/net/ma/statistics/rx_packets "
+				 "/sys/class/net/mb/statistics/rx_packets", name) == 0,
+		    "bridge port counters: %s", out);
+	rx = strtod(out, &q);
+	rx += strtod(q, NULL);
+	pct = rx > 0 ? 100.0 * drops / rx : 0;
+	TEST_LOG("the bridge dropped %.0f of %.0f frames (%.2f %%, %.0f %% asked)", drops, rx, pct,
+		 want);
+	TEST_ASSERT(rx > 1000 && pct >= 0.6 * want && pct <= 1.4 * want,
+		    "%.2f %% of %.0f frames dropped, not about %.0f %%", pct, rx, want);
+	return TEST_OK;
+}
+
+/*
+ * The rate limit of a "--rate" bridge was there: its tbf qdisc on mb sent at least
+ * @p bytes (the stream's data crossed it, not some other path).
+ */
+static int
+rate_applied(const char *name, uint64_t bytes)
+{
+	static char out[4096];
+	const char *p;
+	double sent;
+
+	TEST_ASSERT(test_capture(out, sizeof(out), "ip netns exec %s-m tc -s qdisc show dev mb",
+				 name) == 0 && strstr(out, "qdisc tbf") != NULL &&
+		    (p = strstr(out, "Sent ")) != NULL, "no tbf qdisc on mb: %s", out);
+	sent = strtod(p + strlen("Sent "), NULL);
+	TEST_LOG("the tbf qdisc sent %.0f bytes (%" PRIu64 " of data at least)", sent, bytes);
+	TEST_ASSERT(sent >= (double)bytes, "the tbf qdisc sent %.0f bytes, less than the %" PRIu64
+		    " of the stream", sent, bytes);
+	return TEST_OK;
+}
+
 static int
 netns_pair(const struct pair_run *r)
 {
@@ -1261,6 +1321,11 @@ netns_pair(const struct pair_run *r)
 		return TEST_FAIL;
 	}
 	rc = run_pair(r, na, nb, va, vb);
+	if (rc == TEST_OK && strstr(r->extra, "--loss") != NULL)
+		rc = loss_applied(name, r->extra);
+	if (rc == TEST_OK && strstr(r->extra, "--rate") != NULL)
+		rc = rate_applied(name, strcmp(r->sizes, "8k") == 0 ?
+					strtoull(r->n, NULL, 10) * 8192 : 1u << 20);
 	test_topology(r->kind, "down", name, "");
 	return rc;
 }
@@ -1933,6 +1998,24 @@ UNIO_TEST(ethdev_tbf_100mbit, slow)
 {
 	return netns_pair(&(struct pair_run){ "bridge", "net_af_packet", "--rate 100mbit",
 					      "2000", "8k", "0", "stream" });
+}
+
+/*
+ * Issue 8's figure through the 100 Mbit/s bottleneck: the receiver's goodput must reach
+ * 85 Mbit/s (UNIO_TEST_ETH_MIN_MBITS), with less than 10 % of the bytes retransmitted as in
+ * ethdev_tbf_100mbit.  Suite "open": on this shared 2-core VM the wall-clock goodput went
+ * from 45 to 92 Mbit/s with the load (doc/guides/drivers/ethdev.md, "Measured here"), so CI
+ * does not hold it; run it by hand on a quiet host.
+ */
+UNIO_TEST(ethdev_tbf_100mbit_goodput, open)
+{
+	int rc;
+
+	setenv("UNIO_TEST_ETH_MIN_MBITS", "85", 1);
+	rc = netns_pair(&(struct pair_run){ "bridge", "net_af_packet", "--rate 100mbit", "2000",
+					    "8k", "0", "stream" });
+	unsetenv("UNIO_TEST_ETH_MIN_MBITS");
+	return rc;
 }
 
 /* Ask process @p pid's DPDK telemetry socket @p cmd; the reply (JSON) goes to @p out. */
