@@ -151,10 +151,12 @@ static const struct cfg_row cfg_table[] = {
 	  "Per-component levels can be set with EAL's --log-level=unio.<component>:<level>.  "
 	  "EAL's own logs (lib.*, when Unio initialises EAL) show errors up to warn and follow "
 	  "above it up to info; --log-level=lib.eal:debug among the EAL arguments for more." },
-	{ "MAX_RNDV_RAILS", CFG_INT, "2", OFF(max_rndv_rails), NULL, 1, 8,
+	{ "MAX_RNDV_RAILS", CFG_INT, "1", OFF(max_rndv_rails), NULL, 1, 8,
 	  "Most lanes a rendezvous pull of 256 KiB or more is striped over (4 at most are "
 	  "used): the ep's lane and up to N-1 rails, eps to the same peer from other ifaces of "
-	  "the lane's driver (tcp: other interfaces, for a peer on this host).  1: one lane." },
+	  "the lane's driver (tcp: other interfaces, for a peer on this host).  1 (the "
+	  "default): one lane; over loopback tcp a second rail made 4 MiB tag_bw slower "
+	  "(doc/guides/drivers/tcp.md, entry 16)." },
 	{ "NET_DEVICES", CFG_LIST, "all", OFF(net_devices), NULL, 0, 0,
 	  "Network devices (kernel interface names or DPDK port names, globs allowed) the network "
 	  "drivers may use; '^' denies.  Consumers: the tcp driver (loopback 'lo' only reaches the "
