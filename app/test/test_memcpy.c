@@ -3,13 +3,16 @@
  * unio_memcpy_part(): every routine it picks (memcpy, the backward AVX2 loop for aliased
  * pairs, the forward one for pairs not 32 bytes apart, non-temporal stores) copies exactly
  * the bytes asked, at every alignment of source and destination and at the lengths around
- * each routine's edges, and writes nothing around the destination.
+ * each routine's edges, and writes nothing around the destination.  unio_cpu_vendor(), whose
+ * answer sets UNIO_COPY_LOOP_MAX=auto, names the vendor /proc/cpuinfo names.
  */
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <sys/mman.h>
 
 #include "unio_config_priv.h"
+#include "unio_cpu.h"
 #include "unio_memcpy.h"
 #include "unio_test.h"
 
@@ -236,5 +239,29 @@ UNIO_TEST(memcpy_config_rows, fast)
 	TEST_ASSERT_STATUS(unio_config_snapshot(&cfg), UNIO_OK);
 	unio_memcpy_configure(&cfg);
 	unio_memcpy_configure(NULL);   /* ignored */
+	return TEST_OK;
+}
+
+/* The vendor the one core helper reports is the kernel's vendor_id (x86-64; other: none). */
+UNIO_TEST(cpu_vendor, fast)
+{
+	enum unio_cpu_vendor v = unio_cpu_vendor(), want = UNIO_CPU_OTHER;
+#if defined(__x86_64__)
+	char line[256];
+	FILE *f = fopen("/proc/cpuinfo", "r");
+
+	TEST_ASSERT(f != NULL, "/proc/cpuinfo");
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "vendor_id", 9) != 0)
+			continue;
+		want = strstr(line, "GenuineIntel") != NULL ? UNIO_CPU_INTEL :
+		       strstr(line, "AuthenticAMD") != NULL ? UNIO_CPU_AMD : UNIO_CPU_OTHER;
+		break;
+	}
+	fclose(f);
+#endif
+	TEST_LOG("vendor %d, /proc/cpuinfo %d", (int)v, (int)want);
+	TEST_ASSERT_EQ((int)v, (int)want);
+	TEST_ASSERT_EQ((int)unio_cpu_vendor(), (int)v);   /* the same on every call */
 	return TEST_OK;
 }

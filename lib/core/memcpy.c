@@ -37,6 +37,7 @@
 #endif
 
 #include "unio_config_priv.h"
+#include "unio_cpu.h"
 #include "unio_memcpy.h"
 
 #define ALIAS_WINDOW 64        /* (dst - src) mod 4096 in [1, ALIAS_WINDOW) goes backwards */
@@ -59,7 +60,7 @@ memcpy_probe(void)
 
 	__builtin_cpu_init();
 	have_avx2 = __builtin_cpu_supports("avx2");
-	if (__builtin_cpu_is("intel")) {
+	if (unio_cpu_vendor() == UNIO_CPU_INTEL) {
 		l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
 		loop_max_auto = l2 > 0 ? (size_t)l2 / 2 : (size_t)1 << 20;
 	}

@@ -11,6 +11,7 @@
 #include <rte_cycles.h>
 #include <rte_log.h>
 
+#include "unio_cpu.h"
 #include "unio_log.h"
 #include "unio_proto.h"
 
@@ -167,17 +168,6 @@ lane_zcopy_thresh(const struct unio_config *cfg, const struct unio_tl_iface_attr
 #define PROTO_SPLIT_MIN_AMD     (256 * 1024)
 #define PROTO_SPLIT_MIN_DEFAULT (64 * 1024)
 
-bool
-unio_proto_cpu_amd(void)
-{
-#if defined(__x86_64__)
-	__builtin_cpu_init();
-	return __builtin_cpu_is("amd");
-#else
-	return false;
-#endif
-}
-
 static void
 lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *a,
 		uint64_t cap, struct proto_lane *lane)
@@ -224,7 +214,8 @@ lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *
 	 * measure: by measure on every CPU.  split: the split wherever the lane can get and put
 	 * (the auto choice on one host from split_min).
 	 */
-	amd_pipe = host_auto && cfg->rndv_scheme == UNIO_RNDV_SCHEME_AUTO && unio_proto_cpu_amd();
+	amd_pipe = host_auto && cfg->rndv_scheme == UNIO_RNDV_SCHEME_AUTO &&
+		   unio_cpu_vendor() == UNIO_CPU_AMD;
 	lane->rndv_adapt = host_auto && (cap & UNIO_TL_CAP_GET_ZCOPY) && !amd_pipe;
 	if (lane->rndv_scheme == UNIO_RNDV_SCHEME_AUTO ||
 	    lane->rndv_scheme == UNIO_RNDV_SCHEME_SPLIT)

@@ -850,12 +850,6 @@ bool proto_rndv_recv_pull(struct unio_request *req, struct unio_ep *ep, size_t s
 void proto_rndv_delivered(struct unio_request *req, bool by_get, bool ok);
 /** unio_ep_print_info(): the rendezvous counts and the auto scheme's measure of @p ep. */
 void proto_rndv_print(const struct unio_ep *ep, FILE *f);
-/**
- * Whether this process runs on an AMD CPU: UNIO_RNDV_SCHEME=auto and UNIO_RNDV_SPLIT_MIN=auto
- * choose by it (the pipeline below 256 KiB there; get or pipeline by measure below 64 KiB
- * elsewhere).  False off x86-64.
- */
-bool unio_proto_cpu_amd(void);
 /** Tests: multiply the measure of get and pipeline samples on @p ep by these factors. */
 void unio_proto_rndv_skew(struct unio_ep *ep, uint32_t get_x, uint32_t pipe_x);
 /**

@@ -15,6 +15,7 @@
 
 #include "api_common.h"
 #include "unio_am.h"
+#include "unio_cpu.h"
 #include "unio_proto.h"
 #include "unio_test.h"
 
@@ -306,7 +307,7 @@ static int
 auto_by_cpu(bool am)
 {
 	static const char *const ovr[] = { "TLS", "shm,self", NULL };
-	bool amd = unio_proto_cpu_amd();
+	bool amd = unio_cpu_vendor() == UNIO_CPU_AMD;
 	size_t want_split = amd ? 256 * 1024 : 64 * 1024;
 	struct api_pair p;
 	int rc = api_pair_open(&p, ovr, "shm");

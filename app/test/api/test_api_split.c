@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "api_common.h"
+#include "unio_cpu.h"
 #include "unio_proto.h"
 #include "unio_test.h"
 
@@ -53,7 +54,7 @@ UNIO_TEST(api_rndv_split_selection, fast)
 	static const char *const meas[] = { "TLS", "shm,self", "RNDV_SCHEME", "measure",
 					    "RNDV_SPLIT_MIN", "64k", NULL };
 	/* auto: the pipeline below 256 KiB on an AMD CPU, by measure below 64 KiB elsewhere */
-	const char *dflt_line = unio_proto_cpu_amd() ?
+	const char *dflt_line = unio_cpu_vendor() == UNIO_CPU_AMD ?
 		"..inf: rendezvous pipeline, split get / put from 262144 (shm)" :
 		"..inf: rendezvous get or pipeline by measure, split get / put from 65536 (shm)";
 
