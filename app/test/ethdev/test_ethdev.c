@@ -1575,6 +1575,43 @@ UNIO_TEST(ethdev_cksum, fast)
 }
 
 /*
+ * A PUT or GET_RESP message fills whole frames with its 36-byte header: 46 frames of 1408
+ * bytes at MTU 1500 (a 1 MiB get in 746 frames, not 753), 19 of 3352 at 3442 (314, not
+ * 321), 7 of 8904 at 9000 (118, not 129); never more than ETH_MAX_MSG, and the old chunk
+ * when not even one frame fits.
+ */
+UNIO_TEST(ethdev_rma_chunk_frames, fast)
+{
+	static const struct {
+		size_t frag, chunk, frames_mib;
+	} c[] = {
+		{ 1408, 46 * 1408 - 36, 746 },
+		{ 3352, 19 * 3352 - 36, 314 },
+		{ 8904, 7 * 8904 - 36, 118 },
+		{ 96, 682 * 96 - 36, 10930 },
+	};
+	const size_t hdr = sizeof(struct eth_rma_hdr);
+
+	TEST_ASSERT_EQ(hdr, 36);
+	for (size_t i = 0; i < RTE_DIM(c); i++) {
+		size_t ch = eth_rma_chunk(c[i].frag);
+		size_t rest = (1u << 20) % ch;
+		size_t frames = (1u << 20) / ch * ((ch + hdr) / c[i].frag) +
+				(rest + hdr + c[i].frag - 1) / c[i].frag;
+
+		TEST_ASSERT(ch == c[i].chunk, "frag %zu: chunk %zu, want %zu", c[i].frag, ch,
+			    c[i].chunk);
+		TEST_ASSERT(ch + hdr <= ETH_MAX_MSG && (ch + hdr) % c[i].frag == 0,
+			    "frag %zu: message of %zu bytes", c[i].frag, ch + hdr);
+		TEST_ASSERT(frames == c[i].frames_mib, "frag %zu: %zu frames a MiB, want %zu",
+			    c[i].frag, frames, c[i].frames_mib);
+	}
+	TEST_ASSERT_EQ(eth_rma_chunk(ETH_MAX_MSG), ETH_MAX_MSG - hdr);
+	TEST_ASSERT_EQ(eth_rma_chunk(0), ETH_MAX_MSG - hdr);
+	return TEST_OK;
+}
+
+/*
  * The congestion window fed acks as over af_xdp on a veth: most echo a frame the peer held
  * longer than the sender's bound of the round trip (a path of 0, all host time), one in
  * twelve measures the path.  In slow start the frames a host-time ack acknowledged grow

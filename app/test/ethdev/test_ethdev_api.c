@@ -268,6 +268,7 @@ get_then_put(unio_worker_t *w, unio_ep_t *ep, const struct rkey_msg *theirs, uni
 	const size_t at = MIB - sizeof(junk);
 	unio_request_t *g = NULL, *p = NULL;
 	unio_status_t sg, sp;
+	size_t frag, chunk;
 
 	struct unio_tl_iface *ifc = api_worker_iface(w, "ethdev", NULL);
 	struct unio_tl_ethdev_stats s0, s1;
@@ -282,13 +283,18 @@ get_then_put(unio_worker_t *w, unio_ep_t *ep, const struct rkey_msg *theirs, uni
 	TEST_ASSERT_STATUS(rma_wait(w, sp, &p), UNIO_OK);
 	TEST_ASSERT(memcmp(local, want, MIB) == 0, "a later put changed what a get returned");
 	/*
-	 * The answer: 16 GET_RESP messages of a 64 KiB message's worth (less the header), each
-	 * several frames, copied straight to local as their frames arrived; the 576-byte rest
-	 * fits one frame and goes the ordinary way
+	 * The answer: GET_RESP messages of whole frames (eth_rma_chunk(): 46 frames of 1408
+	 * bytes at MTU 1500, 16 of them a MiB), each copied straight to local as its frames
+	 * arrived, and the rest (12,864 bytes at 1500: ten frames, copied straight too); a rest
+	 * that fits one frame goes the ordinary way.  With 64 KiB - 36 byte chunks it was 16
+	 * and a 576-byte rest.
 	 */
 	TEST_ASSERT_STATUS(unio_tl_ethdev_stats(ifc, &s1), UNIO_OK);
+	frag = ifc->attr.max_short + sizeof(uint64_t);
+	chunk = eth_rma_chunk(frag);
+	TEST_ASSERT_EQ((chunk + sizeof(struct eth_rma_hdr)) % frag, 0);
 	TEST_ASSERT_EQ(s1.rx_get_direct - s0.rx_get_direct,
-		       MIB / (ETH_MAX_MSG - sizeof(struct eth_rma_hdr)));
+		       MIB / chunk + (MIB % chunk + sizeof(struct eth_rma_hdr) > frag));
 	TEST_ASSERT_STATUS(rma_wait(w, unio_get(ep, local, sizeof(junk), theirs->addr + at, rkey,
 						 NULL, &g), &g), UNIO_OK);
 	TEST_ASSERT(memcmp(local, junk, sizeof(junk)) == 0, "the put did not land");

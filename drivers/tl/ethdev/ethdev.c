@@ -137,6 +137,16 @@ frame_alloc(struct eth_iface *ei)
 	return ei->stash[--ei->n_stash];
 }
 
+/* Give back a frame frame_alloc() returned and nothing used. */
+static __rte_noinline __rte_cold void
+frame_unalloc(struct eth_iface *ei, struct rte_mbuf *m)
+{
+	if (ei->n_stash < ETH_STASH)
+		ei->stash[ei->n_stash++] = m;
+	else
+		rte_pktmbuf_free(m);
+}
+
 /*
  * Let go of @p m: a frame nothing else references (a received one; a sent one the PMD
  * released before its ack came, as memif, af_packet and af_xdp do at transmission) goes to
@@ -668,9 +678,19 @@ eth_send_msg(struct eth_ep *ep, uint8_t id, const struct iovec *iov, size_t iovc
 		eth_txq_flush(ei);
 		return UNIO_ERR_NO_RESOURCE;
 	}
-	if (rte_pktmbuf_alloc_bulk(ei->mp, ms, nfr) != 0) {
-		ei->st.tx_no_mbuf++;
-		return UNIO_ERR_NO_RESOURCE;
+	/*
+	 * From the stash, where the acks' frees put the frames they let go: a stream of
+	 * messages cycles its mbufs through it without a mempool operation (the pool's bulk
+	 * allocation and the stash's spills cost 58 instructions a frame of a 1 MiB get answer)
+	 */
+	for (uint32_t f = 0; f < nfr; f++) {
+		ms[f] = frame_alloc(ei);
+		if (unlikely(ms[f] == NULL)) {
+			while (f-- != 0)
+				frame_unalloc(ei, ms[f]);
+			ei->st.tx_no_mbuf++;
+			return UNIO_ERR_NO_RESOURCE;
+		}
 	}
 	now = send_clock(ei);
 	for (uint32_t f = 0; f < nfr; f++) {

@@ -29,7 +29,12 @@
 
 #include "ethdev_priv.h"
 
-#define RMA_CHUNK (ETH_MAX_MSG - sizeof(struct eth_rma_hdr))
+/* Data bytes of one PUT or GET_RESP message on @p ep (whole frames, eth_rma_chunk()). */
+static size_t
+rma_chunk(const struct eth_ep *ep)
+{
+	return eth_rma_chunk(ep->ei->frag);
+}
 
 /* ---- registrations (per process: a key is valid on every iface) ---- */
 
@@ -231,7 +236,7 @@ job_sent(struct eth_rma_job *j, unio_status_t st, size_t chunk)
 static unio_status_t
 job_step(struct eth_ep *ep, struct eth_rma_job *j)
 {
-	size_t chunk = RTE_MIN(j->total - j->sent, RMA_CHUNK);
+	size_t chunk = RTE_MIN(j->total - j->sent, rma_chunk(ep));
 	struct iovec v[UNIO_TL_MAX_IOV + 1];
 	struct eth_rma_hdr h = j->h;
 	size_t n = job_slice(j, j->sent, chunk, v);
@@ -461,7 +466,7 @@ eth_put_zcopy(struct unio_tl_ep *tep, const struct iovec *iov, size_t iovcnt,
 	memcpy(j->iov, iov, iovcnt * sizeof(*iov));
 	j->iovcnt = (uint32_t)iovcnt;
 	j->total = len;
-	op->chunks_left = len == 0 ? 1 : (uint32_t)((len + RMA_CHUNK - 1) / RMA_CHUNK);
+	op->chunks_left = len == 0 ? 1 : (uint32_t)((len + rma_chunk(ep) - 1) / rma_chunk(ep));
 	eth_rma_drain(ep);
 	return UNIO_INPROGRESS;
 }
