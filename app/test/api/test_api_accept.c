@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Issue 4's acceptance points that no other test showed over shared memory (two workers of
+ * one process, the shm lane; doc/guides/conformance.md "Issue 4 / issue 7 acceptance"):
+ *  - a receive buffer smaller than the message under every protocol and rendezvous scheme
+ *    (eager short, bcopy, multi-fragment; rendezvous get, pipeline, split, and 'am'),
+ *    posted and unexpected: UNIO_ERR_MESSAGE_TRUNCATED, not one byte written, the sender
+ *    completes, and the next message on the ep arrives whole;
+ *  - UNIO_RNDV_THRESH and UNIO_RNDV_SCHEME set in the environment decide, at the threshold
+ *    -1 / 0 / +1, whether a message goes by rendezvous and by which scheme (the sender's
+ *    per-scheme counts), payloads checksummed;
+ *  - an unexpected rendezvous is queued without its data.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_common.h"
+#include "unio_proto.h"
+
+#define MIB (1024 * 1024)
+
+/* send @p len bytes a -> b into a receive of @p rlen bytes, posted first or unexpected */
+static int
+xfer(struct api_pair *p, size_t len, size_t rlen, int unexpected, uint64_t tag,
+     unio_status_t want)
+{
+	uint8_t *s = malloc(len + 1), *r = malloc(len + 1);
+	unio_request_t *sreq = NULL, *rreq = NULL;
+	struct unio_recv_info info = { 0, 0 };
+	unio_status_t sst = UNIO_OK, rst = UNIO_OK;
+
+	TEST_ASSERT(s != NULL && r != NULL, "malloc");
+	test_fill(s, len, tag ^ len);
+	memset(r, 0x5a, len + 1);
+	if (unexpected) {
+		sst = unio_tag_send(p->ep, s, len, tag, NULL, &sreq);
+		for (int i = 0; i < 20; i++) {
+			unio_worker_progress(p->a);
+			unio_worker_progress(p->b);
+		}
+	}
+	rst = unio_tag_recv(p->b, r, rlen, tag, UINT64_MAX, NULL, &rreq);
+	if (!unexpected)
+		sst = unio_tag_send(p->ep, s, len, tag, NULL, &sreq);
+	TEST_ASSERT(sst == UNIO_OK || sst == UNIO_INPROGRESS, "send %zu: %s", len,
+		    unio_status_string(sst));
+	while ((sst == UNIO_INPROGRESS && unio_request_test(sreq, NULL) == UNIO_INPROGRESS) ||
+	       (rst == UNIO_INPROGRESS && unio_request_test(rreq, NULL) == UNIO_INPROGRESS)) {
+		unio_worker_progress(p->a);
+		unio_worker_progress(p->b);
+	}
+	if (sst == UNIO_INPROGRESS) {
+		sst = unio_request_test(sreq, NULL);
+		unio_request_free(sreq);
+	}
+	if (rst == UNIO_INPROGRESS) {
+		rst = unio_request_test(rreq, &info);
+		unio_request_free(rreq);
+	}
+	TEST_ASSERT(sst == UNIO_OK, "sender of %zu bytes (%s): %s", len,
+		    unexpected ? "unexpected" : "posted", unio_status_string(sst));
+	TEST_ASSERT(rst == want, "%zu bytes into %zu (%s): %s, want %s", len, rlen,
+		    unexpected ? "unexpected" : "posted", unio_status_string(rst),
+		    unio_status_string(want));
+	if (want == UNIO_OK) {
+		TEST_ASSERT(test_checksum(r, len) == test_checksum(s, len) && r[len] == 0x5a,
+			    "%zu bytes differ", len);
+	} else {
+		for (size_t i = 0; i <= len; i++)
+			TEST_ASSERT(r[i] == 0x5a, "%zu bytes into %zu (%s): byte %zu written", len,
+				    rlen, unexpected ? "unexpected" : "posted", i);
+	}
+	free(s);
+	free(r);
+	return TEST_OK;
+}
+
+static const char *const schemes[] = { "auto", "get", "pipeline", "split", "am" };
+
+static const char *
+shm_ovr(const char **ovr, const char *scheme)
+{
+	ovr[0] = "TLS";
+	ovr[1] = "shm,self";
+	ovr[2] = "RNDV_SCHEME";
+	ovr[3] = scheme;
+	ovr[4] = NULL;
+	return scheme;
+}
+
+/*
+ * Truncation under each protocol of the shm lane and each rendezvous scheme: the receive
+ * gets half the message's length, its whole buffer (and past it) keeps its pattern.
+ */
+UNIO_TEST(api_truncation_shm, fast)
+{
+	for (unsigned int k = 0; k < RTE_DIM(schemes); k++) {
+		const char *ovr[5];
+		struct api_pair p;
+		size_t sizes[8];
+		unsigned int n = 0;
+		int rc;
+
+		shm_ovr(ovr, schemes[k]);
+		rc = api_pair_open(&p, ovr, "shm");
+		if (rc != TEST_OK) {
+			api_pair_close(&p);
+			if (api_no_host_driver())
+				TEST_SKIP_BECAUSE("no shm lane between two workers");
+			TEST_ASSERT(0, "pair with RNDV_SCHEME=%s", schemes[k]);
+		}
+		sizes[n++] = 100;                          /* eager short */
+		sizes[n++] = p.ep->lane.max_eager;         /* eager bcopy */
+		sizes[n++] = p.ep->lane.frag * 3;          /* multi-fragment */
+		if (p.ep->lane.rndv_thresh < 4 * MIB)
+			sizes[n++] = p.ep->lane.rndv_thresh;
+		if (p.ep->lane.split_min < 4 * MIB)
+			sizes[n++] = p.ep->lane.split_min;
+		sizes[n++] = 4 * MIB;
+		TEST_LOG("RNDV_SCHEME=%s: rndv from %zu, split from %zu", schemes[k],
+			 p.ep->lane.rndv_thresh, p.ep->lane.split_min);
+		for (unsigned int i = 0; i < n && rc == TEST_OK; i++)
+			for (int u = 0; u < 2 && rc == TEST_OK; u++) {
+				uint64_t tag = 0xacc0000ull + i * 2 + (uint64_t)u;
+
+				rc = xfer(&p, sizes[i], sizes[i] / 2, u, tag,
+					  UNIO_ERR_MESSAGE_TRUNCATED);
+				/* the ep goes on: the same size whole, then 8 bytes */
+				if (rc == TEST_OK)
+					rc = xfer(&p, sizes[i], sizes[i], u, tag + 0x100, UNIO_OK);
+				if (rc == TEST_OK)
+					rc = xfer(&p, 8, 8, 0, tag + 0x200, UNIO_OK);
+				if (rc != TEST_OK)
+					TEST_LOG("RNDV_SCHEME=%s, %zu bytes", schemes[k], sizes[i]);
+			}
+		api_pair_close(&p);
+		TEST_ASSERT_EQ(rc, TEST_OK);
+	}
+	return TEST_OK;
+}
+
+/* rendezvous sends the sender's ep completed, by scheme (get, pipeline, split) */
+static uint64_t
+rndv_count(const struct api_pair *p, int which)
+{
+	const struct proto_adapt *a = &p->ep->adapt;
+
+	return which < 0 ? a->n[PROTO_ADAPT_GET] + a->n[PROTO_ADAPT_PIPE] +
+			   a->n[PROTO_ADAPT_SPLIT] : a->n[which];
+}
+
+/* one message of @p len; the count of @p which must grow by @p want */
+static int
+counted(struct api_pair *p, size_t len, int which, uint64_t want, const char *what)
+{
+	uint64_t before = rndv_count(p, which), all = rndv_count(p, -1);
+
+	TEST_ASSERT_EQ(xfer(p, len, len, (int)(len & 1), 0xc0de00ull + len, UNIO_OK), TEST_OK);
+	TEST_ASSERT(rndv_count(p, which) - before == want && rndv_count(p, -1) - all == want,
+		    "%s, %zu bytes: %" PRIu64 " rendezvous of the scheme (%" PRIu64 " in all), "
+		    "want %" PRIu64 "; sent so far: get %" PRIu64 ", pipeline %" PRIu64
+		    ", split %" PRIu64, what, len, rndv_count(p, which) - before,
+		    rndv_count(p, -1) - all, want, rndv_count(p, PROTO_ADAPT_GET),
+		    rndv_count(p, PROTO_ADAPT_PIPE), rndv_count(p, PROTO_ADAPT_SPLIT));
+	return TEST_OK;
+}
+
+/*
+ * argv[0]: the UNIO_RNDV_SCHEME in this process's environment (read once, when the first
+ * context is made: hence a process per value), with UNIO_RNDV_THRESH=30000, or "inf" when
+ * the threshold is 'inf'.  0 when every message went as the variables say.
+ */
+UNIO_TEST_CHILD(api_rndv_env_child)
+{
+	static const char *const ovr[] = { "TLS", "shm,self", NULL };
+	static const struct { const char *scheme; int which; } forced[] = {
+		{ "get", PROTO_ADAPT_GET }, { "pipeline", PROTO_ADAPT_PIPE },
+		{ "split", PROTO_ADAPT_SPLIT },
+	};
+	const size_t t = 30000;   /* neither a default nor a power of two */
+	struct api_pair p;
+	int which = -1;
+
+	if (argc < 1)
+		return 2;
+	for (unsigned int k = 0; k < RTE_DIM(forced); k++)
+		if (strcmp(argv[0], forced[k].scheme) == 0)
+			which = forced[k].which;
+	if (api_pair_open(&p, ovr, "shm") != TEST_OK) {
+		api_pair_close(&p);
+		return api_no_host_driver() ? TEST_SKIP : 3;
+	}
+	if (which < 0) {
+		/* 'inf', or the scheme 'am': no rendezvous at any size, the data still arrives */
+		TEST_ASSERT(p.ep->lane.rndv_thresh == UNIO_SIZE_INF, "%s: rndv from %zu", argv[0],
+			    p.ep->lane.rndv_thresh);
+		TEST_ASSERT_EQ(counted(&p, t, -1, 0, argv[0]), TEST_OK);
+		TEST_ASSERT_EQ(counted(&p, 4 * MIB, -1, 0, argv[0]), TEST_OK);
+	} else {
+		TEST_ASSERT_EQ(p.ep->lane.rndv_thresh, t);
+		TEST_ASSERT_EQ(counted(&p, t - 1, -1, 0, argv[0]), TEST_OK);
+	}
+	if (which == PROTO_ADAPT_SPLIT) {
+		/* split from UNIO_RNDV_SPLIT_MIN (never below the threshold), get below */
+		size_t s = p.ep->lane.split_min;
+
+		TEST_ASSERT(s >= t && s <= 4 * MIB, "split from %zu", s);
+		if (s > t) {
+			TEST_ASSERT_EQ(counted(&p, t, PROTO_ADAPT_GET, 1, "split"), TEST_OK);
+			TEST_ASSERT_EQ(counted(&p, s - 1, PROTO_ADAPT_GET, 1, "split"), TEST_OK);
+		}
+		TEST_ASSERT_EQ(counted(&p, s, PROTO_ADAPT_SPLIT, 1, "split"), TEST_OK);
+		TEST_ASSERT_EQ(counted(&p, s + 1, PROTO_ADAPT_SPLIT, 1, "split"), TEST_OK);
+		TEST_ASSERT_EQ(counted(&p, 4 * MIB, PROTO_ADAPT_SPLIT, 1, "split"), TEST_OK);
+	} else if (which >= 0) {
+		TEST_ASSERT_EQ(counted(&p, t, which, 1, argv[0]), TEST_OK);
+		TEST_ASSERT_EQ(counted(&p, t + 1, which, 1, argv[0]), TEST_OK);
+		TEST_ASSERT_EQ(counted(&p, 4 * MIB, which, 1, argv[0]), TEST_OK);
+	}
+	api_pair_close(&p);
+	return TEST_OK;
+}
+
+UNIO_TEST(api_rndv_env_honoured, fast)
+{
+	static const char *const runs[][3] = {   /* UNIO_RNDV_THRESH, UNIO_RNDV_SCHEME, argv */
+		{ "30000", "get", "get" }, { "30000", "pipeline", "pipeline" },
+		{ "30000", "split", "split" }, { "30000", "am", "am" }, { "inf", "auto", "inf" },
+	};
+
+	for (unsigned int k = 0; k < RTE_DIM(runs); k++) {
+		const char *args[] = { runs[k][2], NULL };
+		int rc;
+
+		setenv("UNIO_RNDV_THRESH", runs[k][0], 1);
+		setenv("UNIO_RNDV_SCHEME", runs[k][1], 1);
+		rc = test_wait(test_spawn("api_rndv_env_child", args), 60000);
+		unsetenv("UNIO_RNDV_THRESH");
+		unsetenv("UNIO_RNDV_SCHEME");
+		if (rc == TEST_SKIP)
+			TEST_SKIP_BECAUSE("no shm lane between two workers");
+		TEST_ASSERT(rc == 0, "UNIO_RNDV_THRESH=%s UNIO_RNDV_SCHEME=%s: child exit %d",
+			    runs[k][0], runs[k][1], rc);
+	}
+	return TEST_OK;
+}
+
+/*
+ * Unexpected rendezvous messages are queued without their data: three 4 MiB sends that no
+ * receive waits for hold a queue entry each and no heap bytes (UNIO_UNEXP_MEM of 64 KiB
+ * would refuse a copy: "dropped: no memory"), their senders wait for the receiver; then
+ * received in the reverse order, each checksummed.
+ */
+UNIO_TEST(api_unexp_rndv_no_copy, fast)
+{
+	static const char *const ovr[] = { "TLS", "shm,self", "UNEXP_MEM", "64k", NULL };
+	static const size_t len = 4 * MIB;
+	unio_request_t *sreq[3];
+	uint8_t *s[3], *r;
+	struct api_pair p;
+	unio_status_t st;
+
+	if (api_pair_open(&p, ovr, "shm") != TEST_OK) {
+		api_pair_close(&p);
+		if (api_no_host_driver())
+			TEST_SKIP_BECAUSE("no shm lane between two workers");
+		TEST_ASSERT(0, "pair");
+	}
+	TEST_ASSERT(p.ep->lane.rndv_thresh < len, "rndv from %zu", p.ep->lane.rndv_thresh);
+	TEST_ASSERT_EQ(p.b->n_unexp, 0);
+	for (unsigned int i = 0; i < 3; i++) {
+		s[i] = malloc(len);
+		TEST_ASSERT(s[i] != NULL, "malloc");
+		test_fill(s[i], len, 0x7e570 + i);
+		st = unio_tag_send(p.ep, s[i], len, 0x7e570 + i, NULL, &sreq[i]);
+		TEST_ASSERT_STATUS(st, UNIO_INPROGRESS);
+	}
+	for (int i = 0; i < 1000; i++) {
+		unio_worker_progress(p.a);
+		unio_worker_progress(p.b);
+	}
+	TEST_ASSERT_EQ(p.b->n_unexp, 3);
+	TEST_ASSERT(p.b->unexp_bytes < 4096, "%zu heap bytes held for 3 unexpected rendezvous",
+		    p.b->unexp_bytes);
+	for (unsigned int i = 0; i < 3; i++)
+		TEST_ASSERT_STATUS(unio_request_test(sreq[i], NULL), UNIO_INPROGRESS);
+	r = malloc(len);
+	TEST_ASSERT(r != NULL, "malloc");
+	for (int i = 2; i >= 0; i--) {
+		struct unio_recv_info info = { 0, 0 };
+		unio_request_t *rreq = NULL;
+
+		memset(r, 0x5a, len);
+		st = unio_tag_recv(p.b, r, len, 0x7e570 + (uint64_t)i, UINT64_MAX, NULL, &rreq);
+		TEST_ASSERT(st == UNIO_OK || st == UNIO_INPROGRESS, "recv: %s",
+			    unio_status_string(st));
+		while (st == UNIO_INPROGRESS &&
+		       (st = unio_request_test(rreq, &info)) == UNIO_INPROGRESS) {
+			unio_worker_progress(p.a);
+			unio_worker_progress(p.b);
+		}
+		unio_request_free(rreq);
+		TEST_ASSERT_STATUS(st, UNIO_OK);
+		TEST_ASSERT(test_checksum(r, len) == test_checksum(s[i], len), "message %d differs",
+			    i);
+		TEST_ASSERT_STATUS(api_op_wait(p.a, p.b, UNIO_INPROGRESS, sreq[i]), UNIO_OK);
+		free(s[i]);
+	}
+	free(r);
+	TEST_ASSERT_EQ(p.b->n_unexp, 0);
+	api_pair_close(&p);
+	return TEST_OK;
+}
