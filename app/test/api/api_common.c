@@ -665,7 +665,7 @@ echo_tag(uint64_t *s)
 int
 api_echo_drive(unio_worker_t *w, unio_ep_t *ep, size_t big, uint64_t seed)
 {
-	uint64_t sizes[ECHO_MAX_SIZES];
+	uint64_t sizes[ECHO_MAX_SIZES], tags[ECHO_MAX_SIZES];
 	size_t sz[ECHO_MAX_SIZES];
 	unio_request_t *sreq[ECHO_MAX_SIZES];
 	uint8_t *bufs[ECHO_MAX_SIZES], *rbuf;
@@ -678,7 +678,7 @@ api_echo_drive(unio_worker_t *w, unio_ep_t *ep, size_t big, uint64_t seed)
 	TEST_ASSERT_STATUS(api_send(w, ep, sizes, n * sizeof(sizes[0]), ECHO_SIZES_TAG, 0),
 			   UNIO_OK);
 	for (unsigned int i = 0; i < n; i++) {
-		uint64_t tag = echo_tag(&seed);
+		uint64_t tag = tags[i] = echo_tag(&seed);
 
 		bufs[i] = malloc(sizes[i] + 1);
 		TEST_ASSERT(bufs[i] != NULL, "malloc");
@@ -696,6 +696,8 @@ api_echo_drive(unio_worker_t *w, unio_ep_t *ep, size_t big, uint64_t seed)
 		st = api_recv(w, rbuf, sizes[i], 0, 0, &info);
 		TEST_ASSERT(st == UNIO_OK && info.length == sizes[i], "echo %u: %s, %zu bytes", i,
 			    unio_status_string(st), info.length);
+		TEST_ASSERT(info.tag == tags[i], "echo %u came with tag %#" PRIx64 ", want %#"
+			    PRIx64, i, info.tag, tags[i]);
 		TEST_ASSERT(test_checksum(rbuf, sizes[i]) == test_checksum(bufs[i], sizes[i]),
 			    "echo %u of %" PRIu64 " bytes differs", i, sizes[i]);
 		if (sreq[i] != NULL)

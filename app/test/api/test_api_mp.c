@@ -209,6 +209,10 @@ UNIO_TEST(api_mp_peer_death, mp)
 		clock_gettime(CLOCK_MONOTONIC, &t);
 	} while (!done && t.tv_sec - t0.tv_sec < 10);
 	TEST_ASSERT(done, "requests still outstanding 10 s after the peer died");
+	/* within the configured timeout (UNIO_PEER_TIMEOUT=3s above), as issue 4 asks */
+	TEST_ASSERT((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 <= 3000,
+		    "the requests failed %ld ms after the peer died, past UNIO_PEER_TIMEOUT (3 s)",
+		    (long)((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000));
 	TEST_ASSERT(UNIO_IS_ERR(unio_request_test(big, NULL)), "rendezvous send: %s",
 		    unio_status_string(unio_request_test(big, NULL)));
 	TEST_ASSERT(UNIO_IS_ERR(unio_request_test(sync, NULL)), "sync send did not fail");
