@@ -5,6 +5,7 @@
 #  - C sources: lines of at most 100 columns (tabs count 8), no trailing whitespace,
 #    indentation with tabs, no space before a tab
 #  - every public header compiles on its own (self-contained), with -Wall -Werror
+#  - every symbol of the installed headers has a doxygen comment (devtools/doc-check.py)
 set -u
 cd "$(dirname "$0")/.." || exit 1
 rc=0
@@ -32,5 +33,7 @@ for h in $(git ls-files 'lib/*/unio*.h'); do
 	echo "#include \"$(basename "$h")\"" | cc -x c -fsyntax-only -Wall -Wextra -Werror \
 		$cflags $inc -I build -I build-ci - 2>&1 | sed "s|^|$h: |" | grep . && rc=1
 done
+# doxygen on every public symbol (issue 4): functions, types, members, values, macros
+python3 devtools/doc-check.py || rc=1
 [ $rc -eq 0 ] && echo "devtools/check.sh: clean"
 exit $rc

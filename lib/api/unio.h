@@ -98,7 +98,7 @@ enum unio_thread_mode {
 /** Worker parameters. */
 struct unio_worker_params {
 	uint64_t field_mask;                /**< UNIO_WORKER_PARAM_* */
-	enum unio_thread_mode thread_mode;
+	enum unio_thread_mode thread_mode;  /**< default UNIO_THREAD_MODE_SINGLE */
 };
 
 /** Create a worker: opens an iface on every usable driver device. */
@@ -186,8 +186,8 @@ typedef void (*unio_request_cb_t)(unio_request_t *req, unio_status_t status,
  */
 struct unio_request_param {
 	uint64_t field_mask;                /**< UNIO_REQ_PARAM_* */
-	unio_request_cb_t cb;
-	void *user_data;
+	unio_request_cb_t cb;               /**< called once when the request completes */
+	void *user_data;                    /**< passed to cb */
 	unsigned int flags;                 /**< UNIO_REQ_FLAG_* */
 	/** receives that complete at once (UNIO_OK) write the tag and length here */
 	struct unio_recv_info *recv_info;
@@ -227,11 +227,11 @@ typedef void (*unio_conn_handler_t)(unio_conn_request_t *conn_request, void *arg
 
 /** Listener parameters. */
 struct unio_listener_params {
-	uint64_t field_mask;
+	uint64_t field_mask;                /**< UNIO_LISTENER_PARAM_* */
 	const struct sockaddr *sockaddr;    /**< IPv4 or IPv6 address; port 0 picks one */
-	socklen_t addrlen;
-	unio_conn_handler_t conn_handler;
-	void *arg;
+	socklen_t addrlen;                  /**< length of *sockaddr */
+	unio_conn_handler_t conn_handler;   /**< accepts or rejects each connection request */
+	void *arg;                          /**< passed to conn_handler */
 };
 
 /** Listen for connections on a socket address. */
@@ -301,15 +301,15 @@ struct unio_ep_error {
 
 /** Endpoint parameters: exactly one of SOCKADDR, CONN_REQUEST, WORKER_ADDR. */
 struct unio_ep_params {
-	uint64_t field_mask;
-	const struct sockaddr *sockaddr;
-	socklen_t addrlen;
-	unio_conn_request_t *conn_request;
-	const void *worker_addr;
-	size_t worker_addr_len;
-	unio_ep_err_handler_t err_handler;
-	void *err_arg;
-	void *user_data;
+	uint64_t field_mask;                /**< UNIO_EP_PARAM_* */
+	const struct sockaddr *sockaddr;    /**< SOCKADDR: the listener's address */
+	socklen_t addrlen;                  /**< SOCKADDR: length of *sockaddr */
+	unio_conn_request_t *conn_request;  /**< CONN_REQUEST: from the listener's handler */
+	const void *worker_addr;            /**< WORKER_ADDR: unio_worker_get_address()'s blob */
+	size_t worker_addr_len;             /**< WORKER_ADDR: its length */
+	unio_ep_err_handler_t err_handler;  /**< ERR_HANDLER: called once when the ep fails */
+	void *err_arg;                      /**< ERR_HANDLER: passed to err_handler */
+	void *user_data;                    /**< USER_DATA: unio_ep_get_user_data() returns it */
 	/**
 	 * UNIO_EP_PARAM_ERR_INFO: written by every unio_ep_create() that gets this far
 	 * (params not NULL): the status and, on failure, why.  The caller then says the failure

@@ -68,7 +68,7 @@ struct unio_mem_map_params {
 struct unio_mem_attr {
 	void *address;                        /**< start of the region */
 	size_t length;                        /**< bytes */
-	enum unio_memory_type memory_type;
+	enum unio_memory_type memory_type;    /**< where the region lives */
 	unsigned int flags;                   /**< UNIO_MEM_MAP_FLAG_ALLOCATE when allocated */
 	int mappable;                         /**< nonzero: peers on the host map it directly */
 };

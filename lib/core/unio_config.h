@@ -27,6 +27,7 @@
 extern "C" {
 #endif
 
+/** A configuration snapshot (opaque): unio_config_read(), unio_config_modify(). */
 struct unio_config;
 
 /** Flags of unio_config_print(). */
