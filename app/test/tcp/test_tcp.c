@@ -396,6 +396,9 @@ api_on_conn(unio_conn_request_t *cr, void *arg)
 		TEST_LOG("accept: %s", unio_status_string(st));
 }
 
+/* The seed of the echo's random tags after the size classes (api_echo_drive / _serve). */
+#define API_ECHO_SEED 0x7cc9e7a6ull
+
 /* Receive the size list, then every message; check each against its tag's pattern. */
 static int
 api_serve(unio_worker_t *w, unio_ep_t *ep)
@@ -448,6 +451,9 @@ UNIO_TEST_CHILD(tcp_api_server)
 		TEST_LOG("server: listen: %s", unio_status_string(st));
 	if (l != NULL && api_progress_until(w, (volatile int *)&slot.ep, 20000)) {
 		r = api_serve(w, slot.ep);
+		/* then api_mp_tag_sizes' echo: random tags, wildcard receives, up to 64 MiB */
+		if (r == 0 && api_echo_serve(w, slot.ep, API_ECHO_SEED) != TEST_OK)
+			r = 6;
 		unio_ep_close(slot.ep, UNIO_EP_CLOSE_FLUSH, NULL);
 	}
 	unio_listener_destroy(l);
@@ -527,6 +533,8 @@ UNIO_TEST_CHILD(tcp_api_client)
 		r = api_client_run(w, ep);
 		if (r == 0 && argc >= 2)
 			r = lane_check(w, ep, argv[0], argv[1]);
+		if (r == 0 && api_echo_drive(w, ep, 64 << 20, API_ECHO_SEED) != TEST_OK)
+			r = 7;
 		unio_ep_close(ep, UNIO_EP_CLOSE_FLUSH, NULL);
 	} else {
 		TEST_LOG("client: connect: %s", unio_status_string(st));
@@ -536,6 +544,12 @@ UNIO_TEST_CHILD(tcp_api_client)
 	return r;
 }
 
+/*
+ * Tagged messages by socket address between two namespaces joined by a veth pair, over tcp:
+ * the client sends every size class of its lane up to 8 MiB (exact tags, one in three sync),
+ * checked by the server; then api_mp_tag_sizes' echo (random tags, receives with a full, a
+ * 48-bit and an empty mask, every size class and 64 MiB, echoed back, checksummed both ways).
+ */
 UNIO_TEST(tcp_api_tag_netns, mp)
 {
 	struct netns n;
