@@ -114,7 +114,7 @@ send_common(unio_ep_t *ep, const void *buf, size_t len, uint64_t tag, bool sync,
 {
 	unio_status_t st;
 
-	if (unlikely(ep == NULL || (buf == NULL && len != 0)))
+	if (unlikely(ep == NULL || (buf == NULL && len != 0) || proto_req_param_bad(param)))
 		return UNIO_ERR_INVALID_PARAM;
 	worker_lock(ep->worker);
 	st = proto_tag_send(ep, buf, len, tag, sync, param, req_p);
@@ -128,7 +128,7 @@ unio_tag_send(unio_ep_t *ep, const void *buf, size_t len, uint64_t tag,
 	      const struct unio_request_param *param, unio_request_t **req_p)
 {
 	if (likely(ep != NULL && (buf != NULL || len == 0) &&
-		   ep->worker->mode != UNIO_THREAD_MODE_MULTI))
+		   ep->worker->mode != UNIO_THREAD_MODE_MULTI && !proto_req_param_bad(param)))
 		return proto_tag_send(ep, buf, len, tag, false, param, req_p);
 	return send_common(ep, buf, len, tag, false, param, req_p);
 }
@@ -172,7 +172,7 @@ tag_recv_checked(unio_worker_t *w, void *buf, size_t len, uint64_t tag, uint64_t
 	struct proto_unexp *ux;
 	unio_status_t st = UNIO_OK;
 
-	if (unlikely(w == NULL || (buf == NULL && len != 0)))
+	if (unlikely(w == NULL || (buf == NULL && len != 0) || proto_req_param_bad(param)))
 		return UNIO_ERR_INVALID_PARAM;
 	worker_lock(w);
 	ux = w->n_unexp != 0 ? proto_unexp_match(w, tag, tag_mask) : NULL;
@@ -216,7 +216,7 @@ unio_tag_recv(unio_worker_t *w, void *buf, size_t len, uint64_t tag, uint64_t ta
 	/* the mode first: in MULTI mode the other fields are read under the lock only */
 	if (unlikely(w == NULL || w->mode == UNIO_THREAD_MODE_MULTI || w->n_unexp != 0 ||
 		     (buf == NULL && len != 0) || req_p == NULL || tag_mask != UINT64_MAX ||
-		     w->req_free == NULL))
+		     w->req_free == NULL || proto_req_param_bad(param)))
 		return tag_recv_checked(w, buf, len, tag, tag_mask, param, req_p);
 	req = proto_req_get(w);
 	req->type = REQ_RECV;
@@ -266,7 +266,7 @@ unio_tag_msg_recv(unio_worker_t *w, void *buf, size_t len, unio_tag_msg_t *msg,
 	struct unio_request *req;
 	unio_status_t st;
 
-	if (w == NULL || msg == NULL || (buf == NULL && len != 0))
+	if (w == NULL || msg == NULL || (buf == NULL && len != 0) || proto_req_param_bad(param))
 		return UNIO_ERR_INVALID_PARAM;
 	worker_lock(w);
 	req = recv_req(w, buf, len, ux->tag, UINT64_MAX);

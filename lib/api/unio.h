@@ -181,8 +181,8 @@ typedef void (*unio_request_cb_t)(unio_request_t *req, unio_status_t status,
 
 /**
  * Per-operation parameters; NULL means all defaults.  A field_mask bit or a flag that is not
- * UNIO_REQ_PARAM_* / UNIO_REQ_FLAG_*: the AM, RMA and flush calls return
- * UNIO_ERR_INVALID_PARAM.
+ * UNIO_REQ_PARAM_* / UNIO_REQ_FLAG_*: every call that takes one (tagged, AM, RMA, flush)
+ * returns UNIO_ERR_INVALID_PARAM.
  */
 struct unio_request_param {
 	uint64_t field_mask;                /**< UNIO_REQ_PARAM_* */
