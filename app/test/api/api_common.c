@@ -364,6 +364,26 @@ api_op_wait(unio_worker_t *a, unio_worker_t *b, unio_status_t st, unio_request_t
 	return r;
 }
 
+void
+api_pair_wait(unio_worker_t *a, unio_worker_t *b, unio_status_t *sst, unio_request_t *sreq,
+	      unio_status_t *rst, unio_request_t *rreq, struct unio_recv_info *info)
+{
+	while ((*sst == UNIO_INPROGRESS && unio_request_test(sreq, NULL) == UNIO_INPROGRESS) ||
+	       (*rst == UNIO_INPROGRESS && unio_request_test(rreq, NULL) == UNIO_INPROGRESS)) {
+		unio_worker_progress(a);
+		if (b != a)
+			unio_worker_progress(b);
+	}
+	if (*sst == UNIO_INPROGRESS) {
+		*sst = unio_request_test(sreq, NULL);
+		unio_request_free(sreq);
+	}
+	if (*rst == UNIO_INPROGRESS) {
+		*rst = unio_request_test(rreq, info);
+		unio_request_free(rreq);
+	}
+}
+
 unio_status_t
 api_put(unio_worker_t *a, unio_worker_t *b, unio_ep_t *ep, const void *buf, size_t len,
 	uint64_t raddr, unio_rkey_t *rk)

@@ -59,6 +59,15 @@ void api_pair_close(struct api_pair *p);
 unio_status_t api_op_wait(unio_worker_t *a, unio_worker_t *b, unio_status_t st,
 			  unio_request_t *req);
 
+/**
+ * Wait for a send that returned *@p sst (request @p sreq) and a receive that returned *@p rst
+ * (request @p rreq) while progressing @p a and @p b (once when the same): both statuses
+ * final, the requests freed, @p info (may be NULL) filled from the receive's request.
+ */
+void api_pair_wait(unio_worker_t *a, unio_worker_t *b, unio_status_t *sst,
+		   unio_request_t *sreq, unio_status_t *rst, unio_request_t *rreq,
+		   struct unio_recv_info *info);
+
 /** unio_put() / unio_get() on @p ep, waited for with api_op_wait(). */
 unio_status_t api_put(unio_worker_t *a, unio_worker_t *b, unio_ep_t *ep, const void *buf,
 		      size_t len, uint64_t raddr, unio_rkey_t *rk);

@@ -47,19 +47,7 @@ xfer(struct api_pair *p, size_t len, size_t rlen, int unexpected, uint64_t tag,
 		sst = unio_tag_send(p->ep, s, len, tag, NULL, &sreq);
 	TEST_ASSERT(sst == UNIO_OK || sst == UNIO_INPROGRESS, "send %zu: %s", len,
 		    unio_status_string(sst));
-	while ((sst == UNIO_INPROGRESS && unio_request_test(sreq, NULL) == UNIO_INPROGRESS) ||
-	       (rst == UNIO_INPROGRESS && unio_request_test(rreq, NULL) == UNIO_INPROGRESS)) {
-		unio_worker_progress(p->a);
-		unio_worker_progress(p->b);
-	}
-	if (sst == UNIO_INPROGRESS) {
-		sst = unio_request_test(sreq, NULL);
-		unio_request_free(sreq);
-	}
-	if (rst == UNIO_INPROGRESS) {
-		rst = unio_request_test(rreq, &info);
-		unio_request_free(rreq);
-	}
+	api_pair_wait(p->a, p->b, &sst, sreq, &rst, rreq, &info);
 	TEST_ASSERT(sst == UNIO_OK, "sender of %zu bytes (%s): %s", len,
 		    unexpected ? "unexpected" : "posted", unio_status_string(sst));
 	TEST_ASSERT(rst == want, "%zu bytes into %zu (%s): %s, want %s", len, rlen,

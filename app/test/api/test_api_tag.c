@@ -31,7 +31,7 @@ one_message(unio_worker_t *sw, unio_ep_t *ep, unio_worker_t *rw, uint8_t *sbuf, 
 {
 	uint64_t mask = masks[variant % RTE_DIM(masks)];
 	struct unio_request_param rp = { .field_mask = UNIO_REQ_PARAM_RECV_INFO };
-	struct unio_recv_info info = { 0, 0 }, sinfo;
+	struct unio_recv_info info = { 0, 0 };
 	unio_request_t *sreq = NULL, *rreq = NULL;
 	unio_status_t sst, rst;
 	int sync = variant % 5 == 4;
@@ -56,20 +56,7 @@ one_message(unio_worker_t *sw, unio_ep_t *ep, unio_worker_t *rw, uint8_t *sbuf, 
 		    unio_status_string(sst));
 	TEST_ASSERT(rst == UNIO_OK || rst == UNIO_INPROGRESS, "recv %zu: %s", len,
 		    unio_status_string(rst));
-	while ((sst == UNIO_INPROGRESS && unio_request_test(sreq, NULL) == UNIO_INPROGRESS) ||
-	       (rst == UNIO_INPROGRESS && unio_request_test(rreq, &sinfo) == UNIO_INPROGRESS)) {
-		unio_worker_progress(sw);
-		if (rw != sw)
-			unio_worker_progress(rw);
-	}
-	if (sst == UNIO_INPROGRESS) {
-		sst = unio_request_test(sreq, NULL);
-		unio_request_free(sreq);
-	}
-	if (rst == UNIO_INPROGRESS) {
-		rst = unio_request_test(rreq, &info);
-		unio_request_free(rreq);
-	}
+	api_pair_wait(sw, rw, &sst, sreq, &rst, rreq, &info);
 	TEST_ASSERT(sst == UNIO_OK, "send %zu (variant %u): %s", len, variant,
 		    unio_status_string(sst));
 	TEST_ASSERT(rst == UNIO_OK, "recv %zu (variant %u): %s", len, variant,
