@@ -1092,6 +1092,9 @@ out:
 	return st;
 }
 
+/* The request fields rma_op() serves: all but FLAGS (NO_IMM_COMPLETION wants a request) */
+#define RMA_FAST_PARAMS (PROTO_REQ_PARAM_KNOWN & ~UNIO_REQ_PARAM_FLAGS)
+
 /*
  * The common case, without a lock, a request or a call before the copy: a single-threaded
  * worker, a connected ep, a key mapped here (shm's direct mapping, self), no fence queue,
@@ -1109,9 +1112,7 @@ rma_op(struct unio_ep *ep, void *buf, size_t len, uint64_t raddr, struct unio_rk
 		     ep->state != EP_CONNECTED || rk->tl_ep == NULL ||
 		     rk->data.local_ptr == NULL || rk->entry == NULL ||
 		     ep->worker->mode == UNIO_THREAD_MODE_MULTI || ep->worker->n_rma_fenced != 0 ||
-		     (param != NULL && (param->field_mask & ~(uint64_t)(UNIO_REQ_PARAM_CB |
-								UNIO_REQ_PARAM_USER_DATA |
-								UNIO_REQ_PARAM_RECV_INFO))) ||
+		     (param != NULL && (param->field_mask & ~(uint64_t)RMA_FAST_PARAMS)) ||
 		     !rkey_in_range(rk, raddr, len) || !entry_live_mapped(rk, rk->entry)))
 		return rma_op_slow(ep, buf, len, raddr, rk, put, param, req_p);
 	p = (uint8_t *)rk->data.local_ptr + (raddr - rk->base);
