@@ -21,6 +21,12 @@
 #define AM_ID  3
 #define RNDV_LEN 5000
 
+/* LEN bytes allocated by the library: the region every case maps, and the valid base */
+static const struct unio_mem_map_params alloc_params = {
+	.field_mask = UNIO_MEM_MAP_PARAM_LENGTH | UNIO_MEM_MAP_PARAM_FLAGS,
+	.length = LEN, .flags = UNIO_MEM_MAP_FLAG_ALLOCATE,
+};
+
 struct args_env {
 	struct api_pair p;
 	unio_ep_t *ba;             /* b -> a: another ep, for keys of the wrong ep */
@@ -189,9 +195,7 @@ am_recv_args(struct args_env *e)
 static int
 mem_map_args(struct args_env *e)
 {
-	struct unio_mem_map_params ok = { .field_mask = UNIO_MEM_MAP_PARAM_LENGTH |
-							UNIO_MEM_MAP_PARAM_FLAGS,
-					  .length = LEN, .flags = UNIO_MEM_MAP_FLAG_ALLOCATE };
+	const struct unio_mem_map_params ok = alloc_params;
 	struct unio_mem_map_params mp;
 	unio_mem_h sentinel = (unio_mem_h)(uintptr_t)0x5a5a, memh = sentinel;
 	unio_worker_t *b = e->p.b;
@@ -347,9 +351,6 @@ rma_args(struct args_env *e)
 static int
 env_open(struct args_env *e)
 {
-	struct unio_mem_map_params mp = { .field_mask = UNIO_MEM_MAP_PARAM_LENGTH |
-							UNIO_MEM_MAP_PARAM_FLAGS,
-					  .length = LEN, .flags = UNIO_MEM_MAP_FLAG_ALLOCATE };
 	struct unio_mem_attr attr;
 	unio_status_t st;
 
@@ -357,7 +358,7 @@ env_open(struct args_env *e)
 	e->ba = api_ep_to_worker(e->p.b, e->p.a, &st);
 	TEST_ASSERT(e->ba != NULL && api_ep_connected(e->p.b, e->p.a, e->ba), "b -> a: %s",
 		    unio_status_string(st));
-	TEST_ASSERT_STATUS(unio_mem_map(e->p.b, &mp, &e->memh), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_mem_map(e->p.b, &alloc_params, &e->memh), UNIO_OK);
 	TEST_ASSERT_STATUS(unio_mem_query(e->memh, &attr), UNIO_OK);
 	e->base = attr.address;
 	test_fill(e->base, LEN, 4242);
