@@ -27,7 +27,9 @@
  *                   it once; the server's progress delivers into its posted receive, it tests
  *                   and frees that, echoes and posts its next receive; the client's progress
  *                   delivers the echo, it tests and frees its receive (unio-perf's loops less
- *                   their clock and histogram)
+ *                   their clock and histogram); -s SIZE: messages of SIZE bytes (8 to 1 MiB,
+ *                   page-aligned buffers as unio-perf's; every byte checked), the other paths
+ *                   stay at 8 bytes
  *   pb_put          unio_put() of 8 bytes into the peer worker's mapped buffer (the put_lat
  *                   and put_bw step: range check, then a copy into the peer's mapping)
  *
@@ -222,7 +224,8 @@ struct tag_rtt {
 	unio_request_t *areq, *breq;      /* the client's receive, the server's posted one */
 	struct unio_request_param pa, pb;
 	struct unio_recv_info ia, ib;
-	uint64_t v, ra, rb[2];
+	size_t len;                       /* -s: the message size (8 by default) */
+	uint64_t *v, *ra, *rb[2];         /* page-aligned, as unio-perf's buffers */
 	unsigned int cur;                 /* the server's buffer that receives next */
 };
 
@@ -230,17 +233,18 @@ __attribute__((noinline)) static int
 pb_tag_rtt(struct tag_rtt *t)
 {
 	calls[PB_TAG_RTT]++;
-	if (unio_tag_send(t->ab, &t->v, 8, TAG, NULL, NULL) != UNIO_OK ||
-	    unio_tag_recv(t->wa, &t->ra, 8, TAG, UINT64_MAX, &t->pa, &t->areq) != UNIO_INPROGRESS ||
+	if (unio_tag_send(t->ab, t->v, t->len, TAG, NULL, NULL) != UNIO_OK ||
+	    unio_tag_recv(t->wa, t->ra, t->len, TAG, UINT64_MAX, &t->pa, &t->areq) !=
+	    UNIO_INPROGRESS ||
 	    unio_request_test(t->areq, &t->ia) != UNIO_INPROGRESS)
 		return -1;
 	if (unio_worker_progress(t->wb) == 0 || unio_request_test(t->breq, &t->ib) != UNIO_OK)
 		return -1;
 	unio_request_free(t->breq);
-	if (unio_tag_send(t->ba, &t->rb[t->cur], 8, TAG, NULL, NULL) != UNIO_OK)
+	if (unio_tag_send(t->ba, t->rb[t->cur], t->len, TAG, NULL, NULL) != UNIO_OK)
 		return -1;
 	t->cur ^= 1;
-	if (unio_tag_recv(t->wb, &t->rb[t->cur], 8, TAG, UINT64_MAX, &t->pb, &t->breq) !=
+	if (unio_tag_recv(t->wb, t->rb[t->cur], t->len, TAG, UINT64_MAX, &t->pb, &t->breq) !=
 	    UNIO_INPROGRESS)
 		return -1;
 	if (unio_worker_progress(t->wa) == 0 || unio_request_test(t->areq, &t->ia) != UNIO_OK)
@@ -481,52 +485,76 @@ static int time_rtt;
  * worker receives on one ring, as unio-perf's two sides do.
  */
 static int
-run_tag_rtt(unio_worker_t *wa, unio_worker_t *wb, unio_ep_t *ab, uint64_t n)
+run_tag_rtt(unio_worker_t *wa, unio_worker_t *wb, unio_ep_t *ab, uint64_t n, size_t len)
 {
-	struct tag_rtt t = { .wa = wa, .wb = wb, .ab = ab };
+	struct tag_rtt t = { .wa = wa, .wb = wb, .ab = ab, .len = len };
+	size_t alloc = (len + 7) & ~(size_t)7;
+	void *bufs[4] = { NULL };
 	uint64_t v = 0;
+	int rc = 0;
 
+	for (unsigned int k = 0; k < 4; k++)
+		if (posix_memalign(&bufs[k], 4096, alloc) != 0)
+			rc = fail("tag round trip: buffers", UNIO_ERR_NO_MEMORY);
+		else
+			memset(bufs[k], 0, alloc);
+	if (rc != 0)
+		goto out;
+	t.v = bufs[0], t.ra = bufs[1], t.rb[0] = bufs[2], t.rb[1] = bufs[3];
 	if (unio_worker_set_am_handler(wb, AM_ID, on_reply_ep, &t.ba, 0) != UNIO_OK ||
 	    unio_am_send(ab, AM_ID, NULL, 0, &v, 8, NULL, UNIO_AM_SEND_FLAG_REPLY, NULL) !=
-	    UNIO_OK || unio_worker_progress(wb) == 0 || t.ba == NULL)
-		return fail("tag round trip: no ep back", UNIO_ERR_IO);
+	    UNIO_OK || unio_worker_progress(wb) == 0 || t.ba == NULL) {
+		rc = fail("tag round trip: no ep back", UNIO_ERR_IO);
+		goto out;
+	}
 	unio_worker_set_am_handler(wb, AM_ID, NULL, NULL, 0);
 	t.pa = (struct unio_request_param){ .field_mask = UNIO_REQ_PARAM_RECV_INFO,
 					    .recv_info = &t.ia };
 	t.pb = (struct unio_request_param){ .field_mask = UNIO_REQ_PARAM_RECV_INFO,
 					    .recv_info = &t.ib };
-	if (unio_tag_recv(wb, &t.rb[0], 8, TAG, UINT64_MAX, &t.pb, &t.breq) != UNIO_INPROGRESS)
-		return fail("tag round trip: first receive", UNIO_ERR_IO);
-	for (uint64_t i = 0; i < n; i++) {
+	if (unio_tag_recv(wb, t.rb[0], len, TAG, UINT64_MAX, &t.pb, &t.breq) != UNIO_INPROGRESS) {
+		rc = fail("tag round trip: first receive", UNIO_ERR_IO);
+		goto out;
+	}
+	for (uint64_t i = 0; i < n && rc == 0; i++) {
 		unsigned int got = t.cur;
 
-		t.v = i * 3 + 1;
+		/* the first and the last word of the message change every round trip */
+		t.v[0] = i * 3 + 1;
+		t.v[(len - 1) / 8] = i * 5 + 2;
 		if (pb_tag_rtt(&t) != 0)
-			return fail("tag round trip: not done by one progress call each",
-				    UNIO_ERR_IO);
-		if (t.rb[got] != t.v || t.ra != t.v || t.ib.length != 8 || t.ia.length != 8 ||
-		    t.ib.tag != TAG || t.ia.tag != TAG)
-			return fail("tag round trip: wrong echo", UNIO_ERR_IO);
+			rc = fail("tag round trip: not done by one progress call each",
+				  UNIO_ERR_IO);
+		else if (memcmp(t.rb[got], t.v, len) != 0 || memcmp(t.ra, t.v, len) != 0 ||
+			 t.ib.length != len || t.ia.length != len || t.ib.tag != TAG ||
+			 t.ia.tag != TAG)
+			rc = fail("tag round trip: wrong echo", UNIO_ERR_IO);
 	}
-	if (time_rtt) {
+	if (rc == 0 && time_rtt) {
 		double best = 1e30;
 
-		for (unsigned int b = 0; b < 200; b++) {
+		for (unsigned int b = 0; b < 200 && rc == 0; b++) {
 			double ns = now_ns();
 
 			for (unsigned int i = 0; i < 10000; i++)
-				if (pb_tag_rtt(&t) != 0)
-					return fail("tag round trip (timed)", UNIO_ERR_IO);
+				if (pb_tag_rtt(&t) != 0) {
+					rc = fail("tag round trip (timed)", UNIO_ERR_IO);
+					break;
+				}
 			ns = (now_ns() - ns) / 10000.0;
 			if (ns < best)
 				best = ns;
 		}
-		printf("unio-pathbench: tag round trip in one thread: %.1f ns (fastest batch)\n",
-		       best);
+		if (rc == 0)
+			printf("unio-pathbench: tag round trip of %zu bytes in one thread: %.1f ns "
+			       "(fastest batch)\n", len, best);
 	}
 	unio_request_cancel(wb, t.breq);
 	unio_request_free(t.breq);
-	return 0;
+out:
+	for (unsigned int k = 0; k < 4; k++)
+		free(bufs[k]);
+	return rc;
 }
 
 /* puts of 8 bytes into @p wb's mapped buffer, each checked there */
@@ -576,20 +604,30 @@ main(int argc, char **argv)
 					  .features = UNIO_FEATURE_TAG | UNIO_FEATURE_AM |
 						    UNIO_FEATURE_RMA };
 	uint64_t n = 10000;
+	size_t len = 8;
 	unio_context_t *ctx;
 	unio_worker_t *wa, *wb;
 	unio_ep_t *ep;
 	unio_status_t st;
 	int opt, rc, idle = 0;
 
-	while ((opt = getopt(argc, argv, "n:i")) != -1) {
+	while ((opt = getopt(argc, argv, "n:is:")) != -1) {
 		if (opt == 'i') {
 			idle = 1;
 			time_rtt = 1;
 			continue;
 		}
+		if (opt == 's') {
+			char *end;
+
+			len = strtoull(optarg, &end, 0);
+			if (*end == '\0' && len >= 8 && len <= ((size_t)1 << 20))
+				continue;
+			fprintf(stderr, "unio-pathbench: -s takes 8 to 1048576 bytes\n");
+			return 2;
+		}
 		if (opt != 'n') {
-			fprintf(stderr, "usage: unio-pathbench [-n messages] [-i]\n");
+			fprintf(stderr, "usage: unio-pathbench [-n messages] [-i] [-s bytes]\n");
 			return 2;
 		}
 		n = strtoull(optarg, NULL, 0);
@@ -616,7 +654,7 @@ main(int argc, char **argv)
 	if (rc == 0)
 		rc = run_am_rtt(wa, wb, ep, n);
 	if (rc == 0)
-		rc = run_tag_rtt(wa, wb, ep, n);
+		rc = run_tag_rtt(wa, wb, ep, n, len);
 	if (rc == 0)
 		rc = run_put(wb, ep, n);
 	if (rc == 0)
