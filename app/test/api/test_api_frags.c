@@ -2,8 +2,10 @@
 /*
  * Fragment sizes on a shm lane.  Further fragments (PIPE, EAGER_MID) carry whole cache lines,
  * 8 KiB with the default fifo, so a 64 KiB pipelined message, tagged or AM, is 8 ring messages
- * landing at multiples of 8 KiB; the last one takes up to 8200 bytes, so 64 KiB + 8 is 8
- * too; a 16 KiB eager message is a first fragment of 8184 bytes and a last of 8200.  Counted
+ * landing at multiples of 8 KiB; the last one takes up to 8248 bytes, so 64 KiB + 8 is 8
+ * too; a 16 KiB eager message is a first fragment of 8192 bytes (whole cache lines too) and
+ * a last of 8192, one of 8248 bytes (UCX's posix am_bcopy) is one EAGER message, 8249 bytes
+ * 8192 + 57.  Counted
  * by wrapping the receiving iface's handlers; every payload checksummed.  Before: 8184-byte
  * fragments (the eager first fragment's header size), a 64 KiB message in 9 ring messages,
  * the ninth of 64 bytes, and every fragment at an offset that was no multiple of 64.
@@ -162,7 +164,7 @@ UNIO_TEST(api_frag_sizes_shm, fast)
 	TEST_LOG("lane: fragments %zu B, last up to %zu B, eager first %zu B, rendezvous from "
 		 "%zu B, split from %zu B", l->frag, l->frag_last, l->frag_first, l->rndv_thresh,
 		 l->split_min);
-	if (l->frag != 8192 || l->frag_last != 8200 || l->frag_first != 8184 ||
+	if (l->frag != 8192 || l->frag_last != 8248 || l->frag_first != 8192 ||
 	    l->rndv_thresh > 40960 || l->split_min <= FR_MAX || 16384 >= l->rndv_thresh) {
 		TEST_LOG("lane sizes are not the default shm ones");
 		goto out;
@@ -174,7 +176,11 @@ UNIO_TEST(api_frag_sizes_shm, fast)
 	    fr.last != 8200 ||
 	    fr_round(a, b, ep, s, r, 40 * 1024, false, PROTO_AM_PIPE, 5) != TEST_OK ||
 	    fr_round(a, b, ep, s, r, 16 * 1024, false, PROTO_AM_EAGER_MID, 1) != TEST_OK ||
-	    fr.n[PROTO_AM_EAGER_FIRST] != 1 || fr.first != 8184 || fr.last != 8200 ||
+	    fr.n[PROTO_AM_EAGER_FIRST] != 1 || fr.first != 8192 || fr.last != 8192 ||
+	    fr_round(a, b, ep, s, r, 8248, false, PROTO_AM_EAGER_FIRST, 0) != TEST_OK ||
+	    fr.n[PROTO_AM_EAGER_MID] != 0 ||
+	    fr_round(a, b, ep, s, r, 8249, false, PROTO_AM_EAGER_MID, 1) != TEST_OK ||
+	    fr.n[PROTO_AM_EAGER_FIRST] != 1 || fr.first != 8192 || fr.last != 57 ||
 	    fr_round(a, b, ep, s, r, 64 * 1024, true, PROTO_AM_PIPE, 8) != TEST_OK) {
 		TEST_LOG("fragments: %u PIPE, %u EAGER_FIRST of %zu B, further up to %zu B, "
 			 "last %zu B", fr.n[PROTO_AM_PIPE], fr.n[PROTO_AM_EAGER_FIRST], fr.first,

@@ -53,9 +53,12 @@ extern int shm_logtype;
 #define SHM_SEG_MAGIC     0x4d48534f494e55ull   /* "UNIOSHM" */
 #define SHM_ADDR_MAGIC    0x48534e55u           /* "UNSH" */
 #define SHM_RKEY_MAGIC    0x59454b52u           /* "RKEY" */
-#define SHM_VERSION       5u                     /* 3: keys in the owner's table; 4: 8224 B;
-						    * 5: the fd server's key */
-#define SHM_MAX_DATA      8224u                  /* most bytes of one message: 8 KiB + 32 */
+#define SHM_VERSION       6u                     /* 3: keys in the owner's table; 4: 8224 B;
+						    * 5: the fd server's key; 6: 8272 B */
+/* most bytes of one message: 8 KiB + 80, 259 cells with the header word.  A tagged message
+ * of up to 8248 bytes (UCX's posix am_bcopy) is one message; further fragments stay 8 KiB
+ * (proto_lane.frag: frag_last 8248 rounded down to a cache line) */
+#define SHM_MAX_DATA      8272u
 #define SHM_MAX_SHORT     2048u                  /* most bytes of a short message's data */
 #define SHM_ZCOPY_HDR     128u
 #define SHM_RX_BURST      16u                    /* messages per ring per progress call */
