@@ -173,9 +173,7 @@ static const struct cfg_row cfg_table[] = {
 	  "the sender puts the second; below, get), 'auto' (chosen per size and lane: on one "
 	  "host with one-sided copies, below UNIO_RNDV_SPLIT_MIN get or pipeline chosen by the "
 	  "receiver by measure, on AMD CPUs the pipeline (measured 1.3-3x the get and the "
-	  "split there from 32 to 128 KiB), from 64 KiB the split instead while the sender "
-	  "times its pipeline at the host's slow level, then the split; get on lanes whose "
-	  "target driver "
+	  "split there from 32 to 128 KiB), then the split; get on lanes whose target driver "
 	  "carries put and get (tcp) and between hosts), or 'measure' (as 'auto', with get or "
 	  "pipeline by measure on every CPU)." },
 	{ "RNDV_SPLIT_MIN", CFG_SIZE, "auto", OFF(rndv_split_min), size_auto, 0, 0,

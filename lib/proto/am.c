@@ -92,13 +92,12 @@ proto_feature_missing(const struct unio_worker *w, uint64_t feature, const char 
 /*
  * On one host (the auto scheme) a rendezvous from the lane's split_min is split as the tag
  * protocol's: the receiver pulls the first half while the sender puts the second, both
- * single-copy and at once; from split_low when the sender offers it (its pipeline runs
- * slow: struct proto_pipe_level), which the receiver takes from split_low.
+ * single-copy and at once.
  */
 static inline bool
 lane_can_split(const struct proto_lane *lane, size_t len)
 {
-	return len >= lane->split_low && (lane->tl_ep->cap & UNIO_TL_CAP_PUT_ZCOPY);
+	return len >= lane->split_min && (lane->tl_ep->cap & UNIO_TL_CAP_PUT_ZCOPY);
 }
 
 static size_t
@@ -364,7 +363,7 @@ am_send_locked(struct unio_ep *ep, unsigned int id, const void *hdr, size_t hdr_
 	if (proto == AM_PROTO_RTS)
 		req->adapt = PROTO_ADAPT_RNDV;
 	if (proto == AM_PROTO_RTS && lane_can_rndv(lane) &&
-	    (proto_rndv_offer_get(req) || lane->frag == 0)) {
+	    (proto_rndv_offer_get(req) || lane->frag == 0 || lane_can_split(lane, len))) {
 		st = unio_tl_mem_reg(lane->iface, (void *)(uintptr_t)buf, len, &req->memh);
 		if (st != UNIO_OK) {
 			proto_req_put(req);

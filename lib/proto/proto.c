@@ -167,8 +167,6 @@ lane_zcopy_thresh(const struct unio_config *cfg, const struct unio_tl_iface_attr
 /* UNIO_RNDV_SPLIT_MIN=auto: under auto on a host lane of an AMD CPU, and elsewhere */
 #define PROTO_SPLIT_MIN_AMD     (256 * 1024)
 #define PROTO_SPLIT_MIN_DEFAULT (64 * 1024)
-/* ... and on AMD from here while the sender's pipeline runs slow (entry 45) */
-#define PROTO_SPLIT_LOW_AMD     (64 * 1024)
 
 static void
 lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *a,
@@ -252,15 +250,6 @@ lane_thresholds(const struct unio_config *cfg, const struct unio_tl_iface_attr *
 	if ((host_auto || cfg->rndv_scheme == UNIO_RNDV_SCHEME_SPLIT) &&
 	    (cap & UNIO_TL_CAP_GET_ZCOPY) && (cap & UNIO_TL_CAP_PUT_ZCOPY))
 		lane->split_min = RTE_MAX(split_min, lane->rndv_thresh);
-	/*
-	 * Where auto runs the pipeline below the split (AMD), the split also from 64 KiB while
-	 * the sender's pipeline runs at the host's slow level (struct proto_pipe_level): there
-	 * the pipeline ran 1.0-1.15x UCX, the split 1.47x in either level, the fast pipeline
-	 * 2.5-2.8x (entries 43, 45); below 64 KiB even the slow pipeline beats the split.
-	 */
-	lane->split_low = lane->split_min;
-	if (amd_pipe && lane->split_min != UNIO_SIZE_INF && lane->split_min > PROTO_SPLIT_LOW_AMD)
-		lane->split_low = RTE_MAX((size_t)PROTO_SPLIT_LOW_AMD, lane->rndv_thresh);
 	lane_zcopy_thresh(cfg, a, cap, lane);
 }
 
@@ -401,56 +390,6 @@ adapt_choose(struct proto_adapt *a, struct proto_adapt_class *c, uint64_t now)
 	return other;
 }
 
-/* ---- the pipeline's level, read by the sender (lane.split_low) ---- */
-
-/* rendezvous split after a slow sample before a pipeline probes again */
-#define PROTO_PIPE_SPLIT_RUN 64
-/* a sample is slow from this many ns per 64 KiB packed: the levels pack it in about 2 and 6 */
-#define PROTO_PIPE_SLOW_NS   4000
-
-static void
-pipe_init(struct proto_pipe_level *l)
-{
-	*l = (struct proto_pipe_level){
-		.slow = rte_get_tsc_hz() / 1000000 * PROTO_PIPE_SLOW_NS / 1000,
-	};
-}
-
-/* A rendezvous from split_low, below split_min: split it now? */
-static bool
-pipe_split_now(struct proto_pipe_level *l)
-{
-	if (!l->is_slow || l->probing)
-		return l->is_slow;
-	if (l->split_left == 0) {   /* this one by pipeline: its sample says the level */
-		l->probing = true;
-		return false;
-	}
-	l->split_left--;
-	return true;
-}
-
-void
-proto_pipe_sample(struct unio_ep *ep)
-{
-	struct proto_pipe_level *l = &ep->pipe;
-
-	/* ticks per 64 KiB above the threshold (the sample is 64 KiB or a fragment more) */
-	l->is_slow = (unsigned __int128)l->ticks * PROTO_PIPE_SAMPLE >
-		     (unsigned __int128)l->slow * l->bytes;
-	l->split_left = l->is_slow ? PROTO_PIPE_SPLIT_RUN : 0;
-	l->probing = false;
-	l->n_samples++;
-	l->n_slow += l->is_slow;
-	l->ticks = l->bytes = 0;
-}
-
-void
-unio_proto_pipe_slow(struct unio_ep *ep, uint64_t ticks)
-{
-	ep->pipe.slow = ticks;
-}
-
 bool
 proto_rndv_offer_get(struct unio_request *req)
 {
@@ -459,8 +398,7 @@ proto_rndv_offer_get(struct unio_request *req)
 	req->adapt = PROTO_ADAPT_RNDV;
 	/* auto: the receiver chooses, so that it has the choice */
 	return req->slen >= lane->split_min || lane->rndv_adapt ||
-	       lane->rndv_scheme == UNIO_RNDV_SCHEME_GET ||
-	       (req->slen >= lane->split_low && pipe_split_now(&req->ep->pipe));
+	       lane->rndv_scheme == UNIO_RNDV_SCHEME_GET;
 }
 
 void
@@ -469,7 +407,7 @@ proto_rndv_sent(struct unio_request *req, bool by_get, bool ok)
 	struct proto_adapt *a = &req->ep->adapt;
 
 	if (ok)
-		a->n[by_get && req->slen >= req->ep->lane.split_low ? PROTO_ADAPT_SPLIT :
+		a->n[by_get && req->slen >= req->ep->lane.split_min ? PROTO_ADAPT_SPLIT :
 		     by_get ? PROTO_ADAPT_GET : PROTO_ADAPT_PIPE]++;
 }
 
@@ -547,7 +485,6 @@ proto_lane_init(struct unio_worker *w, struct proto_lane *lane, struct unio_tl_e
 	lane->rx_conn_id = tl_ep->conn_id;   /* the peer sends on the same connection */
 	lane_thresholds(&w->ctx->config, &tl_ep->iface->attr, tl_ep->cap, lane);
 	adapt_init(&container_of(lane, struct unio_ep, lane)->adapt, lane);
-	pipe_init(&container_of(lane, struct unio_ep, lane)->pipe);
 }
 
 /* A fresh random key for the worker's request ids (never the same in two workers). */
@@ -603,11 +540,6 @@ proto_rndv_print(const struct unio_ep *ep, FILE *f)
 	fprintf(f, "#   rendezvous received (timed): %" PRIu64 " get, %" PRIu64 " pipeline (%"
 		PRIu64 " to probe)\n", a->n_rx[PROTO_ADAPT_GET], a->n_rx[PROTO_ADAPT_PIPE],
 		a->n_probe);
-	if (ep->lane.split_low < ep->lane.split_min)
-		fprintf(f, "#   pipeline level (split from %zu while slow): %" PRIu64 " samples, %"
-			PRIu64 " slow, from %.0f ns per 64 KiB packed\n", ep->lane.split_low,
-			ep->pipe.n_samples, ep->pipe.n_slow,
-			(double)ep->pipe.slow * 1e9 / (double)rte_get_tsc_hz());
 	for (unsigned int i = 0; i < PROTO_ADAPT_CLASSES; i++) {
 		const struct proto_adapt_class *c = &a->cls[i];
 		size_t lo = (size_t)1 << (a->shift + i);

@@ -445,7 +445,7 @@ rndv_start(struct unio_request *req, struct unio_ep *ep, const struct proto_rts_
 		proto_req_complete(req, UNIO_ERR_MESSAGE_TRUNCATED);
 		return;
 	}
-	split = (h->flags & PROTO_RTS_FLAG_SPLIT) && h->size >= ep->lane.split_low;
+	split = (h->flags & PROTO_RTS_FLAG_SPLIT) && h->size >= ep->lane.split_min;
 	if (!(h->flags & PROTO_RTS_FLAG_PIPELINE) &&
 	    (tl_ep->cap & (UNIO_TL_CAP_GET_ZCOPY | UNIO_TL_CAP_RKEY_PTR)) &&
 	    tl_ep->iface->ctl->rkey_unpack != NULL &&

@@ -6,8 +6,6 @@
 
 #include <string.h>
 
-#include <rte_cycles.h>
-
 #include "unio_log.h"
 #include "unio_memcpy.h"
 #include "unio_proto.h"
@@ -97,7 +95,7 @@ pack_rts(void *dest, void *arg)
 		rkey_len = iface->attr.rkey_packed_len;
 	if (rkey_len == 0)
 		h.flags |= PROTO_RTS_FLAG_PIPELINE;
-	else if (req->slen >= req->ep->lane.split_low &&
+	else if (req->slen >= req->ep->lane.split_min &&
 		 (req->ep->lane.tl_ep->cap & UNIO_TL_CAP_PUT_ZCOPY))
 		h.flags |= PROTO_RTS_FLAG_SPLIT;
 	h.rkey_len = (uint16_t)rkey_len;
@@ -135,28 +133,6 @@ send_frags(struct unio_request *req, uint8_t first_id, uint8_t mid_id)
 		if (st != UNIO_OK)
 			return st;
 		req->offset += frag_len(req);
-	} while (req->offset < req->slen);
-	return UNIO_OK;
-}
-
-/*
- * The pipelined fragments on a lane that splits while its pipeline runs slow: each pack
- * timed (a refused one is not: no wait for credit in a sample), struct proto_pipe_level.
- */
-static unio_status_t
-send_pipe_timed(struct unio_request *req)
-{
-	unio_status_t st;
-
-	do {
-		size_t len = frag_len(req);
-		uint64_t t = rte_rdtsc();
-
-		st = send_bcopy(req, PROTO_AM_PIPE, pack_frag);
-		if (st != UNIO_OK)
-			return st;
-		proto_pipe_frag(req->ep, rte_rdtsc() - t, len);
-		req->offset += len;
 	} while (req->offset < req->slen);
 	return UNIO_OK;
 }
@@ -244,8 +220,7 @@ send_step(struct unio_request *req)
 		}
 		return st;
 	case SEND_RNDV_PIPE_DATA:
-		st = lane->split_low < lane->split_min ? send_pipe_timed(req) :
-		     send_frags(req, PROTO_AM_PIPE, PROTO_AM_PIPE);
+		st = send_frags(req, PROTO_AM_PIPE, PROTO_AM_PIPE);
 		if (st == UNIO_OK && req->adapt != 0)
 			proto_rndv_sent(req, false, true);
 		return st;

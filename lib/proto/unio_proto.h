@@ -290,26 +290,6 @@ struct proto_adapt {
 	uint8_t shift;          /**< log2 of the first class's lower bound */
 };
 
-/*
- * The sender's reading of its own pipeline, on a lane that may split below split_min
- * (lane.split_low: an AMD CPU under auto, protocols.md entry 45).  The host runs a copy
- * through the FIFO at one of two levels, about 2.5x apart and changing within a second
- * (entry 43), while the split does not see them: every PIPE fragment the sender packs is
- * timed (the pack alone, no wait for credit) and each 64 KiB of them is a sample.  Slow,
- * the next PROTO_PIPE_SPLIT_RUN rendezvous from split_low are split, then one pipeline
- * probes the level again.
- */
-struct proto_pipe_level {
-	uint64_t ticks;         /**< TSC ticks of the PIPE fragments packed since a sample */
-	uint64_t bytes;         /**< ... and their payload bytes */
-	uint64_t slow;          /**< a sample over this many ticks per 64 KiB is slow (tests) */
-	uint64_t n_samples;     /**< samples taken */
-	uint64_t n_slow;        /**< ... of which read slow */
-	uint32_t split_left;    /**< rendezvous still to split before a pipeline probes */
-	bool is_slow;           /**< the last sample read slow */
-	bool probing;           /**< a probe pipeline went: split until its sample */
-};
-
 enum ep_state { EP_CONNECTING, EP_CONNECTED, EP_FAILED, EP_CLOSED };
 
 /** One per peer iface pair actually used. */
@@ -333,8 +313,6 @@ struct proto_lane {
 	int rndv_scheme;       /**< enum unio_rndv_scheme, resolved */
 	bool rndv_adapt;       /**< auto: get or pipeline by measure below split_min (proto.c) */
 	size_t split_min;      /**< tag rendezvous from this size: split get / put (or inf) */
-	size_t split_low;      /**< ... and from this one while the pipeline runs slow
-				    (struct proto_pipe_level), else split_min */
 	size_t zcopy_thresh;   /**< eager from the user buffer (am_zcopy) from this size */
 	size_t max_zcopy;      /**< ... up to this payload (0: the lane has no am_zcopy) */
 	uint64_t n_zcopy;      /**< eager zero-copy sends started (unio_ep_print_info) */
@@ -393,7 +371,6 @@ struct unio_ep {
 	char peer_name[56];           /**< "IP port P" or "worker UUID": unio_ep_query() */
 	struct unio_ep *closed_next;  /**< closed eps, freed with the worker */
 	struct proto_adapt adapt;     /**< rendezvous counts and the auto scheme's measure */
-	struct proto_pipe_level pipe; /**< the sender's pipeline level (split_low) */
 };
 
 /* ---- worker ---- */
@@ -859,21 +836,6 @@ void proto_send_pipeline(struct unio_request *req, uint64_t rreq_id);
  * chooses: proto_rndv_recv_pull()).
  */
 bool proto_rndv_offer_get(struct unio_request *req);
-/** A sample of @p ep's pipeline level is due (struct proto_pipe_level). */
-void proto_pipe_sample(struct unio_ep *ep);
-
-#define PROTO_PIPE_SAMPLE (64 * 1024)
-
-/** A PIPE fragment of @p len payload bytes was packed in @p ticks: count it. */
-static inline void
-proto_pipe_frag(struct unio_ep *ep, uint64_t ticks, size_t len)
-{
-	ep->pipe.ticks += ticks;
-	ep->pipe.bytes += len;
-	if (ep->pipe.bytes >= PROTO_PIPE_SAMPLE)
-		proto_pipe_sample(ep);
-}
-
 /** A rendezvous send ends, completed by get (@p by_get) or by pipeline when @p ok: count it. */
 void proto_rndv_sent(struct unio_request *req, bool by_get, bool ok);
 /**
@@ -888,11 +850,6 @@ bool proto_rndv_recv_pull(struct unio_request *req, struct unio_ep *ep, size_t s
 void proto_rndv_delivered(struct unio_request *req, bool by_get, bool ok);
 /** unio_ep_print_info(): the rendezvous counts and the auto scheme's measure of @p ep. */
 void proto_rndv_print(const struct unio_ep *ep, FILE *f);
-/**
- * Tests: a sample of @p ep's pipeline reads slow from @p ticks per 64 KiB (0: every one,
- * UINT64_MAX: none).
- */
-void unio_proto_pipe_slow(struct unio_ep *ep, uint64_t ticks);
 /** Tests: multiply the measure of get and pipeline samples on @p ep by these factors. */
 void unio_proto_rndv_skew(struct unio_ep *ep, uint32_t get_x, uint32_t pipe_x);
 /**

@@ -23,9 +23,6 @@
 #define LEN_MIN (48 * 1024)    /* one size class: 48 KiB .. 64 KiB - 1 */
 #define LEN_SPAN (16 * 1024)
 
-/* the windows' sizes: win_min .. win_min + LEN_SPAN - 1 */
-static size_t win_min = LEN_MIN;
-
 struct counts {
 	uint64_t get, pipe, split, probe, rx_get, rx_pipe;
 };
@@ -89,7 +86,7 @@ am_window(struct api_pair *p, struct am_rx *rx, uint8_t *s, uint8_t *r, const si
 	rx->n = 0;
 	for (uint32_t i = 0; i < WINDOW; i++)
 		sst[i] = unio_am_send(p->ep, AM_ID, &i, sizeof(i),
-				      s + (size_t)i * (win_min + LEN_SPAN), len[i], NULL,
+				      s + (size_t)i * (LEN_MIN + LEN_SPAN), len[i], NULL,
 				      UNIO_AM_SEND_FLAG_RNDV, &sreq[i]);
 	for (int k = 0; k < 1000000 && rx->n < WINDOW; k++) {
 		unio_worker_progress(p->a);
@@ -97,7 +94,7 @@ am_window(struct api_pair *p, struct am_rx *rx, uint8_t *s, uint8_t *r, const si
 	}
 	for (unsigned int i = 0; i < WINDOW; i++)
 		rst[i] = rx->desc[i] == NULL || rx->len[i] != len[i] ? UNIO_ERR_PROTO :
-			 unio_am_recv_data(p->b, rx->desc[i], r + (size_t)i * (win_min + LEN_SPAN),
+			 unio_am_recv_data(p->b, rx->desc[i], r + (size_t)i * (LEN_MIN + LEN_SPAN),
 					   len[i], NULL, &rreq[i]);
 }
 
@@ -106,8 +103,8 @@ am_window(struct api_pair *p, struct am_rx *rx, uint8_t *s, uint8_t *r, const si
 static int
 windows(struct api_pair *p, bool am, unsigned int rounds, uint64_t seed)
 {
-	uint8_t *s = malloc((size_t)WINDOW * (win_min + LEN_SPAN));
-	uint8_t *r = malloc((size_t)WINDOW * (win_min + LEN_SPAN));
+	uint8_t *s = malloc((size_t)WINDOW * (LEN_MIN + LEN_SPAN));
+	uint8_t *r = malloc((size_t)WINDOW * (LEN_MIN + LEN_SPAN));
 	struct am_rx rx = { .n = 0 };
 	int rc = TEST_OK;
 
@@ -120,10 +117,10 @@ windows(struct api_pair *p, bool am, unsigned int rounds, uint64_t seed)
 		size_t len[WINDOW];
 
 		for (unsigned int i = 0; i < WINDOW; i++) {
-			uint8_t *sb = s + (size_t)i * (win_min + LEN_SPAN);
-			uint8_t *rb = r + (size_t)i * (win_min + LEN_SPAN);
+			uint8_t *sb = s + (size_t)i * (LEN_MIN + LEN_SPAN);
+			uint8_t *rb = r + (size_t)i * (LEN_MIN + LEN_SPAN);
 
-			len[i] = win_min + (size_t)((seed + n * 7919u + i * 131u) % LEN_SPAN);
+			len[i] = LEN_MIN + (size_t)((seed + n * 7919u + i * 131u) % LEN_SPAN);
 			test_fill(sb, len[i], seed + n * WINDOW + i);
 			memset(rb, 0xee, len[i]);
 			if (am)
@@ -135,8 +132,8 @@ windows(struct api_pair *p, bool am, unsigned int rounds, uint64_t seed)
 		if (am)
 			am_window(p, &rx, s, r, len, sreq, sst, rreq, rst);
 		for (unsigned int i = 0; i < WINDOW; i++) {
-			uint8_t *sb = s + (size_t)i * (win_min + LEN_SPAN);
-			uint8_t *rb = r + (size_t)i * (win_min + LEN_SPAN);
+			uint8_t *sb = s + (size_t)i * (LEN_MIN + LEN_SPAN);
+			uint8_t *rb = r + (size_t)i * (LEN_MIN + LEN_SPAN);
 
 			sst[i] = api_op_wait(p->a, p->b, sst[i], sreq[i]);
 			rst[i] = api_op_wait(p->b, p->a, rst[i], rreq[i]);
@@ -409,74 +406,5 @@ UNIO_TEST(api_rndv_measure_transition, fast)
 	log_info(ep);
 	api_pair_close(&p);
 	TEST_ASSERT_EQ(rc, TEST_OK);
-	return TEST_OK;
-}
-
-/*
- * AMD under auto (protocols.md entry 45): from 64 KiB, below the split, the sender splits
- * while its pipeline reads slow, a pipeline probing after every PROTO_PIPE_SPLIT_RUN splits,
- * and goes back to the pipeline once a sample reads fast.  Every sample made slow
- * (unio_proto_pipe_slow(ep, 0)), then none; tag or AM, every payload checksummed.  Other
- * CPUs: split_low is split_min on both sides.
- */
-static int
-pipe_level(bool am)
-{
-	static const char *const ovr[] = { "TLS", "shm,self", NULL };
-	bool amd = unio_cpu_vendor() == UNIO_CPU_AMD;
-	struct counts c0, c1, c2, c3;
-	struct api_pair p;
-	int rc = api_pair_open(&p, ovr, "shm");
-
-	TEST_ASSERT_EQ(rc, TEST_OK);
-	if (rx_ep(&p) == NULL ||
-	    p.ep->lane.split_low != (amd ? 64 * 1024 : p.ep->lane.split_min) ||
-	    rx_ep(&p)->lane.split_low != p.ep->lane.split_low) {
-		TEST_LOG("amd %d: split from %zu, while slow from %zu (receiver %zu)", amd,
-			 p.ep->lane.split_min, p.ep->lane.split_low,
-			 rx_ep(&p) ? rx_ep(&p)->lane.split_low : 0);
-		api_pair_close(&p);
-		TEST_ASSERT(0, "split_low wrong on this CPU (amd %d)", amd);
-	}
-	if (!amd) {
-		api_pair_close(&p);
-		return TEST_OK;
-	}
-	win_min = 64 * 1024;
-	c0 = counts_of(&p);
-	unio_proto_pipe_slow(p.ep, 0);
-	rc = windows(&p, am, 24, 11);
-	c1 = counts_of(&p);
-	unio_proto_pipe_slow(p.ep, UINT64_MAX);
-	if (rc == TEST_OK)
-		rc = windows(&p, am, 12, 12);   /* the split run ends, a probe reads fast */
-	c2 = counts_of(&p);
-	if (rc == TEST_OK)
-		rc = windows(&p, am, 8, 13);
-	c3 = counts_of(&p);
-	win_min = LEN_MIN;
-	log_info(p.ep);
-	api_pair_close(&p);
-	TEST_ASSERT_EQ(rc, TEST_OK);
-	/* slow: the first window by pipeline (no sample yet), then splits and probes */
-	TEST_ASSERT(c1.split - c0.split >= 150 && c1.pipe - c0.pipe >= WINDOW + 1 &&
-		    c1.split + c1.pipe - c0.split - c0.pipe == 24 * WINDOW && c1.get == c0.get,
-		    "slow: %" PRIu64 " split, %" PRIu64 " pipeline, %" PRIu64 " get",
-		    c1.split - c0.split, c1.pipe - c0.pipe, c1.get - c0.get);
-	TEST_ASSERT(c2.split + c2.pipe - c1.split - c1.pipe == 12 * WINDOW,
-		    "turning: %" PRIu64 " split, %" PRIu64 " pipeline", c2.split - c1.split,
-		    c2.pipe - c1.pipe);
-	/* fast: all by pipeline, and the receiver streamed each */
-	TEST_ASSERT(c3.split == c2.split && c3.pipe - c2.pipe == 8 * WINDOW && c3.get == c2.get &&
-		    c3.rx_pipe - c2.rx_pipe == 8 * WINDOW,
-		    "fast: %" PRIu64 " split, %" PRIu64 " pipeline (received %" PRIu64 ")",
-		    c3.split - c2.split, c3.pipe - c2.pipe, c3.rx_pipe - c2.rx_pipe);
-	return TEST_OK;
-}
-
-UNIO_TEST(api_rndv_pipe_level, fast)
-{
-	TEST_ASSERT_EQ(pipe_level(false), TEST_OK);
-	TEST_ASSERT_EQ(pipe_level(true), TEST_OK);
 	return TEST_OK;
 }
