@@ -369,10 +369,25 @@ progress_rest(struct unio_worker *w, unsigned int i, bool full, unsigned int n)
 }
 
 /*
- * A call in which iface @p i has work (the ones before it have none): its delivery.  When it
- * is the last iface, nothing is queued and the control plane is not due (the usual busy
- * call), that is all, with two registers saved; otherwise progress_rest() goes on from the
- * next iface (a tail call).
+ * Whether an iface from @p i on would be called by progress_rest(w, i, false, ...): not idle,
+ * its poll word set or none.  (A tcp iface with nothing but its listen socket has a word
+ * that stays 0: unio-perf's eth0 iface beside its lane on lo.)
+ */
+static inline bool
+later_work(const struct unio_worker *w, unsigned int i)
+{
+	for (; i < w->n_ifaces; i++)
+		if (!w->ifaces[i]->idle && unio_tl_iface_may_have_work(w->ifaces[i]))
+			return true;
+	return false;
+}
+
+/*
+ * A call in which iface @p i has work (the ones before it have none): its delivery.  When no
+ * later iface would be called (it is the last, or the rest are idle or their poll words
+ * clear), nothing is queued and the control plane is not due (the usual busy call), that is
+ * all, with two registers saved; otherwise progress_rest() goes on from the next iface (a
+ * tail call).
  */
 static __rte_noinline unsigned int
 progress_at(struct unio_worker *w, unsigned int i)
@@ -381,7 +396,7 @@ progress_at(struct unio_worker *w, unsigned int i)
 
 	w->in_progress = true;
 	n = unio_tl_iface_deliver(w->ifaces[i]);
-	if (unlikely(i + 1 != w->n_ifaces || w->ctl_countdown == 1 || progress_queued_any(w)))
+	if (unlikely(w->ctl_countdown == 1 || later_work(w, i + 1) || progress_queued_any(w)))
 		return progress_rest(w, i + 1, false, n);
 	w->ctl_countdown--;
 	w->in_progress = false;

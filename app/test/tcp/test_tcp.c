@@ -702,6 +702,160 @@ UNIO_TEST(tcp_rndv_rails, mp)
 	return rc;
 }
 
+/* @p val from @p w1 over @p ep to @p w2, both progressed (each turn one *calls) */
+static int
+gated_exchange(unio_worker_t *w1, unio_worker_t *w2, unio_ep_t *ep, uint64_t val,
+	       unsigned int *calls)
+{
+	uint64_t out = val, in = 0;
+	unio_request_t *rq = NULL, *sq = NULL;
+	unio_status_t rs, ss;
+	uint64_t end = rte_get_tsc_cycles() + 10 * rte_get_tsc_hz();
+
+	rs = unio_tag_recv(w2, &in, sizeof(in), 11, ~0ull, NULL, &rq);
+	TEST_ASSERT(!UNIO_IS_ERR(rs), "recv: %s", unio_status_string(rs));
+	ss = unio_tag_send(ep, &out, sizeof(out), 11, NULL, &sq);
+	TEST_ASSERT(!UNIO_IS_ERR(ss), "send: %s", unio_status_string(ss));
+	while ((rs == UNIO_INPROGRESS || ss == UNIO_INPROGRESS) && rte_get_tsc_cycles() < end) {
+		unio_worker_progress(w1);
+		unio_worker_progress(w2);
+		(*calls)++;
+		if (rs == UNIO_INPROGRESS)
+			rs = unio_request_test(rq, NULL);
+		if (ss == UNIO_INPROGRESS)
+			ss = unio_request_test(sq, NULL);
+	}
+	if (rq != NULL)
+		unio_request_free(rq);
+	if (sq != NULL)
+		unio_request_free(sq);
+	TEST_ASSERT(rs == UNIO_OK && ss == UNIO_OK, "recv %s, send %s", unio_status_string(rs),
+		    unio_status_string(ss));
+	TEST_ASSERT(in == val, "received %#" PRIx64 ", sent %#" PRIx64, in, val);
+	return TEST_OK;
+}
+
+/*
+ * A tcp iface with nothing but its listen socket has a poll word that stays 0 (tcp.md entry
+ * 17): two workers of one process in a namespace with lo and a veth end with an address
+ * (rd0), UNIO_TLS=tcp, their eps on lo.  During 200 8-byte messages each way, each value
+ * checked (busy and epoll mode), each worker calls its lo iface in every progress call and
+ * its rd0 iface, which has no connection, only in one of WORKER_CTL_CALLS (16) plus a few
+ * (it was called in every one).  Busy mode asks rd0's epoll at most once in 256 worker calls
+ * (as before), epoll mode once in 16 (it was every call).  Then a worker of a context
+ * limited to rd0 connects to the first one's rd0 iface: the connection is accepted and the
+ * message it carries arrives intact within 512 worker calls (97 in busy mode, 15 in epoll
+ * mode here), and from then on that iface is called in every call.
+ */
+static int
+gated_run(void)
+{
+	for (int mode = 0; mode < 2; mode++) {
+		const char *ov[] = { "TLS", "tcp", "TCP_POLL_MODE", mode ? "epoll" : "busy", NULL };
+		const char *ov3[] = { "TLS", "tcp", "NET_DEVICES", "rd0", "TCP_POLL_MODE",
+				      mode ? "epoll" : "busy", NULL };
+		unio_context_t *ctx = api_ctx(ov), *ctx3 = api_ctx(ov3);
+		struct unio_tl_tcp_stats l0, l1, r0, r1;
+		struct unio_tl_iface *lo1, *rd1;
+		unio_worker_t *w1, *w2, *w3;
+		unio_ep_t *e12, *e21, *e31;
+		unsigned int calls = 0, k;
+		unio_status_t st;
+
+		TEST_ASSERT(ctx != NULL && ctx3 != NULL, "contexts");
+		w1 = unio_worker_create(ctx, NULL, &st);
+		w2 = unio_worker_create(ctx, NULL, &st);
+		TEST_ASSERT(w1 != NULL && w2 != NULL, "workers");
+		e12 = api_ep_to_worker(w1, w2, &st);
+		TEST_ASSERT(e12 != NULL, "ep 1->2: %s", unio_status_string(st));
+		e21 = api_ep_to_worker(w2, w1, &st);
+		TEST_ASSERT(e21 != NULL, "ep 2->1: %s", unio_status_string(st));
+		TEST_ASSERT(strcmp(e12->lane.iface->dev_name, "lo") == 0 &&
+			    strcmp(e21->lane.iface->dev_name, "lo") == 0, "lanes %s, %s",
+			    e12->lane.iface->dev_name, e21->lane.iface->dev_name);
+		lo1 = api_worker_iface(w1, "tcp", "lo");
+		rd1 = api_worker_iface(w1, "tcp", "rd0");
+		TEST_ASSERT(lo1 != NULL && rd1 != NULL, "w1's tcp ifaces on lo and rd0");
+		/* connected and warm: the eps' wireup is done */
+		for (unsigned int i = 0; i < 4; i++)
+			if (gated_exchange(i % 2 ? w2 : w1, i % 2 ? w1 : w2, i % 2 ? e21 : e12, i,
+					   &calls) != TEST_OK)
+				return TEST_FAIL;
+		unio_tl_tcp_stats(lo1, &l0);
+		unio_tl_tcp_stats(rd1, &r0);
+		calls = 0;
+		for (unsigned int i = 0; i < 400; i++)
+			if (gated_exchange(i % 2 ? w2 : w1, i % 2 ? w1 : w2, i % 2 ? e21 : e12,
+					   0x5eed0000ull + i, &calls) != TEST_OK)
+				return TEST_FAIL;
+		unio_tl_tcp_stats(lo1, &l1);
+		unio_tl_tcp_stats(rd1, &r1);
+		TEST_LOG("%s mode: %u worker calls: lo iface %" PRIu64 " calls, idle rd0 iface %"
+			 PRIu64 " calls, %" PRIu64 " epoll", mode ? "epoll" : "busy", calls,
+			 l1.progress_calls - l0.progress_calls,
+			 r1.progress_calls - r0.progress_calls, r1.epoll_calls - r0.epoll_calls);
+		TEST_ASSERT_EQ(l1.progress_calls - l0.progress_calls, calls);
+		TEST_ASSERT(r1.progress_calls - r0.progress_calls <= calls / 16 + 4,
+			    "idle rd0 iface called %" PRIu64 " times in %u worker calls",
+			    r1.progress_calls - r0.progress_calls, calls);
+		TEST_ASSERT(r1.epoll_calls - r0.epoll_calls <= (mode ? calls / 16 + 4 :
+								  calls / 256 + 2),
+			    "idle rd0 iface: %" PRIu64 " epoll calls in %u worker calls",
+			    r1.epoll_calls - r0.epoll_calls, calls);
+		TEST_ASSERT_EQ(r1.open_conns, 0);
+
+		/* a peer on rd0: accepted, its message delivered, the iface called every time */
+		w3 = unio_worker_create(ctx3, NULL, &st);
+		TEST_ASSERT(w3 != NULL, "worker on rd0: %s", unio_status_string(st));
+		e31 = api_ep_to_worker(w3, w1, &st);
+		TEST_ASSERT(e31 != NULL, "ep 3->1: %s", unio_status_string(st));
+		TEST_ASSERT(strcmp(e31->lane.iface->dev_name, "rd0") == 0, "lane %s",
+			    e31->lane.iface->dev_name);
+		calls = 0;
+		if (gated_exchange(w3, w1, e31, 0xfeed, &calls) != TEST_OK)
+			return TEST_FAIL;
+		unio_tl_tcp_stats(rd1, &r0);
+		TEST_LOG("rd0: the message from w3 took %u calls, %" PRIu64 " accepted", calls,
+			 r0.conns_accepted);
+		TEST_ASSERT(r0.conns_accepted >= 1, "rd0 accepted nothing");
+		TEST_ASSERT(calls <= 2 * 256, "the connection to the idle rd0 iface waited %u "
+			    "worker calls", calls);
+		k = 0;
+		if (gated_exchange(w3, w1, e31, 0xfeee, &k) != TEST_OK)
+			return TEST_FAIL;
+		unio_tl_tcp_stats(rd1, &r1);
+		TEST_ASSERT_EQ(r1.progress_calls - r0.progress_calls, k);
+		unio_worker_destroy(w3);
+		unio_worker_destroy(w1);
+		unio_worker_destroy(w2);
+		unio_context_destroy(ctx3);
+		unio_context_destroy(ctx);
+	}
+	return TEST_OK;
+}
+
+UNIO_TEST(tcp_idle_iface_gated, mp)
+{
+	char ns[64];
+	int rc;
+
+	if (!test_can_netns())
+		TEST_SKIP_BECAUSE("network namespaces need root and iproute2");
+	snprintf(ns, sizeof(ns), "unio-gate-%d", (int)getpid());
+	rc = test_system("ip netns add %s && ip -n %s link set lo up && "
+			 "ip -n %s link add rd0 type veth peer name rd1 && "
+			 "ip -n %s addr add 10.98.0.1/24 dev rd0 && ip -n %s link set rd1 up && "
+			 "ip -n %s link set rd0 up", ns, ns, ns, ns, ns, ns);
+	if (rc == 0 && test_enter_netns(ns) != 0)
+		rc = -1;
+	if (rc == 0)
+		rc = gated_run();
+	else
+		TEST_LOG("namespace %s with a veth: failed", ns);
+	test_system("ip netns del %s 2>/dev/null", ns);
+	return rc;
+}
+
 /* ---- one process ---- */
 
 UNIO_TEST(tcp_devices, fast)
@@ -2316,11 +2470,13 @@ raw_attach(struct tpeer *p, uint16_t hello_port, unsigned int *calls)
 }
 
 /*
- * Busy mode asks epoll every 16 progress calls, and an iface with nothing but its listen
- * socket every 256 (unio-perf's server over tcp has such an iface on eth0 besides lo's: half
- * of its epoll calls went there): exactly 16 epoll calls in 4096 progress calls while idle,
- * 256 once a peer is connected.  A connection to the idle iface is still taken within 256
- * calls, its HELLO read within 16 more.
+ * Busy mode asks epoll every 16 progress calls.  An iface with nothing but its listen socket
+ * (unio-perf's over tcp has one on eth0 besides lo's) shows the worker a poll word that stays
+ * 0, so that the worker calls it in one call of 16 only (tcp_idle_iface_gated: one epoll in
+ * 256 worker calls, as when the iface itself asked every 256 of its calls): exactly 256
+ * epoll calls in 4096 of its progress calls, idle or connected.  A connection to the idle
+ * iface is taken within 16 calls, its HELLO read within 16 more; the word is then none (the
+ * worker calls it every time).
  */
 UNIO_TEST(tcp_idle_iface_epoll, fast)
 {
@@ -2331,20 +2487,25 @@ UNIO_TEST(tcp_idle_iface_epoll, fast)
 	int fd;
 
 	TEST_ASSERT_EQ(tpeer_open_set(&a, "lo", set), 0);
+	TEST_ASSERT(a.iface->poll_word != NULL && **a.iface->poll_word == 0,
+		    "idle iface: its poll word must be a clear one");
 	unio_tl_tcp_stats(a.iface, &s0);
 	for (int i = 0; i < 4096; i++)
 		unio_tl_iface_progress(a.iface);
 	unio_tl_tcp_stats(a.iface, &s1);
 	TEST_LOG("idle: %" PRIu64 " epoll calls in 4096 progress calls",
 		 s1.epoll_calls - s0.epoll_calls);
-	TEST_ASSERT_EQ(s1.epoll_calls - s0.epoll_calls, 4096 / TCP_IDLE_EPOLL_EVERY);
+	TEST_ASSERT_EQ(s1.epoll_calls - s0.epoll_calls, 4096 / TCP_BUSY_EPOLL_EVERY);
+	TEST_ASSERT_EQ(s1.progress_calls - s0.progress_calls, 4096);
+	TEST_ASSERT(a.iface->poll_word != NULL && **a.iface->poll_word == 0,
+		    "still idle: its poll word must be a clear one");
 	fd = raw_attach(&a, 1, &calls);
 	unio_tl_tcp_stats(a.iface, &s1);
 	TEST_LOG("accepted and attached after %u progress calls", calls);
-	TEST_ASSERT(s1.conns_accepted == 1 && calls <= TCP_IDLE_EPOLL_EVERY +
-		    TCP_BUSY_EPOLL_EVERY, "%u calls, %" PRIu64 " accepted", calls,
-		    s1.conns_accepted);
+	TEST_ASSERT(s1.conns_accepted == 1 && calls <= 2 * TCP_BUSY_EPOLL_EVERY,
+		    "%u calls, %" PRIu64 " accepted", calls, s1.conns_accepted);
 	TEST_ASSERT(fd >= 0, "raw connect");
+	TEST_ASSERT(a.iface->poll_word == NULL, "connected: the iface must have no poll word");
 	s0 = s1;
 	for (int i = 0; i < 4096; i++)
 		unio_tl_iface_progress(a.iface);
@@ -3105,6 +3266,72 @@ UNIO_TEST(tcp_direct_receive_bulk, fast)
 	TEST_ASSERT(memcmp(region, src, n * size) == 0, "put data differs");
 	TEST_ASSERT(sb.direct_bytes >= n * size * 9 / 10, "only %" PRIu64 " of %zu bytes direct",
 		    sb.direct_bytes, n * size);
+	a.iface->ctl->rkey_release(a.ep, &rk);
+	tpeer_close(&a);
+	tpeer_close(&b);
+	free(src);
+	return TEST_OK;
+}
+
+/*
+ * Busy mode's walk over an iface's connections for blocked, rest-awaiting or bulk ones runs
+ * only while its may_block flag says one may be (tcp.md entry 18).  A 64 KiB put (bulk)
+ * from a to b: both flags set by the frame (a's when it is queued, b's when its header is
+ * parsed), and each side asks epoll in every call for TCP_BULK_CALLS calls after it (a
+ * site that forgot the flag leaves that to one call of 16); after those, the flags are
+ * clear again, and busy mode asks epoll exactly once in TCP_BUSY_EPOLL_EVERY calls.  Every
+ * byte checked.
+ */
+UNIO_TEST(tcp_busy_walk_flag, fast)
+{
+	const size_t size = 64 * 1024;
+	uint8_t *src = malloc(size);
+	struct dcomp d = { .c = { .func = dcomp_done, .count = 1 } };
+	struct unio_tl_tcp_stats s0, s1, t0, t1;
+	struct iovec iov = { src, size };
+	struct unio_tl_rkey rk;
+	struct tpeer a, b;
+
+	TEST_ASSERT(src != NULL, "malloc");
+	TEST_ASSERT_EQ(tpeer_open(&a, "lo"), 0);
+	TEST_ASSERT_EQ(tpeer_open(&b, "lo"), 0);
+	TEST_ASSERT_EQ(tpeer_connect(&a, b.addr), 0);
+	TEST_ASSERT_EQ(tpeer_region_key(&a, &b, size, &rk), 0);
+	for (int i = 0; i < 100000 && !accepted_one(&b); i++)
+		progress2(&a, &b, 1);
+	progress2(&a, &b, 64);
+	TEST_ASSERT(!tcp_iface_of(a.iface)->may_block && !tcp_iface_of(b.iface)->may_block,
+		    "connected and idle: no flag expected");
+	test_fill(src, size, 5);
+	TEST_ASSERT_STATUS(unio_tl_ep_put_zcopy(a.ep, &iov, 1, (uintptr_t)b.region, &rk, &d.c),
+			   UNIO_INPROGRESS);
+	TEST_ASSERT(tcp_iface_of(a.iface)->may_block, "a bulk put queued: a's flag expected");
+	for (int i = 0; i < 1000000 && d.done == 0; i++)
+		progress2(&a, &b, 1);
+	TEST_ASSERT(d.done == 1 && d.status == UNIO_OK, "put: done %d, %s", d.done,
+		    unio_status_string(d.status));
+	TEST_ASSERT(memcmp(b.region, src, size) == 0, "put data differs");
+	TEST_ASSERT(tcp_iface_of(b.iface)->may_block, "a bulk put received: b's flag expected");
+	unio_tl_tcp_stats(a.iface, &s0);
+	unio_tl_tcp_stats(b.iface, &t0);
+	progress2(&a, &b, 64);
+	unio_tl_tcp_stats(a.iface, &s1);
+	unio_tl_tcp_stats(b.iface, &t1);
+	TEST_LOG("after the bulk put: %" PRIu64 " / %" PRIu64 " epoll calls in 64",
+		 s1.epoll_calls - s0.epoll_calls, t1.epoll_calls - t0.epoll_calls);
+	TEST_ASSERT(s1.epoll_calls - s0.epoll_calls == 64 && t1.epoll_calls - t0.epoll_calls == 64,
+		    "bulk: epoll in every call expected, %" PRIu64 " / %" PRIu64 " in 64",
+		    s1.epoll_calls - s0.epoll_calls, t1.epoll_calls - t0.epoll_calls);
+	progress2(&a, &b, TCP_BULK_CALLS + 2);
+	TEST_ASSERT(!tcp_iface_of(a.iface)->may_block && !tcp_iface_of(b.iface)->may_block,
+		    "bulk over: flags expected clear");
+	unio_tl_tcp_stats(a.iface, &s0);
+	unio_tl_tcp_stats(b.iface, &t0);
+	progress2(&a, &b, 4096);
+	unio_tl_tcp_stats(a.iface, &s1);
+	unio_tl_tcp_stats(b.iface, &t1);
+	TEST_ASSERT_EQ(s1.epoll_calls - s0.epoll_calls, 4096 / TCP_BUSY_EPOLL_EVERY);
+	TEST_ASSERT_EQ(t1.epoll_calls - t0.epoll_calls, 4096 / TCP_BUSY_EPOLL_EVERY);
 	a.iface->ctl->rkey_release(a.ep, &rk);
 	tpeer_close(&a);
 	tpeer_close(&b);

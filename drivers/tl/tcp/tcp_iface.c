@@ -298,6 +298,31 @@ deadline(const struct tcp_iface *ti)
 	return t == UNIO_TIME_INF ? UINT64_MAX : now_ns() + t;
 }
 
+/* ---- the worker's poll word ---- */
+
+/* where an idle iface's poll word points: always 0 */
+static uint64_t tcp_idle_word;
+static uint64_t *const tcp_idle_next = &tcp_idle_word;
+
+/*
+ * The worker's "anything there?" word (unio_tl_iface.poll_word): an iface with nothing but
+ * its listen socket (no connection, no accepted socket awaiting HELLO; unio-perf's iface on
+ * eth0 while its lane runs on lo) has nothing to deliver, and points it at a word that stays
+ * 0: the worker calls it only in its control-plane call, one in WORKER_CTL_CALLS (16), and
+ * the one after unio_worker_arm(), where it was called in every one (tcp.md entries 17, 18: its
+ * call was on the path from each message's arrival to its answer).  Busy mode's epoll of
+ * such an iface, every TCP_BUSY_EPOLL_EVERY of its own calls, comes every 256 worker calls
+ * as before (it was every 256 of its own calls); epoll mode's every 16 (was every call).
+ * Any other iface: none (called every time).  Cleared when a connection or an accepted
+ * socket appears, set again at the end of a call that epolled.
+ */
+static void
+poll_word_idle(struct tcp_iface *ti)
+{
+	ti->super.poll_word = TAILQ_EMPTY(&ti->conns) && ti->n_pending == 0 ? &tcp_idle_next :
+			      NULL;
+}
+
 /* ---- connections ---- */
 
 static struct tcp_conn *
@@ -325,6 +350,7 @@ conn_new(struct tcp_iface *ti, const struct tcp_addr *peer)
 	c->state = TCP_CONN_CONNECTING;  /* "not established yet" until connect or adopt */
 	ti->n_slow++;
 	TAILQ_INSERT_TAIL(&ti->conns, c, next);
+	ti->super.poll_word = NULL;
 	ti->stats.open_conns++;
 	return c;
 }
@@ -651,6 +677,7 @@ do_accept(struct tcp_iface *ti)
 		p->deadline_ns = deadline(ti);
 		ti->pending[i] = p;
 		ti->n_pending++;
+		ti->super.poll_word = NULL;
 		epoll_set(ti, &p->item, EPOLL_CTL_ADD, EPOLLIN);
 	}
 }
@@ -1026,7 +1053,7 @@ tcp_iface_progress(struct unio_tl_iface *iface)
 	unsigned int n = 0;
 	struct tcp_conn *c;
 
-	RTE_BUILD_BUG_ON(1024 % TCP_IDLE_EPOLL_EVERY != 0 || 1024 % TCP_BUSY_EPOLL_EVERY != 0);
+	RTE_BUILD_BUG_ON(1024 % TCP_BUSY_EPOLL_EVERY != 0);
 	ti->epoch++;
 	if (ti->n_more_held > 0) {
 		TAILQ_FOREACH(c, &ti->conns, next)
@@ -1047,7 +1074,6 @@ tcp_iface_progress(struct unio_tl_iface *iface)
 	ti->tick++;
 	if (ti->poll_mode == UNIO_TCP_POLL_BUSY) {
 		bool blocked = false;
-		unsigned int every;
 
 		/*
 		 * A connection the kernel refused bytes on waits for EPOLLOUT: epoll says when
@@ -1062,12 +1088,19 @@ tcp_iface_progress(struct unio_tl_iface *iface)
 		 * no socket lock).  For TCP_BULK_CALLS calls after that frame at most: an
 		 * idle rail keeps no iface on epoll every call.
 		 */
-		TAILQ_FOREACH(c, &ti->conns, next) {
-			if (c->bulk > 0 && ++c->bulk_calls > TCP_BULK_CALLS)
-				c->bulk = 0;
-			if (c->state == TCP_CONN_ESTABLISHED &&
-			    (c->tx_blocked || c->rx_wait || c->bulk > 0))
-				blocked = true;
+		if (unlikely(ti->may_block)) {
+			bool any = false;
+
+			TAILQ_FOREACH(c, &ti->conns, next) {
+				if (c->bulk > 0 && ++c->bulk_calls > TCP_BULK_CALLS)
+					c->bulk = 0;
+				any |= c->tx_blocked || c->rx_wait || c->bulk > 0;
+				if (c->state == TCP_CONN_ESTABLISHED &&
+				    (c->tx_blocked || c->rx_wait || c->bulk > 0))
+					blocked = true;
+			}
+			/* none (in any state): the usual call skips this walk (change 18) */
+			ti->may_block = any;
 		}
 		TAILQ_FOREACH(c, &ti->conns, next) {
 			if (c->state != TCP_CONN_ESTABLISHED)
@@ -1099,21 +1132,21 @@ tcp_iface_progress(struct unio_tl_iface *iface)
 			n += tcp_conn_rx(c);
 		}
 		/*
-		 * An iface with nothing but its listen socket (unio-perf's server has one on
-		 * eth0 besides lo's) looks 16 times less often: half the epoll calls of such a
-		 * process went to it.  A connection waiting there is accepted within 256 calls.
+		 * An iface with nothing but its listen socket (unio-perf's has one on eth0
+		 * besides lo's) is called by the worker in one call of 16 only (its poll word,
+		 * poll_word_idle()): its epoll every 16 of its calls is one in 256 of the
+		 * worker's, and a connection waiting there is accepted within about 256 calls.
 		 */
-		every = TAILQ_EMPTY(&ti->conns) && ti->n_pending == 0 ? TCP_IDLE_EPOLL_EVERY :
-			TCP_BUSY_EPOLL_EVERY;
-		if (!blocked && ti->n_slow == 0 && ti->tick % every != 0)
+		if (!blocked && ti->n_slow == 0 && ti->tick % TCP_BUSY_EPOLL_EVERY != 0)
 			return n;
 	}
 	n += poll_events(ti);
-	/* one call in 1024 (a multiple of both epoll periods: busy mode gets here then) */
+	/* one call in 1024 (a multiple of the epoll period: busy mode gets here then) */
 	if (ti->n_slow > 0 || ti->tick % 1024 == 0)
 		n += check_timers(ti);
 	n += notify(ti);
 	reap(ti);
+	poll_word_idle(ti);
 	return n;
 }
 
@@ -1193,6 +1226,7 @@ tcp_iface_open(const struct unio_tl_iface_params *params, struct unio_tl_iface *
 		tcp_iface_close(&ti->super);
 		return st;
 	}
+	poll_word_idle(ti);
 	inet_ntop(AF_INET, &ti->addr.ipv4, ip, sizeof(ip));
 	TCP_LOG(INFO, "iface on %s: %s:%u, %s mode", params->dev_name, ip,
 		ntohs(ti->addr.port), ti->poll_mode == UNIO_TCP_POLL_BUSY ? "busy" : "epoll");
@@ -1430,6 +1464,7 @@ unio_tl_tcp_stats(struct unio_tl_iface *iface, struct unio_tl_tcp_stats *stats)
 	if (iface == NULL || stats == NULL || iface->ctl != &tcp_ctl_ops)
 		return UNIO_ERR_INVALID_PARAM;
 	*stats = tcp_iface_of(iface)->stats;
+	stats->progress_calls = tcp_iface_of(iface)->epoch;
 	return UNIO_OK;
 }
 

@@ -21,6 +21,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/queue.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <rte_byteorder.h>
 
@@ -55,8 +57,6 @@ extern int unio_logtype_tcp;
 #define TCP_BUSY_COLD (1u << 16)               /* busy mode: empty reads before epoll's turn */
 #define TCP_BUSY_COLD_FRESH 1024               /* the same for a connection that has carried
 						* no data frame yet (a rendezvous rail) */
-#define TCP_IDLE_EPOLL_EVERY 256               /* the same for an iface with nothing but its
-						* listen socket (no connection, none pending) */
 #define TCP_BURST_MIN      2                   /* sends after a progress call before
 						* MSG_MORE: a burst */
 #define TCP_DIRECT_MIN     (16 * 1024)         /* PUT / GET_RESP bytes still unread: read them
@@ -272,6 +272,9 @@ struct tcp_iface {
 	unsigned int n_more_held;       /* connections with more_held */
 	uint64_t epoch;                 /* progress calls so far */
 	bool rx_retry;                  /* a stalled connection may go on: parse it again */
+	bool may_block;                 /* busy mode: a connection may be tx_blocked, rx_wait or
+					 * bulk (set where those are, cleared by a progress call
+					 * that finds none): else progress skips that walk */
 	struct tcp_addr addr;
 	const struct unio_config *config;
 	struct tcp_conn_list conns;
@@ -339,6 +342,23 @@ static inline void
 tcp_conn_used(struct tcp_conn *c)
 {
 	c->cold_at = TCP_BUSY_COLD;
+}
+
+/*
+ * recv / send of a non-blocking socket on the data path: the system call itself, without
+ * glibc's recv()'s and send()'s cancellation-point bookkeeping (about 30 instructions of
+ * each, tcp.md entry 18; no Unio thread is ever cancelled).  errno as theirs.
+ */
+static inline ssize_t
+tcp_recv(int fd, void *buf, size_t len, int flags)
+{
+	return syscall(SYS_recvfrom, fd, buf, len, flags, NULL, NULL);
+}
+
+static inline ssize_t
+tcp_send(int fd, const void *buf, size_t len, int flags)
+{
+	return syscall(SYS_sendto, fd, buf, len, flags, NULL, 0);
 }
 
 static inline void

@@ -41,8 +41,9 @@ struct unio_tl_tcp_stats {
 				    *   while sending): failed with UNIO_ERR_CONNECTION_RESET */
 	uint64_t conns_duplicate;  /**< accepted sockets closed at their HELLO: that identity
 				    *   already had a live incoming connection */
-	uint64_t epoll_calls;      /**< epoll_wait calls of progress (busy mode: one call in 16,
-				    *   one in 256 with nothing but the listen socket) */
+	uint64_t epoll_calls;      /**< epoll_wait calls of progress (busy mode: one call in 16;
+				    *   a worker calls an iface with nothing but its listen
+				    *   socket in one call of 16: one in 256 of the worker's) */
 	uint64_t rx_cold;          /**< busy mode: connections left to epoll after 65536
 				    *   empty reads in a row (read every call again once
 				    *   bytes arrive or something is sent on them) */
@@ -53,6 +54,9 @@ struct unio_tl_tcp_stats {
 	uint64_t direct_reads;     /**< reads that brought bytes of a direct frame's rest */
 	uint64_t rx_waits;         /**< reads of a direct frame's rest after which the rest was
 				    *   left to epoll with SO_RCVLOWAT (not read blindly) */
+	uint64_t progress_calls;   /**< calls of the iface's progress (a worker calls an iface
+				    *   with nothing but its listen socket only in one call of
+				    *   16: its poll word) */
 };
 
 /**
