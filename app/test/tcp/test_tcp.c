@@ -675,6 +675,27 @@ rails_run(uint8_t *a, uint8_t *b)
 	return TEST_OK;
 }
 
+/*
+ * Into a new namespace @p prefix-PID (written to @p ns) with lo up and a veth pair rd0
+ * (10.98.0.1/24) / rd1, both up: 0, or -1 said in the log.  The caller deletes it.
+ */
+static int
+veth_netns_enter(char *ns, size_t len, const char *prefix)
+{
+	int rc;
+
+	snprintf(ns, len, "%s-%d", prefix, (int)getpid());
+	rc = test_system("ip netns add %s && ip -n %s link set lo up && "
+			 "ip -n %s link add rd0 type veth peer name rd1 && "
+			 "ip -n %s addr add 10.98.0.1/24 dev rd0 && ip -n %s link set rd1 up && "
+			 "ip -n %s link set rd0 up", ns, ns, ns, ns, ns, ns);
+	if (rc == 0 && test_enter_netns(ns) != 0)
+		rc = -1;
+	if (rc != 0)
+		TEST_LOG("namespace %s with a veth: failed", ns);
+	return rc;
+}
+
 UNIO_TEST(tcp_rndv_rails, mp)
 {
 	const size_t big = 8 << 20;
@@ -685,17 +706,9 @@ UNIO_TEST(tcp_rndv_rails, mp)
 	TEST_ASSERT(a != NULL && b != NULL, "malloc");
 	if (!test_can_netns())
 		TEST_SKIP_BECAUSE("network namespaces need root and iproute2");
-	snprintf(ns, sizeof(ns), "unio-rails-%d", (int)getpid());
-	rc = test_system("ip netns add %s && ip -n %s link set lo up && "
-			 "ip -n %s link add rd0 type veth peer name rd1 && "
-			 "ip -n %s addr add 10.98.0.1/24 dev rd0 && ip -n %s link set rd1 up && "
-			 "ip -n %s link set rd0 up", ns, ns, ns, ns, ns, ns);
-	if (rc == 0 && test_enter_netns(ns) != 0)
-		rc = -1;
+	rc = veth_netns_enter(ns, sizeof(ns), "unio-rails");
 	if (rc == 0)
 		rc = rails_run(a, b);
-	else
-		TEST_LOG("namespace %s with a veth: failed", ns);
 	test_system("ip netns del %s 2>/dev/null", ns);
 	free(a);
 	free(b);
@@ -841,17 +854,9 @@ UNIO_TEST(tcp_idle_iface_gated, mp)
 
 	if (!test_can_netns())
 		TEST_SKIP_BECAUSE("network namespaces need root and iproute2");
-	snprintf(ns, sizeof(ns), "unio-gate-%d", (int)getpid());
-	rc = test_system("ip netns add %s && ip -n %s link set lo up && "
-			 "ip -n %s link add rd0 type veth peer name rd1 && "
-			 "ip -n %s addr add 10.98.0.1/24 dev rd0 && ip -n %s link set rd1 up && "
-			 "ip -n %s link set rd0 up", ns, ns, ns, ns, ns, ns);
-	if (rc == 0 && test_enter_netns(ns) != 0)
-		rc = -1;
+	rc = veth_netns_enter(ns, sizeof(ns), "unio-gate");
 	if (rc == 0)
 		rc = gated_run();
-	else
-		TEST_LOG("namespace %s with a veth: failed", ns);
 	test_system("ip netns del %s 2>/dev/null", ns);
 	return rc;
 }
