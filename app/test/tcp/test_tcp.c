@@ -597,6 +597,28 @@ UNIO_TEST(tcp_api_tag_netns, mp)
  * a rail made 4 MiB tag_bw over loopback slower, tcp.md entry 16), the ep has no rail and
  * rd0 carries nothing.
  */
+/*
+ * Two workers of @p ctx and an ep each way between them, both connected: TEST_OK, or
+ * TEST_FAIL with why logged.
+ */
+static int
+two_workers_both_ways(unio_context_t *ctx, unio_worker_t **w1, unio_worker_t **w2,
+		      unio_ep_t **e12, unio_ep_t **e21)
+{
+	unio_status_t st = UNIO_ERR_NO_MEMORY;
+
+	*w1 = unio_worker_create(ctx, NULL, &st);
+	*w2 = unio_worker_create(ctx, NULL, &st);
+	TEST_ASSERT(*w1 != NULL && *w2 != NULL, "workers: %s", unio_status_string(st));
+	*e12 = api_ep_to_worker(*w1, *w2, &st);
+	TEST_ASSERT(*e12 != NULL, "ep 1->2: %s", unio_status_string(st));
+	*e21 = api_ep_to_worker(*w2, *w1, &st);
+	TEST_ASSERT(*e21 != NULL, "ep 2->1: %s", unio_status_string(st));
+	TEST_ASSERT(api_ep_connected(*w1, *w2, *e12) && api_ep_connected(*w2, *w1, *e21),
+		    "eps connected");
+	return TEST_OK;
+}
+
 static int
 rails_run(uint8_t *a, uint8_t *b)
 {
@@ -619,15 +641,8 @@ rails_run(uint8_t *a, uint8_t *b)
 		unio_status_t st;
 
 		TEST_ASSERT(ctx != NULL, "context");
-		w1 = unio_worker_create(ctx, NULL, &st);
-		w2 = unio_worker_create(ctx, NULL, &st);
-		TEST_ASSERT(w1 != NULL && w2 != NULL, "workers");
-		e12 = api_ep_to_worker(w1, w2, &st);
-		TEST_ASSERT(e12 != NULL, "ep 1->2: %s", unio_status_string(st));
-		e21 = api_ep_to_worker(w2, w1, &st);
-		TEST_ASSERT(e21 != NULL, "ep 2->1: %s", unio_status_string(st));
-		TEST_ASSERT(api_ep_connected(w1, w2, e12) && api_ep_connected(w2, w1, e21),
-			    "eps connected");
+		if (two_workers_both_ways(ctx, &w1, &w2, &e12, &e21) != TEST_OK)
+			return TEST_FAIL;
 		TEST_ASSERT(strcmp(e12->lane.iface->dev_name, "lo") == 0, "lane %s",
 			    e12->lane.iface->dev_name);
 		TEST_ASSERT_EQ(e12->n_rails, rails - 1);
@@ -776,13 +791,8 @@ gated_run(void)
 		unio_status_t st;
 
 		TEST_ASSERT(ctx != NULL && ctx3 != NULL, "contexts");
-		w1 = unio_worker_create(ctx, NULL, &st);
-		w2 = unio_worker_create(ctx, NULL, &st);
-		TEST_ASSERT(w1 != NULL && w2 != NULL, "workers");
-		e12 = api_ep_to_worker(w1, w2, &st);
-		TEST_ASSERT(e12 != NULL, "ep 1->2: %s", unio_status_string(st));
-		e21 = api_ep_to_worker(w2, w1, &st);
-		TEST_ASSERT(e21 != NULL, "ep 2->1: %s", unio_status_string(st));
+		if (two_workers_both_ways(ctx, &w1, &w2, &e12, &e21) != TEST_OK)
+			return TEST_FAIL;
 		TEST_ASSERT(strcmp(e12->lane.iface->dev_name, "lo") == 0 &&
 			    strcmp(e21->lane.iface->dev_name, "lo") == 0, "lanes %s, %s",
 			    e12->lane.iface->dev_name, e21->lane.iface->dev_name);
