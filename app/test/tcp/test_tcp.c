@@ -2604,6 +2604,116 @@ UNIO_TEST(tcp_cold_conn, fast)
 	return TEST_OK;
 }
 
+/*
+ * Is @p fd in epoll set @p epfd?  1 or 0 from /proc/self/fdinfo (a "tfd:" line per fd in
+ * the set), -1 when that cannot be read.
+ */
+static int
+in_epoll_set(int epfd, int fd)
+{
+	char path[64], line[256];
+	int found = 0, tfd;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", epfd);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "tfd: %d", &tfd) == 1 && tfd == fd)
+			found = 1;
+	fclose(f);
+	return found;
+}
+
+/* A raw frame on @p fd, then progress until it arrives; the calls it took (100000: never). */
+static unsigned int
+raw_frame_calls(struct tpeer *a, int fd)
+{
+	uint64_t before = a->raw_frames;
+	unsigned int calls;
+	uint8_t buf[128];
+
+	if (send_all(fd, buf, raw_am(buf)) != 0)
+		return 100000;
+	for (calls = 0; calls < 100000 && a->raw_frames == before; calls++)
+		unio_tl_iface_progress(a->iface);
+	return a->raw_frames == before + 1 ? calls : 100000;
+}
+
+/*
+ * Busy mode: a connection read blindly in TCP_BUSY_EP_OFF calls in a row leaves the iface's
+ * epoll set (the peer's sends then cost no epoll callback), and is back in it as soon as it
+ * is not read blindly (here: quiet, TCP_BUSY_COLD_FRESH empty reads) and when the iface is
+ * armed for sleep.  Checked in the set itself (/proc/self/fdinfo) and by delivery: a cold
+ * connection left off the set would never deliver its next frame, an armed iface whose
+ * connection is off would not wake on its bytes.
+ */
+UNIO_TEST(tcp_hot_conn_off_epoll, fast)
+{
+	const char *set[] = { "TCP_POLL_MODE", "busy", NULL };
+	struct unio_tl_tcp_stats s;
+	struct pollfd pfd;
+	struct tcp_iface *ti;
+	unsigned int calls;
+	uint64_t cold;
+	struct tpeer a;
+	int fd, cfd;
+
+	TEST_ASSERT_EQ(tpeer_open_set(&a, "lo", set), 0);
+	ti = tcp_iface_of(a.iface);
+	fd = raw_attach(&a, 1, &calls);
+	TEST_ASSERT(fd >= 0, "raw connect, attached after %u calls", calls);
+	cfd = TAILQ_FIRST(&ti->conns)->item.fd;
+	TEST_ASSERT_EQ(in_epoll_set(ti->epfd, cfd), 1);
+	/* read blindly from the call after the attach: off in the 256th */
+	cold_progress(&a, TCP_BUSY_EP_OFF - 2, &cold);
+	unio_tl_tcp_stats(a.iface, &s);
+	TEST_ASSERT_EQ(s.ep_off, 0);
+	TEST_ASSERT_EQ(in_epoll_set(ti->epfd, cfd), 1);
+	cold_progress(&a, 2, &cold);
+	unio_tl_tcp_stats(a.iface, &s);
+	TEST_ASSERT_EQ(s.ep_off, 1);
+	TEST_ASSERT_EQ(s.ep_on, 0);
+	TEST_ASSERT_EQ(in_epoll_set(ti->epfd, cfd), 0);
+	/* quiet (HELLO only): cold after TCP_BUSY_COLD_FRESH reads, then epoll's again */
+	cold_progress(&a, TCP_BUSY_COLD_FRESH, &cold);
+	unio_tl_tcp_stats(a.iface, &s);
+	TEST_ASSERT_EQ(cold, 1);
+	calls = raw_frame_calls(&a, fd);
+	TEST_LOG("cold, back in the set: frame after %u calls", calls);
+	TEST_ASSERT(calls <= TCP_BUSY_EPOLL_EVERY, "%u calls", calls);
+	TEST_ASSERT_EQ(s.ep_on, 1);
+	TEST_ASSERT_EQ(in_epoll_set(ti->epfd, cfd), 1);
+	/* read every call again: off after 256 more, its frames within the first call */
+	cold_progress(&a, TCP_BUSY_EP_OFF, &cold);
+	unio_tl_tcp_stats(a.iface, &s);
+	TEST_ASSERT_EQ(s.ep_off, 2);
+	TEST_ASSERT_EQ(in_epoll_set(ti->epfd, cfd), 0);
+	for (int i = 0; i < 10; i++)
+		TEST_ASSERT_EQ(raw_frame_calls(&a, fd), 1);
+	/* armed for sleep: back in the set, and its next frame wakes the epoll fd */
+	TEST_ASSERT_STATUS(a.iface->ctl->iface_event_arm(a.iface), UNIO_OK);
+	unio_tl_tcp_stats(a.iface, &s);
+	TEST_ASSERT_EQ(s.ep_on, 2);
+	TEST_ASSERT_EQ(in_epoll_set(ti->epfd, cfd), 1);
+	{
+		uint8_t buf[128];
+
+		TEST_ASSERT_EQ(send_all(fd, buf, raw_am(buf)), 0);
+	}
+	pfd = (struct pollfd){ .fd = ti->epfd, .events = POLLIN };
+	TEST_ASSERT_EQ(poll(&pfd, 1, 5000), 1);
+	unio_tl_iface_progress(a.iface);
+	TEST_ASSERT(a.raw_frames == 12, "%" PRIu64 " raw frames", a.raw_frames);
+	unio_tl_tcp_stats(a.iface, &s);
+	TEST_ASSERT_EQ(s.open_conns, 1);
+	TEST_ASSERT_EQ(s.malformed, 0);
+	close(fd);
+	tpeer_close(&a);
+	return TEST_OK;
+}
+
 /* ---- driver-level benchmark (slow suite: prints numbers, asserts only on data) ---- */
 
 #define B_AM_PING  6

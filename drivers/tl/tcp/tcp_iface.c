@@ -240,8 +240,42 @@ tcp_conn_set_out(struct tcp_conn *c, bool want)
 {
 	if (c->item.fd < 0)
 		return;
-	epoll_set(c->iface, &c->item, EPOLL_CTL_MOD, EPOLLIN | (want ? EPOLLOUT : 0));
+	/* off the set: the next progress call puts it back with EPOLLOUT (tx_blocked) */
+	if (!c->ep_off)
+		epoll_set(c->iface, &c->item, EPOLL_CTL_MOD, EPOLLIN | (want ? EPOLLOUT : 0));
 	c->out_armed = want;
+}
+
+/*
+ * Busy mode reads a hot connection blindly in every call: in the epoll set it cost the
+ * peer's send an epoll callback per segment (the kernel's loopback delivery runs in the
+ * sender's context) and its own epoll_wait a ready item to report.  After TCP_BUSY_EP_OFF
+ * blind reads in a row it leaves the set (tcp.md, change 19); it comes back (level-
+ * triggered: bytes already there are reported at once) in the first call that does not
+ * read it blindly, and when the iface is armed for sleep.
+ */
+static void
+conn_ep_off(struct tcp_conn *c)
+{
+	if (epoll_ctl(c->iface->epfd, EPOLL_CTL_DEL, c->item.fd, NULL) != 0)
+		return;
+	c->ep_off = true;
+	c->iface->stats.ep_off++;
+}
+
+static void
+conn_ep_on(struct tcp_conn *c)
+{
+	c->blind_calls = 0;
+	if (!c->ep_off)
+		return;
+	if (c->item.fd >= 0) {  /* closed: item_close() took it off anyway */
+		if (epoll_set(c->iface, &c->item, EPOLL_CTL_ADD,
+			      EPOLLIN | (c->out_armed ? EPOLLOUT : 0)) != 0)
+			return;  /* retried by the next call */
+		c->iface->stats.ep_on++;
+	}
+	c->ep_off = false;
 }
 
 static void
@@ -1104,7 +1138,7 @@ tcp_iface_progress(struct unio_tl_iface *iface)
 		}
 		TAILQ_FOREACH(c, &ti->conns, next) {
 			if (c->state != TCP_CONN_ESTABLISHED)
-				continue;
+				goto not_blind;
 			/*
 			 * And while epoll is asked on this call anyway, its answer says which
 			 * connections have bytes: a blind read of the others would find nothing
@@ -1114,10 +1148,10 @@ tcp_iface_progress(struct unio_tl_iface *iface)
 			 */
 			if (c->tx_blocked || c->rx_wait ||
 			    (blocked && !c->rx_stalled && !c->ack_owed))
-				continue;
+				goto not_blind;
 			/* readable anyway (EOF, reset): epoll reports it within 16 calls */
 			if (c->dual && c->n_gets == 0)
-				continue;
+				goto not_blind;
 			/*
 			 * Nor is one that gave nothing to TCP_BUSY_COLD reads in a row and carried
 			 * no send since (unio-perf's rail to the peer's eth0 while the lane on lo
@@ -1128,8 +1162,15 @@ tcp_iface_progress(struct unio_tl_iface *iface)
 			 * it read every call.
 			 */
 			if (c->rx_quiet >= c->cold_at)
-				continue;
+				goto not_blind;
+			if (!c->ep_off && ++c->blind_calls >= TCP_BUSY_EP_OFF)
+				conn_ep_off(c);
 			n += tcp_conn_rx(c);
+			continue;
+not_blind:
+			/* epoll tells about it from now on: back in the set before poll_events() */
+			if (unlikely(c->blind_calls | c->ep_off))
+				conn_ep_on(c);
 		}
 		/*
 		 * An iface with nothing but its listen socket (unio-perf's has one on eth0
@@ -1296,7 +1337,8 @@ tcp_iface_event_arm(struct unio_tl_iface *iface)
 	TAILQ_FOREACH(c, &ti->conns, next) {
 		if (c->more_held)
 			tcp_conn_push(c);  /* about to sleep: nothing stays in the kernel's cork */
-		busy |= c->rx_stalled || c->dead || c->notify;
+		conn_ep_on(c);  /* about to sleep on the epoll fd: every connection in it */
+		busy |= c->rx_stalled || c->dead || c->notify || c->ep_off;
 	}
 	if (busy)
 		return UNIO_ERR_BUSY;

@@ -54,6 +54,8 @@ extern int unio_logtype_tcp;
 #define TCP_PENDING_MAX    64                  /* accepted sockets awaiting HELLO */
 #define TCP_MIN_RCVBUF     (64 * 1024)         /* floor of UNIO_TCP_RCVBUF */
 #define TCP_BUSY_EPOLL_EVERY 16                /* busy mode: epoll every N progress calls */
+#define TCP_BUSY_EP_OFF 256                    /* busy mode: blind reads in a row before a
+						* connection leaves the epoll set */
 #define TCP_BUSY_COLD (1u << 16)               /* busy mode: empty reads before epoll's turn */
 #define TCP_BUSY_COLD_FRESH 1024               /* the same for a connection that has carried
 						* no data frame yet (a rendezvous rail) */
@@ -188,6 +190,9 @@ struct tcp_conn {
 	bool dual;                    /* the peer sends on its own connection (sim. connect) */
 	uint32_t rx_quiet;            /* busy mode: empty reads since data or a send */
 	uint32_t cold_at;             /* rx_quiet from which it is not read blindly */
+	bool ep_off;                  /* busy mode: taken off the epoll set while read
+				       * blindly (conn_ep_on() puts it back) */
+	uint32_t blind_calls;         /* busy mode: calls in a row that read it blindly */
 	bool move_pending;            /* ours loses the simultaneous connect: move when idle */
 	bool await_end;               /* ours survives: MOVE_START waits for the twin's END */
 	bool end_seen;                /* MOVE_END read on this (incoming) connection */

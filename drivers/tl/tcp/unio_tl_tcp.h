@@ -57,6 +57,10 @@ struct unio_tl_tcp_stats {
 	uint64_t progress_calls;   /**< calls of the iface's progress (a worker calls an iface
 				    *   with nothing but its listen socket only in one call of
 				    *   16: its poll word) */
+	uint64_t ep_off;           /**< busy mode: times a connection read blindly in every
+				    *   call (256 in a row) was taken off the iface's epoll set */
+	uint64_t ep_on;            /**< times such a connection was put back (it stopped being
+				    *   read blindly, or the iface was armed for sleep) */
 };
 
 /**
