@@ -54,6 +54,7 @@ static const char *const hugepage_modes[] = { "try", "yes", "no", NULL };
 static const char *const size_auto[] = { "auto", NULL };
 static const char *const tcp_poll_modes[] = { "busy", "epoll", NULL };
 static const char *const yield_modes[] = { "auto", "yes", "no", NULL };
+static const char *const lossless_modes[] = { "auto", "no", NULL };
 
 #define OFF(f) offsetof(struct unio_config, f)
 
@@ -124,6 +125,14 @@ static const struct cfg_row cfg_table[] = {
 	  "interface a vdev wraps (iface= devarg); 'A.B.C.D' applies to every port; "
 	  "'PORT:A.B.C.D' (PORT an ethdev port name such as net_af_packet0) to one port.  "
 	  "Consumer: the ethdev driver." },
+	{ "ETHDEV_LOSSLESS", CFG_ENUM, "auto", OFF(ethdev_lossless), lossless_modes, 0, 0,
+	  "Whether the ethdev driver treats a port as a lossless, in-order link: 'auto' on "
+	  "memif ports with one queue pair (shared memory: the PMD puts a frame in the ring or "
+	  "refuses it, nothing is lost or reordered while the link is up), where an endpoint whose "
+	  "peer acknowledged all it sent keeps no copy of its frames from then on (no "
+	  "retransmission, RTT sampling or congestion window; ordering, acknowledgements, flush "
+	  "and the timeouts that fail an endpoint whose peer went silent stay); 'no' never.  "
+	  "Every other PMD is always treated as lossy.  Consumer: the ethdev driver." },
 	{ "ETHDEV_PORT", CFG_INT, "13337", OFF(ethdev_port), NULL, 1, 65535,
 	  "UDP port of the ethdev driver's ifaces.  Consumer: the ethdev driver." },
 	{ "ETHDEV_QUEUES", CFG_INT, "1", OFF(ethdev_queues), NULL, 1, 16,

@@ -52,6 +52,11 @@ enum unio_ethdev_idle_yield {
 	UNIO_ETHDEV_YIELD_NO,
 };
 
+enum unio_ethdev_lossless {
+	UNIO_ETHDEV_LOSSLESS_AUTO,    /**< memif ports with one queue pair */
+	UNIO_ETHDEV_LOSSLESS_NO,
+};
+
 enum unio_hugepages_mode {
 	UNIO_HUGEPAGES_TRY,
 	UNIO_HUGEPAGES_YES,
@@ -91,6 +96,7 @@ struct unio_config {
 	uint64_t ethdev_target_delay_ns;  /**< ethdev congestion control target delay */
 	char eal_args[UNIO_CFG_STR_MAX];  /**< EAL arguments of Unio's own EAL init, "none" */
 	int ethdev_idle_yield;            /**< enum unio_ethdev_idle_yield */
+	int ethdev_lossless;              /**< enum unio_ethdev_lossless */
 	size_t copy_alias_min;            /**< unio_memcpy_part(): backward loop from here */
 	size_t copy_skew_min;             /**< unio_memcpy_part(): forward loop from here */
 	size_t copy_nt_thresh;            /**< unio_memcpy_part(): non-temporal from here */

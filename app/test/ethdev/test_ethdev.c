@@ -75,6 +75,8 @@ struct peer {
 	int zc;                     /* send with am_zcopy + completions from rotating buffers */
 	uint64_t zc_done;           /* completions seen */
 	uint64_t zc_big;            /* zcopy sends left in progress (not completed at once) */
+	uint64_t zc_now;            /* ... of ETH_ZCOPY_MIN and more completed at once (a
+				     * lossless ep: the PMD copied every frame) */
 	int slow;                   /* slowrx receiver: sleeps 1 ms after each progress call */
 	uint8_t buf[ETH_MAX_MSG];
 };
@@ -364,6 +366,7 @@ send_zc(struct peer *p)
 	if (st != UNIO_INPROGRESS) {
 		r->busy = 0;
 		p->zc_done += st == UNIO_OK;
+		p->zc_now += st == UNIO_OK && len - 16 >= ETH_ZCOPY_MIN;
 	}
 	return st == UNIO_INPROGRESS ? UNIO_OK : st;
 }
@@ -719,6 +722,33 @@ stats_log(const struct peer *p, const struct unio_tl_ethdev_stats *s, double sec
 
 static void stats_log(const struct peer *p, const struct unio_tl_ethdev_stats *s, double secs);
 
+/*
+ * UNIO_ETHDEV_LOSSLESS: over memif (one queue pair) the ep goes over to the lossless mode once
+ * the peer acknowledged all it had sent, and from then on keeps no frame: the data frames
+ * after the switch are untracked (that none is sent again: ethdev_peer_failure_memif); on
+ * every other PMD the mode is off.
+ */
+static int
+lossless_check(const struct peer *p, const struct unio_tl_ethdev_stats *s)
+{
+	const char *env = getenv("UNIO_ETHDEV_LOSSLESS");
+
+	TEST_LOG("role %c: lossless eps %" PRIu64 ", data frames untracked %" PRIu64 " of %" PRIu64,
+		 'a' + p->role, s->lossless_eps, s->tx_untracked, s->tx_data);
+	if (strstr(p->vdev, "net_memif") == NULL || (env != NULL && strcmp(env, "no") == 0)) {
+		TEST_ASSERT_EQ(s->lossless_eps, 0);
+		TEST_ASSERT_EQ(s->tx_untracked, 0);
+		return TEST_OK;
+	}
+	TEST_ASSERT(s->lossless_eps <= 1, "%" PRIu64 " lossless eps", s->lossless_eps);
+	TEST_ASSERT(s->tx_untracked <= s->tx_data, "untracked %" PRIu64, s->tx_untracked);
+	if (s->tx_data >= 1000)        /* a sender: it went over and sent most frames so */
+		TEST_ASSERT(s->lossless_eps == 1 && s->tx_untracked * 2 > s->tx_data,
+			    "lossless eps %" PRIu64 ", untracked %" PRIu64 " of %" PRIu64,
+			    s->lossless_eps, s->tx_untracked, s->tx_data);
+	return TEST_OK;
+}
+
 /* Progress until the stop file exists (kernel ping / arping run meanwhile). */
 static int
 mode_serve(struct peer *p, const char *prefix, double deadline)
@@ -738,23 +768,43 @@ mode_serve(struct peer *p, const char *prefix, double deadline)
 	return TEST_OK;
 }
 
-/* Role 1 stops answering after 10 messages; role 0 must see its ep fail. */
+/*
+ * Role 1 stops answering after 10 messages; role 0 must see its ep fail.  Over memif role 0
+ * sends a message only once the previous ones are acked (ep flush), so that its ep goes
+ * over to the lossless mode (UNIO_ETHDEV_LOSSLESS) before role 1 goes: the mode, which
+ * sends nothing again, must fail the ep as well.
+ */
 static int
 mode_silent(struct peer *p, double deadline)
 {
+	bool memif = strstr(p->vdev, "net_memif") != NULL;
 	struct unio_tl_ethdev_stats s;
 
 	while (test_now_s() < deadline && (p->role == 1 ? p->rcvd < 10 : p->err == UNIO_OK)) {
 		unio_tl_iface_progress(p->iface);
-		if (p->role == 0 && p->sent < p->n_tx && send_one(p) == UNIO_OK)
+		if (p->role == 0 && p->sent < p->n_tx &&
+		    (!memif || unio_tl_ep_flush(p->ep, NULL) == UNIO_OK) && send_one(p) == UNIO_OK)
 			p->sent++;
 	}
 	if (p->role == 1)
 		return TEST_OK;       /* exits without a word: the peer times out */
 	unio_tl_ethdev_stats(p->iface, &s);
-	TEST_LOG("peer failure after %" PRIu64 " timeouts", s.timeouts);
+	TEST_LOG("peer failure after %" PRIu64 " timeouts, %" PRIu64 " messages sent (%" PRIu64
+		 " frames untracked)", s.timeouts, p->sent, s.tx_untracked);
 	TEST_ASSERT_STATUS(p->err, UNIO_ERR_TIMED_OUT);
 	TEST_ASSERT_EQ(s.ep_failures, 1);
+	if (memif) {
+		/*
+		 * The ep failed in the lossless mode: the UNIO_ETHDEV_RETRIES + 1 (15, peer_open())
+		 * timeouts that failed it resent nothing.  Before the switch (the start, one frame
+		 * in flight) a probe or a timeout resends that frame once; after it, nothing.
+		 */
+		TEST_ASSERT_EQ(s.lossless_eps, 1);
+		TEST_ASSERT(s.tx_untracked >= 10, "%" PRIu64 " frames untracked", s.tx_untracked);
+		TEST_ASSERT(s.tx_retx + 15 <= s.timeouts + s.probes,
+			    "%" PRIu64 " frames resent, %" PRIu64 " timeouts, %" PRIu64 " probes",
+			    s.tx_retx, s.timeouts, s.probes);
+	}
 	TEST_ASSERT_STATUS(unio_tl_ep_flush(p->ep, NULL), UNIO_ERR_TIMED_OUT);
 	TEST_ASSERT_STATUS(unio_tl_ep_am_short(p->ep, AM_DATA, 0, NULL, 0), UNIO_ERR_TIMED_OUT);
 	return TEST_OK;
@@ -1133,6 +1183,7 @@ ethdev_peer_run(int argc, char **argv)
 		memif_server_wait(&p);
 	unio_tl_ethdev_stats(p.iface, &s);
 	stats_log(&p, &s, test_now_s() - t0);
+	rc = rc == TEST_OK ? lossless_check(&p, &s) : rc;
 	if (strcmp(mode, "stream") == 0 && role == 1) {
 		double mbits = (double)p.rx_bytes * 8 / 1e6 / (test_now_s() - t0 - 0.3);
 		const char *floor = getenv("UNIO_TEST_ETH_MIN_MBITS");
@@ -1152,7 +1203,7 @@ ethdev_peer_run(int argc, char **argv)
 		TEST_LOG("zero-copy messages %" PRIu64 ", completions %" PRIu64, s.tx_zcopy,
 			 p.zc_done);
 		TEST_ASSERT_EQ(p.zc_done, p.n_tx);
-		TEST_ASSERT_EQ(s.tx_zcopy, p.zc_big);
+		TEST_ASSERT_EQ(s.tx_zcopy, p.zc_big + p.zc_now);
 		TEST_ASSERT(s.tx_zcopy > 0, "zero copy never used");
 	}
 	if (rc == TEST_OK && strcmp(mode, "arp") == 0) {
@@ -2029,6 +2080,17 @@ UNIO_TEST(ethdev_peer_failure, mp)
 {
 	return netns_pair(&(struct pair_run){ "veth", "net_af_packet", "", "1000000", "small",
 					      "0", "silent" });
+}
+
+/*
+ * The same over memif, whose eps go over to the lossless mode (UNIO_ETHDEV_LOSSLESS): no
+ * frame kept, none sent again, and still a peer that went silent (its process exits, the
+ * link goes down with frames in the ring) fails the ep with UNIO_ERR_TIMED_OUT.
+ */
+UNIO_TEST(ethdev_peer_failure_memif, mp)
+{
+	return memif_pair(&(struct pair_run){ NULL, NULL, NULL, "1000000", "small", "0",
+					      "silent" });
 }
 
 UNIO_TEST(ethdev_tbf_100mbit, slow)

@@ -479,6 +479,10 @@ comps_complete(struct eth_ep *ep, bool all, unio_status_t st)
 static void
 snd_release(struct eth_ep *ep)
 {
+	if (ep->lossless) {     /* nothing kept: what went before the switch was all acked */
+		ep->snd_una = ep->snd_nxt;
+		return;
+	}
 	for (; ep->snd_una != ep->snd_nxt; ep->snd_una++) {
 		struct eth_slot *s = &ep->snd[ep->snd_una % ETH_WIN];
 
@@ -593,6 +597,22 @@ can_send(struct eth_ep *ep, uint32_t nfr)
 	return false;
 }
 
+/*
+ * Room for @p nfr frames of @p ep now: on a lossless ep only the tx queue's (the PMD's ring
+ * refuses what it cannot take, the queue keeps it), else can_send().  @p ll: the iface is
+ * lossless (a constant where the caller is specialised: the other PMDs' paths keep no test).
+ */
+static __rte_always_inline bool
+room_to_send(struct eth_ep *ep, uint32_t nfr, bool ll)
+{
+	if (!ll || !ep->lossless)
+		return can_send(ep, nfr);
+	if (likely(eth_txq_room(ep->ei) >= nfr + 1))
+		return true;
+	ep->ei->st.tx_refused_txq++;
+	return false;
+}
+
 /* A position in an iovec array. */
 struct iov_cursor {
 	const struct iovec *iov;
@@ -640,14 +660,6 @@ frame_keep(struct eth_ep *ep, struct rte_mbuf *m, uint16_t len, uint64_t now)
 	ep->ei->st.tx_data_bytes += len;
 }
 
-/* Keep @p m in the send window and queue it for the wire. */
-static void
-frame_commit(struct eth_ep *ep, struct rte_mbuf *m, uint16_t len, uint64_t now)
-{
-	frame_keep(ep, m, len, now);
-	eth_txq_push(ep->ei, m);
-}
-
 /*
  * The time a send stamps: inside a progress call (a reply from a handler) the clock that call
  * read, which is at most that call old; else the TSC, read here (15-45 ns on this VM).
@@ -659,6 +671,33 @@ send_clock(struct eth_iface *ei)
 		return ei->now;
 	ei->now = rte_rdtsc();   /* what an empty poll after this send takes as its time */
 	return ei->now;
+}
+
+/*
+ * A new frame @p m of a lossless ep: its ack fields (the peer may still keep a window and
+ * time its frames, so credit and echo go as always), untimed, counted, and not kept: the
+ * PMD owns it once it takes it.  The clock is read only to tell the peer how long we held
+ * a timed frame of its (echo_delay): a lossless peer times none.
+ */
+static __rte_always_inline void
+frame_untracked(struct eth_ep *ep, struct rte_mbuf *m, uint16_t len)
+{
+	stamp(ep, m, ep->echo_tsc == 0 ? 0 : send_clock(ep->ei), 0, true);
+	ep->snd_nxt++;
+	ep->ei->st.tx_data++;
+	ep->ei->st.tx_untracked++;
+	ep->ei->st.tx_data_bytes += len;
+}
+
+/* Keep @p m in the send window (unless the ep is lossless) and queue it for the wire. */
+static void
+frame_commit(struct eth_ep *ep, struct rte_mbuf *m, uint16_t len, uint64_t now)
+{
+	if (ep->lossless)
+		frame_untracked(ep, m, len);
+	else
+		frame_keep(ep, m, len, now);
+	eth_txq_push(ep->ei, m);
 }
 
 /* Copy @p iov (total bytes) into frames and send them as one message. */
@@ -674,7 +713,7 @@ eth_send_msg(struct eth_ep *ep, uint8_t id, const struct iovec *iov, size_t iovc
 
 	if (unlikely(ep->failed))
 		return ep->fail_status;
-	if (!can_send(ep, nfr)) {
+	if (!room_to_send(ep, nfr, true)) {
 		eth_txq_flush(ei);
 		return UNIO_ERR_NO_RESOURCE;
 	}
@@ -808,7 +847,8 @@ send_zc(struct eth_ep *ep, uint8_t id, const void *hdr, size_t hdr_len,
 	struct eth_zc *z = ep->zc->free;
 	uint64_t now = rte_rdtsc();
 
-	if (z == NULL || !can_send(ep, nfr) || rte_pktmbuf_alloc_bulk(ei->mp, hs, nfr) != 0)
+	if (z == NULL || !room_to_send(ep, nfr, true) ||
+	    rte_pktmbuf_alloc_bulk(ei->mp, hs, nfr) != 0)
 		return UNIO_ERR_NO_RESOURCE;
 	ei->now = now;
 	if (rte_pktmbuf_alloc_bulk(ei->mp, segs, nseg) != 0) {
@@ -829,10 +869,20 @@ send_zc(struct eth_ep *ep, uint8_t id, const void *hdr, size_t hdr_len,
 	}
 	if (used < nseg)
 		rte_pktmbuf_free_bulk(segs + used, nseg - used);
-	if (rte_mbuf_ext_refcnt_update(&z->shinfo, -1) == 0)
-		zc_done(NULL, z);
 	ei->st.tx_zcopy++;
 	eth_txq_flush(ei);
+	/*
+	 * Our reference goes last: on a lossless ep no window holds the frames, and a PMD that
+	 * copied them all (memif) has let them go already; the message is then complete, the
+	 * user's memory free again, and the call says so (the completion is not called)
+	 */
+	if (rte_mbuf_ext_refcnt_update(&z->shinfo, -1) == 0) {
+		z->comp = NULL;
+		z->next_free = ep->zc->free;
+		ep->zc->free = z;
+		ep->zc->busy--;
+		return UNIO_OK;
+	}
 	return UNIO_INPROGRESS;
 }
 
@@ -846,9 +896,45 @@ rma_blocks(struct eth_ep *ep)
 	return ep->rma->n_own != 0;
 }
 
+/*
+ * Send a lossless ep's new frame @p m (@p len payload bytes).  With nothing queued before it,
+ * straight to the PMD holding a second reference: memif has copied the frame into the ring
+ * when rte_eth_tx_burst() returns and dropped its reference, so the frame goes back to the
+ * stash at once, where the window kept it until the peer's ack came; a PMD that still holds
+ * it (memif's zero-copy mode) frees it later.
+ */
+static __rte_always_inline unio_status_t
+send_untracked(struct eth_ep *ep, struct rte_mbuf *m, uint16_t len)
+{
+	struct eth_iface *ei = ep->ei;
+
+	frame_untracked(ep, m, len);
+	if (unlikely(ei->txq_head != ei->txq_tail)) {   /* (a lossless iface has no inbox) */
+		eth_txq_push(ei, m);
+		eth_txq_flush(ei);
+		return UNIO_OK;
+	}
+	ei->st.tx_bursts++;
+	rte_mbuf_refcnt_set(m, 2);
+	if (unlikely(rte_eth_tx_burst(ei->port_id, ei->queue, &m, 1) != 1)) {
+		rte_mbuf_refcnt_set(m, 1);
+		eth_txq_push(ei, m);   /* refused: the next flush retries it */
+		return UNIO_OK;
+	}
+	ei->st.tx_frames++;
+	if (likely(rte_mbuf_refcnt_read(m) == 1)) {
+		if (unlikely(ei->n_stash == ETH_STASH))
+			stash_spill(ei);
+		ei->stash[ei->n_stash++] = m;
+	} else {
+		rte_pktmbuf_free(m);   /* the PMD's reference remains */
+	}
+	return UNIO_OK;
+}
+
 /* eth_send_msg() of a message that fits one frame: @p hdr and @p len bytes of @p payload. */
-static unio_status_t
-send_short(struct eth_ep *ep, uint8_t id, uint64_t hdr, const void *payload, size_t len)
+static __rte_always_inline unio_status_t
+send_short(struct eth_ep *ep, uint8_t id, uint64_t hdr, const void *payload, size_t len, bool ll)
 {
 	struct eth_iface *ei = ep->ei;
 	uint16_t plen = (uint16_t)(sizeof(hdr) + len);
@@ -858,7 +944,7 @@ send_short(struct eth_ep *ep, uint8_t id, uint64_t hdr, const void *payload, siz
 
 	if (unlikely(ep->failed))
 		return ep->fail_status;
-	if (!can_send(ep, 1)) {
+	if (!room_to_send(ep, 1, ll)) {
 		eth_txq_flush(ei);
 		return UNIO_ERR_NO_RESOURCE;
 	}
@@ -876,6 +962,8 @@ send_short(struct eth_ep *ep, uint8_t id, uint64_t hdr, const void *payload, siz
 	memcpy(d, &hdr, sizeof(hdr));
 	if (len != 0)
 		memcpy(d + sizeof(hdr), payload, len);
+	if (ll && ep->lossless)
+		return send_untracked(ep, m, plen);
 	frame_keep(ep, m, plen, send_clock(ei));
 	/* nothing queued before it and no port sibling to hand it to: straight to the PMD */
 	if (likely(ei->inbox == NULL && ei->txq_head == ei->txq_tail)) {
@@ -904,16 +992,31 @@ send_short_frags(struct eth_ep *ep, uint8_t id, uint64_t hdr, const void *payloa
 	return eth_send_msg(ep, id, iov, len != 0 ? 2 : 1, sizeof(hdr) + len);
 }
 
-static unio_status_t
-eth_am_short(struct unio_tl_ep *tep, uint8_t id, uint64_t hdr, const void *payload, size_t len)
+static __rte_always_inline unio_status_t
+am_short(struct unio_tl_ep *tep, uint8_t id, uint64_t hdr, const void *payload, size_t len,
+	 bool ll)
 {
 	struct eth_ep *ep = eth_ep_of(tep);
 
 	if (rma_blocks(ep))
 		return UNIO_ERR_NO_RESOURCE;
 	if (likely(sizeof(hdr) + len <= ep->ei->frag))
-		return send_short(ep, id, hdr, payload, len);
+		return send_short(ep, id, hdr, payload, len, ll);
 	return send_short_frags(ep, id, hdr, payload, len);
+}
+
+static unio_status_t
+eth_am_short(struct unio_tl_ep *tep, uint8_t id, uint64_t hdr, const void *payload, size_t len)
+{
+	return am_short(tep, id, hdr, payload, len, false);
+}
+
+/* am_short of a lossless iface (eth_iface.lossless): its eps may be in the lossless mode */
+static unio_status_t
+eth_am_short_lossless(struct unio_tl_ep *tep, uint8_t id, uint64_t hdr, const void *payload,
+		      size_t len)
+{
+	return am_short(tep, id, hdr, payload, len, true);
 }
 
 static ssize_t
@@ -929,7 +1032,7 @@ eth_am_bcopy(struct unio_tl_ep *tep, uint8_t id, unio_tl_pack_cb_t pack, void *a
 		return ep->fail_status;
 	if (rma_blocks(ep))
 		return UNIO_ERR_NO_RESOURCE;
-	if (!can_send(ep, ETH_MAX_MSG / ep->ei->frag + 1)) {
+	if (!room_to_send(ep, ETH_MAX_MSG / ep->ei->frag + 1, true)) {
 		eth_txq_flush(ep->ei);
 		return UNIO_ERR_NO_RESOURCE;
 	}
@@ -1085,13 +1188,54 @@ snd_free(struct eth_ep *ep, uint32_t ack)
 	}
 }
 
-/* Process the ack fields of any frame; false when they are impossible (forged). */
+/*
+ * The ep may go over to the lossless mode: its iface's link is lossless and the peer has
+ * acknowledged everything it sent (so the peer's connection exists and takes our frames:
+ * the dial, a crossing dial and the learning of the peer's id, which may drop frames and
+ * rely on their retransmission, are over).
+ */
+static __rte_noinline void
+go_lossless(struct eth_ep *ep)
+{
+	if (ep->snd_una != ep->snd_nxt || ep->peer.conn == 0 || ep->resolving || ep->failed ||
+	    ep->detached)
+		return;
+	ep->lossless = true;
+	ep->ll_mark = ep->snd_una;
+	ep->ll_since = ep->ei->now;
+	ep->ei->st.lossless_eps++;
+}
+
+/*
+ * The ack fields of a frame to a lossless ep: nothing to free, time or retransmit; the
+ * acknowledged sequence number moves for flush and for the timeouts (timers()).
+ */
 static __rte_always_inline bool
-ack_input(struct eth_ep *ep, const struct eth_wire *w, uint64_t now)
+ack_input_lossless(struct eth_ep *ep, const struct eth_wire *w)
 {
 	int32_t adv = seq_diff(w->ack, ep->snd_una);
+
+	if (seq_diff(w->ack, ep->snd_nxt) > 0 || adv < -(int32_t)ETH_WIN)
+		return false;
+	if (adv > 0) {
+		ep->snd_una = w->ack;
+		ep->n_timeouts = 0;
+		if (ep->n_comps != 0)
+			comps_complete(ep, false, UNIO_OK);
+	}
+	return true;
+}
+
+/* Process the ack fields of any frame; false when they are impossible (forged). */
+static __rte_always_inline bool
+ack_input(struct eth_ep *ep, const struct eth_wire *w, uint64_t now, bool ll)
+{
+	int32_t adv;
 	uint32_t acked;
 
+	if (ll && ep->lossless)
+		return ack_input_lossless(ep, w);
+	adv = seq_diff(w->ack, ep->snd_una);
 	if (seq_diff(w->ack, ep->snd_nxt) > 0 || adv < -(int32_t)ETH_WIN)
 		return false;
 	if (adv < 0)
@@ -1134,6 +1278,8 @@ ack_input(struct eth_ep *ep, const struct eth_wire *w, uint64_t now)
 		ep->n_timeouts = 0;
 		if (ep->n_comps != 0)
 			comps_complete(ep, false, UNIO_OK);
+		if (ll)
+			go_lossless(ep);
 	}
 	if (w->sack != 0 && ep->snd_una == w->ack && ep->snd_una != ep->snd_nxt)
 		fast_retransmit(ep, w->sack, now);
@@ -1438,9 +1584,9 @@ resolved(struct eth_ep *ep, const struct rte_ether_addr *mac)
 /* A frame of @p ep's connection whose header passed every check: its ack, then its data. */
 static __rte_always_inline void
 rx_accept(struct eth_iface *ei, struct eth_ep *ep, struct rte_mbuf *m, const struct eth_wire *w,
-	  uint64_t now)
+	  uint64_t now, bool ll)
 {
-	if (!ack_input(ep, w, now)) {
+	if (!ack_input(ep, w, now, ll)) {
 		ei->st.drop_bad_seq++;
 		rte_pktmbuf_free(m);
 	} else if (w->type == ETH_FT_ACK) {
@@ -1462,7 +1608,7 @@ rx_accept(struct eth_iface *ei, struct eth_ep *ep, struct rte_mbuf *m, const str
  * then, and drops and counts what it must.
  */
 static __rte_always_inline const struct eth_wire *
-rx_fast(const struct eth_ep *ep, const struct rte_mbuf *m)
+rx_fast(const struct eth_ep *ep, const struct rte_mbuf *m, bool lossless)
 {
 	typedef uint64_t v2u64 __attribute__((vector_size(16)));
 	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
@@ -1498,8 +1644,12 @@ rx_fast(const struct eth_ep *ep, const struct rte_mbuf *m)
 		return NULL;
 	if (unlikely(w->dial != ep->dial || ep->failed || ep->resolving))
 		return NULL;
+	/*
+	 * On a lossless link (shared memory: only the peer process writes the frame, and
+	 * whatever it writes it could checksum) the IPv4 header checksum has nothing to find
+	 */
 	f = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
-	if (f != RTE_MBUF_F_RX_IP_CKSUM_GOOD &&
+	if (!lossless && f != RTE_MBUF_F_RX_IP_CKSUM_GOOD &&
 	    (f == RTE_MBUF_F_RX_IP_CKSUM_BAD ||
 	     eth_ip_cksum_addrs(ip, ep->rx_ip_addrs) != 0xffff))
 		return NULL;
@@ -1588,18 +1738,18 @@ rx_slow(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now)
 		ei->st.drop_unknown_conn++;
 		rte_pktmbuf_free(m);
 	} else {
-		rx_accept(ei, ep, m, w, now);
+		rx_accept(ei, ep, m, w, now, ei->lossless);
 	}
 }
 
-static inline void
-rx_one(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now)
+static __rte_always_inline void
+rx_one(struct eth_iface *ei, struct rte_mbuf *m, uint64_t now, bool ll)
 {
 	struct eth_ep *ep = ei->last_peer;
 	const struct eth_wire *w;
 
-	if (likely(ep != NULL) && (w = rx_fast(ep, m)) != NULL)
-		rx_accept(ei, ep, m, w, now);
+	if (likely(ep != NULL) && (w = rx_fast(ep, m, ll)) != NULL)
+		rx_accept(ei, ep, m, w, now, ll);
 	else
 		rx_slow(ei, m, now);
 }
@@ -1631,6 +1781,34 @@ resend_head(struct eth_ep *ep, uint32_t max, uint64_t now)
 }
 
 /*
+ * A lossless ep's timeout: frames unacknowledged and no ack progress for rto() (the timers
+ * see it at their period), counted toward failure as a retransmission timeout is, with the
+ * same back-off, but nothing is sent again (nothing was kept, and the link lost nothing):
+ * a peer that went silent (its process died, its ep was destroyed, the link went down and
+ * took the ring's frames) fails the ep with UNIO_ERR_TIMED_OUT after
+ * UNIO_ETHDEV_RETRIES timeouts, as on any link.
+ */
+static void
+lossless_timer(struct eth_ep *ep, uint64_t now)
+{
+	struct eth_iface *ei = ep->ei;
+
+	if (ep->snd_una == ep->snd_nxt || ep->snd_una != ep->ll_mark) {
+		ep->ll_mark = ep->snd_una;
+		ep->ll_since = now;
+		return;
+	}
+	if (tsc_since(now, ep->ll_since) < rto(ep))
+		return;
+	ei->st.timeouts++;
+	if (++ep->n_timeouts > ei->retries) {
+		ep_fail(ep, UNIO_ERR_TIMED_OUT);
+		return;
+	}
+	ep->ll_since = now;
+}
+
+/*
  * Per ep: a probe (the oldest unSACKed frames sent again, no back-off) once the oldest frame
  * waited max(2 srtt, srtt + 4 rttvar) without news, which recovers lost tails and lost
  * retransmissions quickly;
@@ -1650,6 +1828,10 @@ timers(struct eth_iface *ei, uint64_t now)
 		}
 		if (ep->resolving && !ep->failed)
 			resolve_timer(ep, now);
+		if (ep->lossless && !ep->failed) {
+			lossless_timer(ep, now);
+			continue;
+		}
 		if (ep->failed || ep->snd_una == ep->snd_nxt)
 			continue;
 		age = tsc_since(now, ep->snd[ep->snd_una % ETH_WIN].tx_tsc);
@@ -1727,10 +1909,9 @@ poll_empty(struct eth_iface *ei)
 	return true;
 }
 
-static unsigned int
-eth_progress(struct unio_tl_iface *iface)
+static __rte_always_inline unsigned int
+progress(struct eth_iface *ei, bool ll)
 {
-	struct eth_iface *ei = to_ei(iface);
 	struct rte_mbuf *pkts[ETH_BURST];
 	uint16_t n = rte_eth_rx_burst(ei->port_id, ei->queue, pkts, ETH_BURST);
 	unsigned int k = 0;
@@ -1745,11 +1926,11 @@ eth_progress(struct unio_tl_iface *iface)
 	ei->st.rx_frames += n;
 	ei->rx_after = ei->rx_clear;
 	for (uint16_t i = 0; i < n; i++)
-		rx_one(ei, pkts[i], now);
+		rx_one(ei, pkts[i], now, ll);
 	if (ei->inbox != NULL) {
 		k = rte_ring_sc_dequeue_burst(ei->inbox, (void **)pkts, ETH_BURST, NULL);
 		for (unsigned int i = 0; i < k; i++)
-			rx_one(ei, pkts[i], now);
+			rx_one(ei, pkts[i], now, ll);
 	}
 	/*
 	 * Frames read later arrived after this poll if it emptied both queues.  A stall leaves
@@ -1788,6 +1969,19 @@ eth_progress(struct unio_tl_iface *iface)
 	if (ei->idle_yield)
 		idle_yield(ei, n);
 	return n + zc_reported(ei);
+}
+
+static unsigned int
+eth_progress(struct unio_tl_iface *iface)
+{
+	return progress(to_ei(iface), false);
+}
+
+/* The progress call of a lossless iface (eth_iface.lossless): its eps may be lossless. */
+static unsigned int
+eth_progress_lossless(struct unio_tl_iface *iface)
+{
+	return progress(to_ei(iface), true);
 }
 
 /* ---- control ---- */
@@ -2044,13 +2238,13 @@ eth_iface_open(const struct unio_tl_iface_params *params, struct unio_tl_iface *
 		ei->target_delay = (uint64_t)((double)params->config->ethdev_target_delay_ns *
 					      1e-9 * (double)ei->tsc_hz);
 	ei->super.ops = (struct unio_tl_ops){
-		.ep_am_short = eth_am_short,
+		.ep_am_short = ei->lossless ? eth_am_short_lossless : eth_am_short,
 		.ep_am_bcopy = eth_am_bcopy,
 		.ep_am_zcopy = eth_am_zcopy,
 		.ep_put_zcopy = eth_put_zcopy,
 		.ep_get_zcopy = eth_get_zcopy,
 		.ep_flush = eth_flush,
-		.iface_progress = eth_progress,
+		.iface_progress = ei->lossless ? eth_progress_lossless : eth_progress,
 	};
 	ei->super.ctl = &eth_ctl_ops;
 	*iface_p = &ei->super;

@@ -12,6 +12,7 @@
 #include <net/if.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -47,6 +48,7 @@ struct eth_port {
 	bool af_xdp;           /**< the pool is the PMD's umem: frames start further in */
 	bool shared_mem;       /**< the PMD is shared memory (memif): frames cannot be corrupted */
 	bool af_xdp_veth;      /**< af_xdp on a veth: frames are copied between kernel buffers */
+	uint32_t memif_bsize;  /**< memif: bytes of a ring buffer (devarg bsize, 2048) */
 	uint16_t nq;           /**< queue pairs configured */
 	uint16_t n_open;       /**< ifaces open (queues taken) */
 	uint16_t base_port;    /**< UDP port of queue 0's iface (host order) */
@@ -87,6 +89,15 @@ port_setup(uint16_t pid, struct eth_port *p, unsigned int want_q)
 	p->tx_multiseg = (conf.txmode.offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
 	p->af_xdp = rc == 0 && strcmp(info.driver_name, "net_af_xdp") == 0;
 	p->shared_mem = rc == 0 && strcmp(info.driver_name, "net_memif") == 0;
+	if (p->shared_mem) {       /* the devarg bsize=N (N at the start or after a comma) */
+		const struct rte_devargs *da = rte_dev_devargs(info.device);
+		const char *a = da != NULL ? da->args : NULL, *b = a;
+
+		while (b != NULL && (b = strstr(b, "bsize=")) != NULL && b != a && b[-1] != ',')
+			b++;
+		p->memif_bsize = b != NULL ? (uint32_t)strtoul(b + strlen("bsize="), NULL, 0) :
+			       2048u;
+	}
 	if (p->af_xdp) {
 		char ifname[IFNAMSIZ + 8];
 
@@ -397,6 +408,17 @@ port_open_locked(struct eth_iface *ei, const struct unio_config *cfg, const char
 	 */
 	ei->no_udp_csum = (p->shared_mem || p->af_xdp_veth) && !p->tx_csum;
 	ei->tx_multiseg = p->tx_multiseg;
+	/*
+	 * memif copies a frame into the shared ring or refuses it (the sender keeps it), and
+	 * its receiver leaves frames in the ring when it has no mbuf: nothing is lost or
+	 * reordered while the link is up.  Only with one queue pair: the hand-over between
+	 * the queues of a port drops a frame when the other iface's inbox is full; and only
+	 * when a frame fits one ring buffer: a receiver with no mbuf for the second buffer
+	 * of a frame drops the frame's first.
+	 */
+	ei->lossless = p->shared_mem && p->nq == 1 &&
+		       (uint32_t)ei->mtu + RTE_ETHER_HDR_LEN <= p->memif_bsize &&
+		       cfg->ethdev_lossless == UNIO_ETHDEV_LOSSLESS_AUTO;
 	ei->idle_yield = cfg->ethdev_idle_yield == UNIO_ETHDEV_YIELD_YES ||
 			 (cfg->ethdev_idle_yield == UNIO_ETHDEV_YIELD_AUTO && p->kernel_pmd);
 	p->owner[q] = ei;
@@ -1027,7 +1049,8 @@ static const char *const stat_names[] = {
 	"flow_rules", "timeouts_undone", "idle_yields", "tx_refused_cwnd", "tx_refused_window",
 	"tx_refused_credit", "tx_refused_txq", "conn_refused_busy", "conn_refused_no_iface",
 	"conn_refused_no_ep", "conn_unanswered", "cc_samples", "cc_host_samples", "cc_decreases",
-	"tx_bursts", "rx_get_direct", "zc_orphaned", "cc_stale_samples",
+	"tx_bursts", "rx_get_direct", "zc_orphaned", "cc_stale_samples", "tx_untracked",
+	"lossless_eps",
 };
 
 /* The iface's non-zero counters, one debug line (at iface close: what a run did). */

@@ -271,6 +271,13 @@ struct eth_ep {
 	bool probed;           /**< a probe went out since the last ack progress */
 	bool resolving;        /**< the peer's MAC is being resolved with ARP */
 	bool detached;         /**< replaced by a new connection of its peer: found no more */
+	/** lossless mode (the iface's link is, and the peer acknowledged all we had sent): sent
+	 *  frames are not kept (no window slot, no retransmission), untimed, and not held back
+	 *  by the cwnd or the peer's credit; snd_una still follows the acks, for flush and for
+	 *  the timeouts that fail a silent peer (ll_mark, ll_since) */
+	bool lossless;
+	uint32_t ll_mark;      /**< snd_una as the timers last saw it */
+	uint64_t ll_since;     /**< when they saw it move, or nothing unacked */
 	uint32_t dial;         /**< the connection's dial id (ours or the dialler's), or 0 */
 	unio_status_t fail_status;
 	uint16_t ip_sum;       /**< eth_ip_cksum() of hdr_tmpl's IPv4 header (length, id 0) */
@@ -357,6 +364,8 @@ struct eth_iface {
 	bool tx_multiseg;       /**< the PMD sends mbuf chains: zero copy possible */
 	bool idle_yield;        /**< give the CPU away when idle (UNIO_ETHDEV_IDLE_YIELD) */
 	bool tx_batch;          /**< eth_send_msg() sends whole bursts, eth_rma_drain() the rest */
+	bool lossless;          /**< a lossless, in-order link (memif, one queue pair): eps go
+				 *   over to their lossless mode (eth_ep.lossless) */
 	uint32_t idle_polls;    /**< consecutive progress calls without a frame in or out */
 	uint64_t tx_seen;       /**< st.tx_frames at the previous progress call */
 	struct eth_addr addr;

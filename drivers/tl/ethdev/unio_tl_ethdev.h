@@ -74,6 +74,9 @@ struct unio_tl_ethdev_stats {
 	uint64_t zc_orphaned;        /**< zero-copy messages whose ep went while a PMD or the tx
 				       *   queue held their frames (completed CANCELED later) */
 	uint64_t cc_stale_samples;   /**< echoes the window had already used (RTO only) */
+	uint64_t tx_untracked;       /**< data frames of eps in the lossless mode
+				       *   (UNIO_ETHDEV_LOSSLESS): no copy kept, untimed */
+	uint64_t lossless_eps;       /**< endpoints that went over to the lossless mode */
 };
 
 /**
