@@ -25,9 +25,10 @@
  *   pb_tag_rtt      an 8-byte tagged round trip as unio-perf's tag_lat makes it: the client
  *                   sends, posts the receive for the echo (recv_info, no callback) and tests
  *                   it once; the server's progress delivers into its posted receive, it tests
- *                   and frees that, echoes and posts its next receive; the client's progress
- *                   delivers the echo, it tests and frees its receive (unio-perf's loops less
- *                   their clock and histogram); -s SIZE: messages of SIZE bytes (8 to 1 MiB,
+ *                   and frees that (unio_request_test_free()), echoes and posts its next
+ *                   receive; the client's progress delivers the echo, it tests and frees its
+ *                   receive likewise (unio-perf's loops less their clock and histogram);
+ *                   -s SIZE: messages of SIZE bytes (8 to 1 MiB,
  *                   page-aligned buffers as unio-perf's; every byte checked), the other paths
  *                   stay at 8 bytes
  *   pb_put          unio_put() of 8 bytes into the peer worker's mapped buffer (the put_lat
@@ -238,18 +239,18 @@ pb_tag_rtt(struct tag_rtt *t)
 	    UNIO_INPROGRESS ||
 	    unio_request_test(t->areq, &t->ia) != UNIO_INPROGRESS)
 		return -1;
-	if (unio_worker_progress(t->wb) == 0 || unio_request_test(t->breq, &t->ib) != UNIO_OK)
+	if (unio_worker_progress(t->wb) == 0 ||
+	    unio_request_test_free(t->breq, &t->ib) != UNIO_OK)
 		return -1;
-	unio_request_free(t->breq);
 	if (unio_tag_send(t->ba, t->rb[t->cur], t->len, TAG, NULL, NULL) != UNIO_OK)
 		return -1;
 	t->cur ^= 1;
 	if (unio_tag_recv(t->wb, t->rb[t->cur], t->len, TAG, UINT64_MAX, &t->pb, &t->breq) !=
 	    UNIO_INPROGRESS)
 		return -1;
-	if (unio_worker_progress(t->wa) == 0 || unio_request_test(t->areq, &t->ia) != UNIO_OK)
+	if (unio_worker_progress(t->wa) == 0 ||
+	    unio_request_test_free(t->areq, &t->ia) != UNIO_OK)
 		return -1;
-	unio_request_free(t->areq);
 	return 0;
 }
 

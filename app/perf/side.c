@@ -186,44 +186,49 @@ spin_recheck(const struct spin *sp)
 	return sp->idle % SPIN_CHECK == 0;
 }
 
-/* Progress until @p req completes, the endpoint fails, or nothing completes in time. */
+/*
+ * Progress until @p req completes, the endpoint fails, or nothing completes in time; @p req
+ * is released either way (unio_request_test_free() once it completed: one call, not a test
+ * and a free, between a message's arrival and what the loop does next).
+ */
 static unio_status_t
 wait_req(struct perf_side *s, unio_request_t *req, struct unio_recv_info *info)
 {
 	struct spin sp = { 0, 0 };
-	unio_status_t st = unio_request_test(req, info);
+	unio_status_t st = unio_request_test_free(req, info);
 
 	while (st == UNIO_INPROGRESS) {
 		if (unio_worker_progress(s->worker)) {
-			st = unio_request_test(req, info);
+			st = unio_request_test_free(req, info);
 			continue;
 		}
 		if (s->ep_failed) {
 			st = s->ep_status < 0 ? s->ep_status : UNIO_ERR_CONNECTION_RESET;
+			drop(s, req);
 			break;
 		}
 		if (spin_expired(s, &sp)) {
 			st = UNIO_ERR_TIMED_OUT;
+			drop(s, req);
 			break;
 		}
 		if (spin_recheck(&sp))
-			st = unio_request_test(req, info);
+			st = unio_request_test_free(req, info);
 	}
-	if (st == UNIO_INPROGRESS || UNIO_IS_ERR(st))
-		unio_request_cancel(s->worker, req);
-	unio_request_free(req);
 	return st;
 }
 
 /*
- * Progress until @p req or the END receive @p creq completes (a NULL one is not waited for).
- * Returns the status of @p req, UNIO_INPROGRESS when END came first, or an error (failed
- * endpoint, nothing completed in time).  Neither request is freed.
+ * Progress until *@p reqp or the END receive @p creq completes (a NULL one is not waited
+ * for).  Returns the status of *@p reqp, UNIO_INPROGRESS when END came first, or an error
+ * (failed endpoint, nothing completed in time).  A *@p reqp that completed is released
+ * (unio_request_test_free()) and *@p reqp set to NULL; @p creq is not freed.
  */
 static unio_status_t
-wait_either(struct perf_side *s, unio_request_t *req, struct unio_recv_info *info,
+wait_either(struct perf_side *s, unio_request_t **reqp, struct unio_recv_info *info,
 	    unio_request_t *creq, struct unio_recv_info *cinfo, int *ctrl_done)
 {
+	unio_request_t *req = *reqp;
 	struct spin sp = { 0, 0 };
 	unio_status_t st, cst;
 	int test = 1;
@@ -231,8 +236,10 @@ wait_either(struct perf_side *s, unio_request_t *req, struct unio_recv_info *inf
 	for (;;) {
 		if (test) {
 			if (req != NULL &&
-			    (st = unio_request_test(req, info)) != UNIO_INPROGRESS)
+			    (st = unio_request_test_free(req, info)) != UNIO_INPROGRESS) {
+				*reqp = NULL;
 				return st;
+			}
 			cst = unio_request_test(creq, cinfo);
 			if (cst != UNIO_INPROGRESS) {
 				*ctrl_done = 1;
@@ -572,11 +579,9 @@ server_pingpong(struct perf_side *s, struct perf_round *r, struct perf_ctrl *end
 		unio_status_t sst;
 
 		if (st[cur] == UNIO_INPROGRESS && !ctrl_done) {
-			st[cur] = wait_either(s, req[cur], &info[cur], creq, &cinfo, &ctrl_done);
-			if (UNIO_IS_ERR(st[cur]))
-				unio_request_cancel(s->worker, req[cur]);
-			if (st[cur] != UNIO_INPROGRESS) {
-				unio_request_free(req[cur]);
+			st[cur] = wait_either(s, &req[cur], &info[cur], creq, &cinfo, &ctrl_done);
+			if (st[cur] != UNIO_INPROGRESS) {   /* NULL already when it completed */
+				drop(s, req[cur]);
 				req[cur] = NULL;
 			}
 		}

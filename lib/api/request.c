@@ -43,6 +43,47 @@ unio_request_test(unio_request_t *req, struct unio_recv_info *info)
 	return request_test_body(req, info);
 }
 
+/*
+ * unio_request_test_free(): a request no longer running is released here, as by
+ * unio_request_free(); one that still runs is left as it is.
+ */
+static inline unio_status_t
+request_test_free_body(struct unio_request *req, struct unio_recv_info *info)
+{
+	unio_status_t st;
+
+	if (req->state != REQ_DONE)
+		return req->state == REQ_FREE ? UNIO_ERR_INVALID_PARAM : UNIO_INPROGRESS;
+	st = req->status;
+	if (info != NULL && req->type == REQ_RECV)
+		*info = req->info;
+	proto_req_put(req);
+	return st;
+}
+
+static __rte_noinline unio_status_t
+request_test_free_locked(struct unio_request *req, struct unio_recv_info *info)
+{
+	struct unio_worker *w = req->worker;
+	unio_status_t st;
+
+	pthread_mutex_lock(&w->lock);
+	st = request_test_free_body(req, info);
+	pthread_mutex_unlock(&w->lock);
+	return st;
+}
+
+/* a wait loop's last two calls in one (SINGLE mode: calls nothing, saves no register) */
+unio_status_t
+unio_request_test_free(unio_request_t *req, struct unio_recv_info *info)
+{
+	if (req == NULL)
+		return UNIO_ERR_INVALID_PARAM;
+	if (unlikely(req->worker->mode == UNIO_THREAD_MODE_MULTI))
+		return request_test_free_locked(req, info);
+	return request_test_free_body(req, info);
+}
+
 unio_status_t
 unio_request_wait(unio_worker_t *worker, unio_request_t *req, struct unio_recv_info *info)
 {

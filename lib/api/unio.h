@@ -200,6 +200,15 @@ struct unio_request_param {
 unio_status_t unio_request_test(unio_request_t *req, struct unio_recv_info *info);
 
 /**
+ * Poll a request and release it once it no longer runs: unio_request_test(), then
+ * unio_request_free() when the status is final, in one call (a wait loop's last two).
+ * @return UNIO_INPROGRESS while it runs (@p req stays valid, test it again); else its final
+ * status (info filled for receives) and @p req is released: do not use it again.
+ * UNIO_ERR_INVALID_PARAM for a NULL or already released request.
+ */
+unio_status_t unio_request_test_free(unio_request_t *req, struct unio_recv_info *info);
+
+/**
  * Progress @p worker until @p req completes, then free it (the future/await style).
  * @return the request's final status; UNIO_ERR_BUSY (nothing done, @p req not freed) when
  * called from a callback of @p worker, where waiting could never end.

@@ -383,11 +383,10 @@ later_work(const struct unio_worker *w, unsigned int i)
 }
 
 /*
- * A call in which iface @p i has work (the ones before it have none): its delivery.  When no
- * later iface would be called (it is the last, or the rest are idle or their poll words
- * clear), nothing is queued and the control plane is not due (the usual busy call), that is
- * all, with two registers saved; otherwise progress_rest() goes on from the next iface (a
- * tail call).
+ * A call in which iface @p i has work (the ones before it have none) and a later iface has
+ * work too, or something is queued (the usual busy call is progress_one()): its delivery.
+ * When after it no later iface would be called, nothing is queued and the control plane is
+ * not due, that is all; otherwise progress_rest() goes on from the next iface (a tail call).
  */
 static __rte_noinline unsigned int
 progress_at(struct unio_worker *w, unsigned int i)
@@ -399,6 +398,24 @@ progress_at(struct unio_worker *w, unsigned int i)
 	if (unlikely(w->ctl_countdown == 1 || later_work(w, i + 1) || progress_queued_any(w)))
 		return progress_rest(w, i + 1, false, n);
 	w->ctl_countdown--;
+	w->in_progress = false;
+	return n;
+}
+
+/*
+ * The usual busy call: iface @p ifc has work, no later iface would be called, nothing is
+ * queued and the control plane is not due (all checked before, ctl_countdown already
+ * counted down).  Only the delivery, with in_progress set around it: one register saved.
+ * What the delivery queues (a refused answer) or sets later (another iface's poll word) is
+ * the next call's, as for a message that arrives just after this call.
+ */
+static __rte_noinline unsigned int
+progress_one(struct unio_worker *w, struct unio_tl_iface *ifc)
+{
+	unsigned int n;
+
+	w->in_progress = true;
+	n = unio_tl_iface_deliver(ifc);
 	w->in_progress = false;
 	return n;
 }
@@ -427,10 +444,14 @@ progress_body(struct unio_worker *w)
 		return progress_rest(w, 0, true, 0);
 	}
 	for (unsigned int i = 0; i < w->n_ifaces; i++) {
-		const struct unio_tl_iface *ifc = w->ifaces[i];
+		struct unio_tl_iface *ifc = w->ifaces[i];
 
-		if (likely(!ifc->idle) && unio_tl_iface_may_have_work(ifc))
-			return progress_at(w, i);
+		if (likely(!ifc->idle) && unio_tl_iface_may_have_work(ifc)) {
+			if (unlikely(later_work(w, i + 1) || progress_queued_any(w)))
+				return progress_at(w, i);
+			w->ctl_countdown--;   /* not 1 (above): the control plane is not due */
+			return progress_one(w, ifc);
+		}
 	}
 	if (unlikely(progress_queued_any(w))) {
 		w->in_progress = true;

@@ -21,6 +21,7 @@
 
 #include "api_common.h"
 #include "shm_priv.h"
+#include "unio_am.h"
 #include "unio_proto.h"
 
 #define POLL_TAG 0x9011
@@ -207,6 +208,180 @@ UNIO_TEST(api_shm_one_cell, fast)
 		    ", published %" PRIu64, sb->active[0].tail, sb->active[0].published);
 	TEST_ASSERT_EQ(sa->tx_no_room, 0u);
 
+	unio_ep_close(ab, UNIO_EP_CLOSE_FORCE, NULL);
+	unio_worker_destroy(a);
+	unio_worker_destroy(b);
+	unio_context_destroy(ctx);
+	return TEST_OK;
+}
+
+/*
+ * api_shm_busy_call: the worker's usual busy call (one iface's poll word set, nothing queued,
+ * the control plane not due) runs the delivery alone, with the nested-progress guard set:
+ * two AMs wait in b's ring per call and the handler of the first calls progress, which must
+ * do nothing (the second is delivered by the outer call after the handler), 40 times, each
+ * handler answering on its reply ep at once.  Then b fills the ring to a, which a does not
+ * drain, until a filler is queued; two more messages have their answers queued inside the
+ * delivery, and later calls of b send them once a drains: every answer and filler arrives,
+ * in order, with its value.
+ */
+#define BC_ID    11
+#define BC_FILL  12
+#define BC_N     (2 * 40u + 3)   /* messages a -> b: one, 40 pairs, one pair queued */
+#define BC_FMAX  400u
+
+struct bc_state {
+	unio_worker_t *b;
+	unio_ep_t *reply;
+	uint64_t got, nested, depth, depth_max, bad;
+	uint64_t echo[BC_N];   /* answers' buffers: a queued send reads its buffer later */
+	uint64_t a_fill, a_echo;
+};
+
+static unio_status_t
+bc_on_b(void *arg, const void *header, size_t hlen, void *data, size_t len,
+	const struct unio_am_recv_param *p)
+{
+	struct bc_state *s = arg;
+	uint64_t v;
+
+	(void)header;
+	if (hlen != 0 || len != 8 || p->reply_ep == NULL || s->got >= BC_N) {
+		s->bad++;
+		return UNIO_OK;
+	}
+	memcpy(&v, data, 8);
+	if (v != poll_val(7, s->got))
+		s->bad++;
+	s->reply = p->reply_ep;
+	if (++s->depth > s->depth_max)
+		s->depth_max = s->depth;
+	s->nested += unio_worker_progress(s->b);
+	s->echo[s->got] = v ^ 0xecull;
+	if (UNIO_IS_ERR(unio_am_send(p->reply_ep, BC_ID, NULL, 0, &s->echo[s->got], 8, NULL, 0,
+				     NULL)))
+		s->bad++;
+	s->depth--;
+	s->got++;
+	return UNIO_OK;
+}
+
+static unio_status_t
+bc_on_a(void *arg, const void *header, size_t hlen, void *data, size_t len,
+	const struct unio_am_recv_param *p)
+{
+	struct bc_state *s = arg;
+	uint64_t v;
+
+	(void)header, (void)p;
+	memcpy(&v, data, 8);
+	if (hlen != 0 || len != 8 || s->a_echo >= BC_N ||
+	    v != (poll_val(7, s->a_echo) ^ 0xecull))
+		s->bad++;
+	s->a_echo++;
+	return UNIO_OK;
+}
+
+static unio_status_t
+bc_on_fill(void *arg, const void *header, size_t hlen, void *data, size_t len,
+	   const struct unio_am_recv_param *p)
+{
+	struct bc_state *s = arg;
+	uint64_t v;
+
+	(void)header, (void)p;
+	memcpy(&v, data, 8);
+	/* after the answers that went at once, before the two that were queued */
+	if (hlen != 0 || len != 8 || v != s->a_fill || s->a_echo != BC_N - 2)
+		s->bad++;
+	s->a_fill++;
+	return UNIO_OK;
+}
+
+/* messages @p k and @p k + 1 from a, delivered by one call of b (not the housekeeping one) */
+static int
+bc_pair(unio_worker_t *b, unio_ep_t *ab, struct bc_state *s, uint64_t k)
+{
+	uint64_t v2[2] = { poll_val(7, k), poll_val(7, k + 1) };
+	unsigned int n;
+
+	if (b->ctl_countdown == 1)   /* the housekeeping call, with nothing to deliver */
+		unio_worker_progress(b);
+	for (unsigned int j = 0; j < 2; j++)
+		TEST_ASSERT_STATUS(unio_am_send(ab, BC_ID, NULL, 0, &v2[j], 8, NULL,
+						UNIO_AM_SEND_FLAG_REPLY, NULL), UNIO_OK);
+	n = unio_worker_progress(b);
+	TEST_ASSERT(n == 2 && s->got == k + 2, "messages %" PRIu64 ", %" PRIu64 ": %u delivered, %"
+		    PRIu64 " handled", k, k + 1, n, s->got);
+	TEST_ASSERT(s->nested == 0 && s->depth_max == 1,
+		    "progress inside the handler delivered %" PRIu64 " (depth %" PRIu64 ")",
+		    s->nested, s->depth_max);
+	return TEST_OK;
+}
+
+UNIO_TEST(api_shm_busy_call, fast)
+{
+	static const char *const ovr[] = { "TLS", "shm,self", "SHM_FIFO_SIZE", "4k", NULL };
+	static uint64_t fills[BC_FMAX];
+	static struct bc_state s;
+	unio_context_t *ctx = api_ctx(ovr);
+	uint64_t v, k, fill_sent;
+	unio_worker_t *a, *b;
+	unio_status_t st;
+	unio_ep_t *ab;
+
+	TEST_ASSERT(ctx != NULL, "context");
+	memset(&s, 0, sizeof(s));
+	a = unio_worker_create(ctx, NULL, &st);
+	b = unio_worker_create(ctx, NULL, &st);
+	TEST_ASSERT(a != NULL && b != NULL, "workers: %s", unio_status_string(st));
+	s.b = b;
+	ab = api_ep_to_worker(a, b, &st);
+	TEST_ASSERT(ab != NULL && api_ep_connected(a, b, ab), "a -> b: %s",
+		    unio_status_string(st));
+	TEST_ASSERT_EQ(shm_of(b)->n_active, 1u);
+	TEST_ASSERT_STATUS(unio_worker_set_am_handler(b, BC_ID, bc_on_b, &s, 0), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_worker_set_am_handler(a, BC_ID, bc_on_a, &s, 0), UNIO_OK);
+	TEST_ASSERT_STATUS(unio_worker_set_am_handler(a, BC_FILL, bc_on_fill, &s, 0), UNIO_OK);
+
+	/* one message, then 40 pairs: every answer goes at once */
+	v = poll_val(7, 0);
+	TEST_ASSERT_STATUS(unio_am_send(ab, BC_ID, NULL, 0, &v, 8, NULL,
+					UNIO_AM_SEND_FLAG_REPLY, NULL), UNIO_OK);
+	TEST_ASSERT(unio_worker_progress(b) == 1 && s.got == 1 && s.reply != NULL,
+		    "first message");
+	for (k = 1; k < BC_N - 2; k += 2)
+		if (bc_pair(b, ab, &s, k) != TEST_OK)
+			return TEST_FAIL;
+	TEST_ASSERT_EQ(b->n_am_pending, 0u);
+
+	/* b fills the ring to a until a filler waits queued */
+	for (fill_sent = 0; fill_sent < BC_FMAX && b->n_am_pending == 0; fill_sent++) {
+		fills[fill_sent] = fill_sent;
+		st = unio_am_send(s.reply, BC_FILL, NULL, 0, &fills[fill_sent], 8, NULL, 0, NULL);
+		TEST_ASSERT(!UNIO_IS_ERR(st), "filler %" PRIu64 ": %s", fill_sent,
+			    unio_status_string(st));
+	}
+	TEST_ASSERT(b->n_am_pending != 0, "the ring never refused a filler");
+
+	/* the last pair: its answers are queued inside the delivery */
+	if (bc_pair(b, ab, &s, BC_N - 2) != TEST_OK)
+		return TEST_FAIL;
+	TEST_ASSERT(b->n_am_pending >= 3, "the answers must wait while a does not drain");
+
+	/* a drains: later calls of b send what waits, in order */
+	for (long i = 0; i < 1000000 && (s.a_fill < fill_sent || s.a_echo < BC_N); i++) {
+		unio_worker_progress(a);
+		unio_worker_progress(b);
+	}
+	TEST_ASSERT(s.a_fill == fill_sent && s.a_echo == BC_N, "a got %" PRIu64 " of %" PRIu64
+		    " fillers, %" PRIu64 " of %u answers", s.a_fill, fill_sent, s.a_echo, BC_N);
+	TEST_ASSERT_EQ(b->n_am_pending, 0u);
+	TEST_ASSERT(s.bad == 0, "a wrong value, order or length (%" PRIu64 ")", s.bad);
+
+	unio_worker_set_am_handler(a, BC_FILL, NULL, NULL, 0);
+	unio_worker_set_am_handler(a, BC_ID, NULL, NULL, 0);
+	unio_worker_set_am_handler(b, BC_ID, NULL, NULL, 0);
 	unio_ep_close(ab, UNIO_EP_CLOSE_FORCE, NULL);
 	unio_worker_destroy(a);
 	unio_worker_destroy(b);
