@@ -2,7 +2,8 @@
 /*
  * The data phase of the active-message and RMA tests (side.c runs the control exchange
  * around it):
- * - am_lat: the client sends an AM, the server's handler echoes it on the reply ep;
+ * - am_lat: the client sends an AM, the server's loop echoes it on the reply ep once the
+ *   progress call that ran the handler has returned (as ucx_perftest's responder);
  * - am_bw: the client keeps a window of AMs in flight, the server's handler counts them
  *   (rendezvous ones are received into a buffer);
  * - put_lat: each side maps a buffer and hands its key to the other; the client puts
@@ -43,6 +44,9 @@ struct xfer_state {
 	struct perf_side *s;
 	struct perf_xfer *x;
 	uint8_t *buf;           /* AM: echo buffer (server, am_lat) */
+	unio_ep_t *echo_ep;     /* server, am_lat: the reply ep of the echoes owed */
+	size_t echo_len;        /* their size */
+	uint64_t echo_owed;     /* handled, not yet echoed (serve() sends them) */
 	uint8_t *rbuf;          /* AM: where rendezvous data lands without -V */
 	uint64_t got;           /* AMs handled */
 	uint64_t bad;           /* first bad AM + 1 */
@@ -167,18 +171,35 @@ am_done(struct xfer_state *xs, unio_status_t st, const void *d, size_t len, unio
 		xs->bad = idx + 1;
 	if (xs->s->is_server && x->test == PERF_AM_LAT && reply != NULL) {
 		/*
-		 * As ucx_perftest: the echo goes from our own buffer, without the reply flag
-		 * (the client needs no ep back); it carries the data back only with -V.
+		 * As ucx_perftest: the handler only counts, the loop answers after the progress
+		 * call (echo_owed(), serve()); the data goes back only with -V.
 		 */
 		if (x->validate && d != xs->buf && len > 0)
 			memcpy(xs->buf, d, len);
-		st = unio_am_send(reply, PERF_AM_ID, NULL, 0, xs->buf, len, NULL, 0, NULL);
-		if (UNIO_IS_ERR(st) && xs->bad == 0)
-			xs->bad = xs->got + 1;
+		xs->echo_ep = reply;
+		xs->echo_len = len;
+		xs->echo_owed++;
 	}
 	if (xs->s->is_server)
 		server_tick(xs, xs->got);
 	xs->got++;
+}
+
+/*
+ * Server, am_lat: send the echoes the handler owes, as ucx_perftest's responder does after
+ * its progress call returns: from our own buffer, without the reply flag (the client needs
+ * no ep back).
+ */
+static void
+echo_owed(struct xfer_state *xs)
+{
+	for (; xs->echo_owed != 0; xs->echo_owed--) {
+		unio_status_t st = unio_am_send(xs->echo_ep, PERF_AM_ID, NULL, 0, xs->buf,
+						xs->echo_len, NULL, 0, NULL);
+
+		if (UNIO_IS_ERR(st) && xs->bad == 0)
+			xs->bad = xs->got - xs->echo_owed + 1;
+	}
 }
 
 /* A rendezvous receive completed (several may be in flight: split and get ones overlap). */
@@ -668,6 +689,8 @@ serve(struct xfer_state *xs, unio_request_t *creq, unio_status_t cst,
 		/* the END message comes through progress: test for it then, or now and again */
 		unsigned int got = unio_worker_progress(xs->s->worker);
 
+		if (xs->echo_owed != 0)
+			echo_owed(xs);
 		if (got != 0 || ++idle % 64 == 0)
 			cst = unio_request_test(creq, info);
 		quiet = got != 0 ? 0 : quiet + 1;
