@@ -93,6 +93,15 @@ stash_spill(struct eth_iface *ei)
 	rte_mempool_put_bulk(ei->mp, (void **)&ei->stash[ETH_STASH / 2], ETH_STASH / 2);
 }
 
+/* Put @p m, a free direct mbuf of the iface's pool (one segment, one reference), in the stash. */
+static __rte_always_inline void
+stash_put(struct eth_iface *ei, struct rte_mbuf *m)
+{
+	if (unlikely(ei->n_stash == ETH_STASH))
+		stash_spill(ei);
+	ei->stash[ei->n_stash++] = m;
+}
+
 static void
 frames_free(struct eth_iface *ei)
 {
@@ -112,9 +121,7 @@ frames_free(struct eth_iface *ei)
 				continue;     /* still referenced (the PMD's, the window's) */
 			rte_mbuf_refcnt_set(m, 1);
 		}
-		if (unlikely(ei->n_stash == ETH_STASH))
-			stash_spill(ei);
-		ei->stash[ei->n_stash++] = m;
+		stash_put(ei, m);
 	}
 	ei->n_free = 0;
 }
@@ -162,9 +169,7 @@ frame_free(struct eth_iface *ei, struct rte_mbuf *m)
 	RTE_ASSERT(ei->in_progress);
 	if (likely(m->nb_segs == 1 && rte_mbuf_refcnt_read(m) == 1 && m->pool == ei->mp &&
 		   RTE_MBUF_DIRECT(m))) {
-		if (unlikely(ei->n_stash == ETH_STASH))
-			stash_spill(ei);
-		ei->stash[ei->n_stash++] = m;
+		stash_put(ei, m);
 		return;
 	}
 	if (unlikely(ei->n_free == ETH_FREE_MAX))
@@ -754,6 +759,16 @@ eth_send_msg(struct eth_ep *ep, uint8_t id, const struct iovec *iov, size_t iovc
 
 /* ---- zero copy: frames whose payload segments are the user's memory ---- */
 
+/* Record @p z of @p set is free again (its message complete). */
+static inline void
+zc_put(struct eth_zc_set *set, struct eth_zc *z)
+{
+	z->comp = NULL;
+	z->next_free = set->free;
+	set->free = z;
+	set->busy--;
+}
+
 /* The last frame referencing a zero-copy message was freed (acked and sent): complete it. */
 static void
 zc_done(void *addr, void *opaque)
@@ -764,10 +779,7 @@ zc_done(void *addr, void *opaque)
 	struct unio_tl_completion *comp = z->comp;
 
 	RTE_SET_USED(addr);
-	z->comp = NULL;
-	z->next_free = set->free;
-	set->free = z;
-	set->busy--;
+	zc_put(set, z);
 	if (ep == NULL) {       /* the ep went while a PMD or the tx queue held the frames */
 		if (set->busy == 0)
 			free(set);
@@ -877,10 +889,7 @@ send_zc(struct eth_ep *ep, uint8_t id, const void *hdr, size_t hdr_len,
 	 * user's memory free again, and the call says so (the completion is not called)
 	 */
 	if (rte_mbuf_ext_refcnt_update(&z->shinfo, -1) == 0) {
-		z->comp = NULL;
-		z->next_free = ep->zc->free;
-		ep->zc->free = z;
-		ep->zc->busy--;
+		zc_put(ep->zc, z);
 		return UNIO_OK;
 	}
 	return UNIO_INPROGRESS;
@@ -923,9 +932,7 @@ send_untracked(struct eth_ep *ep, struct rte_mbuf *m, uint16_t len)
 	}
 	ei->st.tx_frames++;
 	if (likely(rte_mbuf_refcnt_read(m) == 1)) {
-		if (unlikely(ei->n_stash == ETH_STASH))
-			stash_spill(ei);
-		ei->stash[ei->n_stash++] = m;
+		stash_put(ei, m);
 	} else {
 		rte_pktmbuf_free(m);   /* the PMD's reference remains */
 	}

@@ -67,6 +67,24 @@ static void port_kernel_ifname(uint16_t pid, char *buf, size_t len);
 
 /* ---- ports ---- */
 
+/*
+ * The value of devarg @p key of a port's device (@p da: its devargs, may be NULL): where
+ * "key=" stands at the start of the arguments or after a comma, what follows it (up to the
+ * next comma or the end, which the caller finds); NULL when the device was given no such
+ * argument.
+ */
+static const char *
+devarg_value(const struct rte_devargs *da, const char *key)
+{
+	const char *a = da != NULL ? da->args : NULL, *b = a;
+	size_t n = strlen(key);
+
+	for (; b != NULL && (b = strstr(b, key)) != NULL; b++)
+		if ((b == a || b[-1] == ',') && b[n] == '=')
+			return b + n + 1;
+	return NULL;
+}
+
 static unio_status_t
 port_setup(uint16_t pid, struct eth_port *p, unsigned int want_q)
 {
@@ -89,14 +107,10 @@ port_setup(uint16_t pid, struct eth_port *p, unsigned int want_q)
 	p->tx_multiseg = (conf.txmode.offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
 	p->af_xdp = rc == 0 && strcmp(info.driver_name, "net_af_xdp") == 0;
 	p->shared_mem = rc == 0 && strcmp(info.driver_name, "net_memif") == 0;
-	if (p->shared_mem) {       /* the devarg bsize=N (N at the start or after a comma) */
-		const struct rte_devargs *da = rte_dev_devargs(info.device);
-		const char *a = da != NULL ? da->args : NULL, *b = a;
+	if (p->shared_mem) {       /* the devarg bsize=N, 2048 by default */
+		const char *b = devarg_value(rte_dev_devargs(info.device), "bsize");
 
-		while (b != NULL && (b = strstr(b, "bsize=")) != NULL && b != a && b[-1] != ',')
-			b++;
-		p->memif_bsize = b != NULL ? (uint32_t)strtoul(b + strlen("bsize="), NULL, 0) :
-			       2048u;
+		p->memif_bsize = b != NULL ? (uint32_t)strtoul(b, NULL, 0) : 2048u;
 	}
 	if (p->af_xdp) {
 		char ifname[IFNAMSIZ + 8];
@@ -178,20 +192,14 @@ static void
 port_kernel_ifname(uint16_t pid, char *buf, size_t len)
 {
 	struct rte_eth_dev_info info;
-	const struct rte_devargs *da;
 	const char *p;
 
 	buf[0] = '\0';
 	if (rte_eth_dev_info_get(pid, &info) != 0 || info.device == NULL)
 		return;
-	da = rte_dev_devargs(info.device);
-	if (da == NULL || da->args == NULL)
-		return;
-	p = strstr(da->args, "iface=");
-	if (p == NULL)
-		return;
-	p += strlen("iface=");
-	snprintf(buf, len, "%.*s", (int)strcspn(p, ","), p);
+	p = devarg_value(rte_dev_devargs(info.device), "iface");
+	if (p != NULL)
+		snprintf(buf, len, "%.*s", (int)strcspn(p, ","), p);
 }
 
 static int
@@ -470,7 +478,7 @@ port_af_xdp_no_busy_poll(uint16_t pid, const char *dev_name)
 	    strcmp(info.driver_name, "net_af_xdp") != 0)
 		return pid;
 	da = rte_dev_devargs(info.device);
-	if (da == NULL || da->args == NULL || strstr(da->args, "busy_budget=") != NULL)
+	if (da == NULL || da->args == NULL || devarg_value(da, "busy_budget") != NULL)
 		return pid;
 	port_kernel_ifname(pid, ifname, sizeof(ifname));
 	if (!kernel_is_veth(ifname))
