@@ -380,15 +380,7 @@ order_send(unio_worker_t *w, unio_worker_t *ws, unio_ep_t *ep, const uint32_t *v
 	unio_request_t *req = NULL;
 	unio_status_t st = unio_tag_send(ep, v, sizeof(*v), tag, NULL, &req);
 
-	while (st == UNIO_INPROGRESS) {
-		unio_worker_progress(ws);
-		if (w != ws)
-			unio_worker_progress(w);
-		st = unio_request_test(req, NULL);
-	}
-	if (req != NULL)
-		unio_request_free(req);
-	return st;
+	return api_op_wait(ws, w, st, req);
 }
 
 static int
@@ -487,28 +479,14 @@ UNIO_TEST(api_tag_match_order, fast)
 UNIO_TEST(api_tag_match_order_shm, fast)
 {
 	static const char *const shm_only[] = { "TLS", "shm", NULL };
-	unio_context_t *ctx = api_ctx(shm_only);
-	unio_worker_t *wr, *ws;
-	unio_status_t st;
-	unio_ep_t *ep;
-	int rc;
+	struct api_pair p;
+	int rc = api_pair_open(&p, shm_only, "shm");
 
-	TEST_ASSERT(ctx != NULL, "context");
-	wr = unio_worker_create(ctx, NULL, &st);
-	TEST_ASSERT(wr != NULL, "worker: %s", unio_status_string(st));
-	ws = unio_worker_create(ctx, NULL, &st);
-	TEST_ASSERT(ws != NULL, "worker 2: %s", unio_status_string(st));
-	ep = api_ep_to_worker(ws, wr, &st);
-	TEST_ASSERT(ep != NULL, "ep: %s", unio_status_string(st));
-	TEST_ASSERT(strcmp(ep->lane.iface->driver->name, "shm") == 0, "lane %s",
-		    ep->lane.iface->driver->name);
-	rc = check_order_posted(wr, ws, ep);
 	if (rc == TEST_OK)
-		rc = check_order_unexpected(wr, ws, ep);
-	unio_ep_close(ep, UNIO_EP_CLOSE_FLUSH, NULL);
-	unio_worker_destroy(ws);
-	unio_worker_destroy(wr);
-	unio_context_destroy(ctx);
+		rc = check_order_posted(p.b, p.a, p.ep);
+	if (rc == TEST_OK)
+		rc = check_order_unexpected(p.b, p.a, p.ep);
+	api_pair_close(&p);
 	return rc;
 }
 
