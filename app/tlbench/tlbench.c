@@ -75,6 +75,7 @@ struct opts {
 	unsigned int idle;    /**< -p: idle senders connected in that mode */
 	unsigned int memif;   /**< -m: round trips of the memif mode */
 	bool raw;             /**< -R: raw frames in that mode */
+	bool put;             /**< -P: 1 MiB puts in that mode */
 	unsigned int runs;
 	unsigned int iters;
 	int cpu[2];
@@ -610,13 +611,16 @@ parse(int argc, char **argv, struct opts *o)
 	int opt;
 
 	*o = (struct opts){ .runs = 5, .iters = 100000, .cpu = { 0, 1 } };
-	while ((opt = getopt(argc, argv, "i:p:r:n:c:m:Rh")) != -1) {
+	while ((opt = getopt(argc, argv, "i:p:r:n:c:m:RPh")) != -1) {
 		switch (opt) {
 		case 'm':
 			o->memif = (unsigned int)atoi(optarg);
 			break;
 		case 'R':
 			o->raw = true;
+			break;
+		case 'P':
+			o->put = true;
 			break;
 		case 'p':
 			o->idle = (unsigned int)atoi(optarg);
@@ -697,13 +701,13 @@ main(int argc, char **argv)
 
 	if (parse(argc, argv, &o) != 0) {
 		fprintf(stderr, "usage: unio-tlbench [-r runs (1-%d)] [-n round trips (>= 100)] "
-			"[-c cpu0,cpu1] | -i messages | -m round trips [-R]\n", MAX_RUNS);
+			"[-c cpu0,cpu1] | -i messages | -m round trips [-R | -P]\n", MAX_RUNS);
 		return 2;
 	}
 	if (o.instr != 0)
 		return instr_mode(o.instr, o.idle);
 	if (o.memif != 0)
-		return memif_mode(o.memif, o.raw);
+		return memif_mode(o.memif, o.raw, o.put);
 	s.ctl = map_ctl(&clen);
 	if (s.ctl == NULL) {
 		fprintf(stderr, "unio-tlbench: cannot set up the shared control block\n");

@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 
-/** -m N [-R]: N 8-byte round trips over memif in one process (memif.c). */
-int memif_mode(unsigned int n, bool raw);
+/** -m N [-R | -P]: N 8-byte round trips (-P: 1 MiB puts) over memif in one process (memif.c). */
+int memif_mode(unsigned int n, bool raw, bool put);
 
 #endif /* UNIO_TLBENCH_H */
