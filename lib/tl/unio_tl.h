@@ -132,7 +132,11 @@ typedef size_t (*unio_tl_pack_cb_t)(void *dest, void *arg);
 /** Ep error callback: the peer died, reset or timed out. */
 typedef void (*unio_tl_ep_err_cb_t)(void *arg, struct unio_tl_ep *ep, unio_status_t status);
 
-/** Completion of a zero-copy operation: func runs once count drops to zero. */
+/**
+ * Completion of a zero-copy operation: func runs once count drops to zero.  A driver may add
+ * one to count for each part of an operation it completes apart (and call
+ * unio_tl_completion_done() once for each).
+ */
 struct unio_tl_completion {
 	void (*func)(struct unio_tl_completion *self);
 	int count;             /**< operations still outstanding */

@@ -337,9 +337,26 @@ forged_key(unio_worker_t *w, unio_ep_t *ep, const struct rkey_msg *theirs, size_
 	return TEST_OK;
 }
 
-static int
-rma_run(unio_worker_t *w, unio_ep_t *ep, int role)
+/*
+ * The put messages of @p len bytes a zero-copy put sends from the user's memory: chunks of
+ * eth_rma_chunk() bytes (the last one shorter) of at least ETH_ZCOPY_MIN.
+ */
+static uint64_t
+put_zc_chunks(const struct unio_tl_iface *ifc, size_t len)
 {
+	size_t chunk = eth_rma_chunk(ifc->attr.max_short + sizeof(uint64_t));
+	uint64_t n = len / chunk * (chunk >= ETH_ZCOPY_MIN);
+
+	return n + (len % chunk >= ETH_ZCOPY_MIN);
+}
+
+/* @p zc: the PMD sends mbuf chains (af_packet, memif), so puts go zero copy */
+static int
+rma_run(unio_worker_t *w, unio_ep_t *ep, int role, bool zc)
+{
+	struct unio_tl_iface *ifc = api_worker_iface(w, "ethdev", NULL);
+	struct unio_tl_ethdev_stats s0, s1;
+	uint64_t n_zc = 0;
 	struct unio_mem_map_params mp = { .field_mask = UNIO_MEM_MAP_PARAM_ADDRESS |
 							UNIO_MEM_MAP_PARAM_LENGTH,
 					  .length = RMA_LEN };
@@ -353,6 +370,7 @@ rma_run(unio_worker_t *w, unio_ep_t *ep, int role)
 	size_t plen;
 
 	TEST_ASSERT(region != NULL && local != NULL && want != NULL, "malloc");
+	TEST_ASSERT(ifc != NULL, "no ethdev iface");
 	test_fill(region, RMA_LEN, 0x5151ull + (uint64_t)role);
 	mp.address = region;
 	TEST_ASSERT_STATUS(unio_mem_map(w, &mp, &memh), UNIO_OK);
@@ -378,14 +396,24 @@ rma_run(unio_worker_t *w, unio_ep_t *ep, int role)
 	}
 	TEST_ASSERT(memcmp(local, want, RMA_LEN) == 0, "get of %zu bytes: data differs", RMA_LEN);
 	TEST_ASSERT(get_then_put(w, ep, &theirs, rkey, local, want) == TEST_OK, "get, then put");
-	/* puts of every size class, then a get of each range behind them (ordered) */
+	/*
+	 * puts of every size class, then a get of each range behind them (ordered); local is
+	 * refilled for the next put as soon as one completes, so a put that completed while
+	 * its zero-copy frames could still be read (a retransmission) would land wrong bytes
+	 */
+	TEST_ASSERT_STATUS(unio_tl_ethdev_stats(ifc, &s0), UNIO_OK);
 	for (unsigned int i = 0; i < RTE_DIM(puts_done); i++) {
 		size_t off = puts_done[i].off, len = puts_done[i].len;
 
 		test_fill(local, len, 0x9090ull + i + (uint64_t)role);
 		TEST_ASSERT_STATUS(rma_wait(w, unio_put(ep, local, len, theirs.addr + off, rkey,
 							 NULL, &req), &req), UNIO_OK);
+		n_zc += zc ? put_zc_chunks(ifc, len) : 0;
 	}
+	/* every chunk of 8 KiB and more went from local itself (af_xdp: no mbuf chains) */
+	TEST_ASSERT_STATUS(unio_tl_ethdev_stats(ifc, &s1), UNIO_OK);
+	TEST_ASSERT_EQ(s1.tx_zcopy_put - s0.tx_zcopy_put, n_zc);
+	TEST_ASSERT_EQ(s1.tx_zcopy - s0.tx_zcopy, n_zc);
 	for (unsigned int i = 0; i < RTE_DIM(puts_done); i++) {
 		size_t off = puts_done[i].off, len = RTE_MIN(puts_done[i].len, (size_t)MIB);
 
@@ -689,7 +717,7 @@ UNIO_TEST_CHILD(ethdev_api_peer)
 	if (rc == TEST_OK)
 		rc = am_run(c.w, c.ep, role);
 	if (rc == TEST_OK)
-		rc = rma_run(c.w, c.ep, role);
+		rc = rma_run(c.w, c.ep, role, strstr(argv[1], "af_xdp") == NULL);
 	if (rc == TEST_OK)
 		rc = goodbye(&c);
 	if (rc == TEST_OK && c.cm)

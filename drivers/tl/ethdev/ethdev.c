@@ -846,10 +846,14 @@ zc_frame(struct eth_ep *ep, struct eth_zc *z, struct rte_mbuf *h, uint8_t id,
 	zc_attach(z, h, cur, len - inl, segs, used);
 }
 
-/* Send hdr + iov with frames that point at the user's memory; comp runs when all are acked. */
-static unio_status_t
-send_zc(struct eth_ep *ep, uint8_t id, const void *hdr, size_t hdr_len,
-	const struct iovec *iov, size_t iovcnt, size_t total, struct unio_tl_completion *comp)
+/*
+ * Send hdr + iov with frames that point at the user's memory; comp runs when all are acked
+ * and freed.  UNIO_OK: the frames are gone already (comp is not called); UNIO_INPROGRESS;
+ * UNIO_ERR_NO_RESOURCE (no record, window or mbufs: nothing sent).
+ */
+unio_status_t
+eth_send_zc(struct eth_ep *ep, uint8_t id, const void *hdr, size_t hdr_len,
+	    const struct iovec *iov, size_t iovcnt, size_t total, struct unio_tl_completion *comp)
 {
 	struct eth_iface *ei = ep->ei;
 	uint32_t nfr = (uint32_t)((total + ei->frag - 1) / ei->frag);
@@ -1066,7 +1070,7 @@ eth_am_zcopy(struct unio_tl_ep *tep, uint8_t id, const void *hdr, size_t hdr_len
 		total += iov[i].iov_len;
 	if (comp != NULL && ep->ei->tx_multiseg && total - hdr_len >= ETH_ZCOPY_MIN &&
 	    !ep->failed)
-		return send_zc(ep, id, hdr, hdr_len, iov, iovcnt, total, comp);
+		return eth_send_zc(ep, id, hdr, hdr_len, iov, iovcnt, total, comp);
 	total = hdr_len;
 	if (hdr_len != 0)
 		v[n++] = (struct iovec){ .iov_base = (void *)(uintptr_t)hdr, .iov_len = hdr_len };

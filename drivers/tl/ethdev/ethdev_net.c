@@ -1058,7 +1058,7 @@ static const char *const stat_names[] = {
 	"tx_refused_credit", "tx_refused_txq", "conn_refused_busy", "conn_refused_no_iface",
 	"conn_refused_no_ep", "conn_unanswered", "cc_samples", "cc_host_samples", "cc_decreases",
 	"tx_bursts", "rx_get_direct", "zc_orphaned", "cc_stale_samples", "tx_untracked",
-	"lossless_eps",
+	"lossless_eps", "tx_zcopy_put",
 };
 
 /* The iface's non-zero counters, one debug line (at iface close: what a run did). */

@@ -232,6 +232,42 @@ job_sent(struct eth_rma_job *j, unio_status_t st, size_t chunk)
 	return st;
 }
 
+/*
+ * Send the put chunk @p h of @p len bytes at @p iov from the initiator's memory: frames of
+ * the header and external segments pointing at @p iov, as am_zcopy sends them.  The put's
+ * completion counts each such chunk as one more operation, done when its last frame is
+ * freed (acked and let go by the PMD), so the put completes only once the target acked
+ * every chunk (op_complete()) and no frame reads the user's memory any more.  A put without
+ * a completion, or an ep without a free zero-copy record, copies.
+ */
+static unio_status_t
+put_zc(struct eth_ep *ep, const struct eth_rma_hdr *h, const struct iovec *iov, size_t iovcnt,
+       size_t len)
+{
+	struct eth_rma_op *op = &ep->rma->ops[h->req_id % ETH_RMA_OPS];
+	struct iovec v[UNIO_TL_MAX_IOV + 1];
+	unio_status_t st;
+
+	RTE_ASSERT(op->used && op->put && op->req_id == h->req_id);
+	if (unlikely(ep->failed))
+		return ep->fail_status;
+	if (op->comp == NULL || ep->zc->free == NULL) {
+		v[0] = (struct iovec){ (void *)(uintptr_t)h, sizeof(*h) };
+		memcpy(v + 1, iov, iovcnt * sizeof(*iov));
+		return eth_send_msg(ep, ETH_AM_PUT, v, iovcnt + 1, sizeof(*h) + len);
+	}
+	op->comp->count++;
+	st = eth_send_zc(ep, ETH_AM_PUT, h, sizeof(*h), iov, iovcnt, sizeof(*h) + len,
+			 op->comp);
+	if (st == UNIO_INPROGRESS) {
+		ep->ei->st.tx_zcopy_put++;
+		return UNIO_OK;
+	}
+	op->comp->count--;      /* the frames are gone already, or none was sent */
+	ep->ei->st.tx_zcopy_put += st == UNIO_OK;
+	return st;
+}
+
 /* Send the next message of @p j: UNIO_OK, UNIO_ERR_NO_RESOURCE (window full) or an error. */
 static unio_status_t
 job_step(struct eth_ep *ep, struct eth_rma_job *j)
@@ -249,6 +285,8 @@ job_step(struct eth_ep *ep, struct eth_rma_job *j)
 		h.off = (uint32_t)(j->base + j->sent);
 	}
 	v[0] = (struct iovec){ &h, sizeof(h) };
+	if (j->id == ETH_AM_PUT && chunk >= ETH_ZCOPY_MIN && ep->ei->tx_multiseg)
+		return job_sent(j, put_zc(ep, &h, v + 1, n - 1, chunk), chunk);
 	if (!j->from_region)
 		return job_sent(j, eth_send_msg(ep, j->id, v, n, sizeof(h) + chunk), chunk);
 	/* read from the registered memory: only while the key still holds */

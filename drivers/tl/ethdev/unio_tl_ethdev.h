@@ -77,6 +77,8 @@ struct unio_tl_ethdev_stats {
 	uint64_t tx_untracked;       /**< data frames of eps in the lossless mode
 				       *   (UNIO_ETHDEV_LOSSLESS): no copy kept, untimed */
 	uint64_t lossless_eps;       /**< endpoints that went over to the lossless mode */
+	uint64_t tx_zcopy_put;       /**< put messages sent from the initiator's memory (no
+				       *   copy; each is also one of tx_zcopy) */
 };
 
 /**
