@@ -31,6 +31,8 @@
 #include <rte_ethdev.h>
 #include <rte_ether.h>
 #include <rte_ip.h>
+#include <rte_memory.h>
+#include <rte_mempool.h>
 #include <rte_udp.h>
 
 #include "ethdev_priv.h"
@@ -1930,6 +1932,181 @@ UNIO_TEST(ethdev_zcopy_ep_gone, mp)
 	unsetenv("UNIO_ETHDEV_IP");
 	r = test_wait(pid, 60000);
 	test_system("rm -f /tmp/unio-zcg-%d.sock", getpid());
+	TEST_ASSERT_EQ(r, 0);
+	return TEST_OK;
+}
+
+/* ---- per-port mbuf pools in hugepages ---- */
+
+struct pool_ranges {
+	unsigned int n, small;     /* memory chunks of the pool; those not in hugepages */
+	uintptr_t lo[64], hi[64];
+};
+
+static void
+pool_chunk(struct rte_mempool *mp, void *opaque, struct rte_mempool_memhdr *mh, unsigned int i)
+{
+	struct pool_ranges *r = opaque;
+	const struct rte_memseg_list *msl = rte_mem_virt2memseg_list(mh->addr);
+
+	RTE_SET_USED(mp), RTE_SET_USED(i);
+	if (msl == NULL || msl->page_sz < (2u << 20))
+		r->small++;
+	if (r->n < RTE_DIM(r->lo)) {
+		r->lo[r->n] = (uintptr_t)mh->addr;
+		r->hi[r->n] = (uintptr_t)mh->addr + mh->len;
+	}
+	r->n++;
+}
+
+static bool
+pool_holds(const struct pool_ranges *r, const void *p)
+{
+	for (unsigned int i = 0; i < RTE_MIN(r->n, (unsigned int)RTE_DIM(r->lo)); i++)
+		if ((uintptr_t)p >= r->lo[i] && (uintptr_t)p < r->hi[i])
+			return true;
+	return false;
+}
+
+struct pool_rx {
+	const struct pool_ranges *own, *other;
+	unsigned int got, in_own, in_other;
+};
+
+static unio_status_t
+pool_rx_cb(void *arg, const void *data, size_t length, unsigned int flags,
+	   unio_tl_conn_id_t conn_id)
+{
+	struct pool_rx *r = arg;
+
+	RTE_SET_USED(length), RTE_SET_USED(flags), RTE_SET_USED(conn_id);
+	r->got++;
+	r->in_own += pool_holds(r->own, data);
+	r->in_other += pool_holds(r->other, data);
+	return UNIO_OK;
+}
+
+static int ethdev_pools_run(void);
+
+UNIO_TEST_CHILD(ethdev_pools)
+{
+	RTE_SET_USED(argc), RTE_SET_USED(argv);
+	return t_release(ethdev_pools_run());
+}
+
+/*
+ * Two memif ports of one process (net_memif0 the server, net_memif1 the client of one
+ * socket), an iface on each: each port has a pool of its own (unio_eth<port>), all of its
+ * memory in hugepages, and what an iface receives lies in its own port's pool.
+ */
+static int
+ethdev_pools_run(void)
+{
+	static const char *const devs[2] = { "net_memif0", "net_memif1" };
+	const struct unio_tl_driver *drv = unio_tl_driver_find("ethdev");
+	static struct pool_ranges rg[2];
+	struct unio_tl_iface *ifc[2] = { NULL, NULL };
+	struct unio_tl_ep *ep = NULL;
+	struct rte_mempool *mp[2];
+	struct pool_rx rx = { .own = &rg[1], .other = &rg[0] };
+	struct eth_addr addr;
+	struct rte_eth_link link;
+	uint16_t pid[2];
+	double end;
+
+	if (drv == NULL || unio_env_init_default() != UNIO_OK)
+		return 10;
+	if (!rte_eal_has_hugepages()) {
+		fprintf(stderr, "EAL took no hugepages: %s\n", unio_env_eal_args());
+		return 11;
+	}
+	for (int i = 0; i < 2; i++) {
+		struct unio_tl_iface_params ip = { .config = unio_config_env(), .dev_name = devs[i],
+						   .cpu = -1 };
+		char name[RTE_MEMPOOL_NAMESIZE];
+
+		if (rte_eth_dev_get_port_by_name(devs[i], &pid[i]) != 0 ||
+		    t_iface_open(drv, &ip, &ifc[i]) != UNIO_OK)
+			return 12;
+		snprintf(name, sizeof(name), "unio_eth%u", pid[i]);
+		mp[i] = rte_mempool_lookup(name);
+		if (mp[i] == NULL)
+			return 13;
+		rte_mempool_mem_iter(mp[i], pool_chunk, &rg[i]);
+		fprintf(stderr, "port %u (%s): pool %s, %u mbufs, %u memory chunks, %u not in "
+			"hugepages\n", pid[i], devs[i], mp[i]->name, mp[i]->size, rg[i].n,
+			rg[i].small);
+		if (rg[i].n == 0 || rg[i].small != 0)
+			return 14;
+	}
+	if (mp[0] == mp[1])
+		return 15;
+	if (unio_tl_iface_set_am_handler(ifc[1], AM_DATA, pool_rx_cb, &rx) != UNIO_OK ||
+	    unio_tl_iface_get_address(ifc[1], &addr) != UNIO_OK ||
+	    t_ep_create(ifc[0], &(struct unio_tl_ep_params){ .iface_addr = &addr,
+							     .iface_addr_len = sizeof(addr) },
+			&ep) != UNIO_OK)
+		return 16;
+	/* 64 messages from the server's iface to the client's, once the link is up */
+	end = test_now_s() + 20;
+	for (unsigned int sent = 0; rx.got < 64 && test_now_s() < end;) {
+		if (sent < 64 && unio_tl_ep_am_short(ep, AM_DATA, sent, NULL, 0) == UNIO_OK)
+			sent++;
+		unio_tl_iface_progress(ifc[0]);
+		unio_tl_iface_progress(ifc[1]);
+	}
+	fprintf(stderr, "received %u: %u in the receiving port's pool, %u in the other's\n",
+		rx.got, rx.in_own, rx.in_other);
+	if (rx.got != 64 || rx.in_own != 64 || rx.in_other != 0)
+		return 17;
+	/* memif: the client goes first, the server once its link is down */
+	for (int k = 0; k < 1000; k++) {
+		unio_tl_iface_progress(ifc[0]);
+		unio_tl_iface_progress(ifc[1]);
+	}
+	t_ep_destroy(ep);
+	t_iface_close(ifc[1]);
+	end = test_now_s() + 5;
+	while (rte_eth_link_get_nowait(pid[0], &link) == 0 && link.link_status &&
+	       test_now_s() < end)
+		usleep(10000);
+	t_iface_close(ifc[0]);
+	return 0;
+}
+
+static long
+huge_free(void)
+{
+	FILE *f = fopen("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "r");
+	long n = -1;
+
+	if (f != NULL) {
+		if (fscanf(f, "%ld", &n) != 1)
+			n = -1;
+		fclose(f);
+	}
+	return n;
+}
+
+UNIO_TEST(ethdev_port_pools_huge, mp)
+{
+	char vdev[320];
+	long n = huge_free();
+	pid_t pid;
+	int r;
+
+	if (n < 64)
+		TEST_SKIP_BECAUSE("%ld free 2 MiB hugepages, 64 wanted (.ci/run reserves them)", n);
+	snprintf(vdev, sizeof(vdev), "--vdev=net_memif0,role=server,socket=/tmp/unio-pools-%d.sock,"
+		 "mac=02:00:00:00:06:0a --vdev=net_memif1,role=client,"
+		 "socket=/tmp/unio-pools-%d.sock,mac=02:00:00:00:06:0b", getpid(), getpid());
+	setenv("UNIO_EAL_ARGS", vdev, 1);
+	setenv("UNIO_ETHDEV_IP", "net_memif0:10.77.6.1,net_memif1:10.77.6.2", 1);
+	pid = test_spawn("ethdev_pools", NULL);
+	unsetenv("UNIO_EAL_ARGS");
+	unsetenv("UNIO_ETHDEV_IP");
+	r = test_wait(pid, 60000);
+	test_system("rm -f /tmp/unio-pools-%d.sock", getpid());
 	TEST_ASSERT_EQ(r, 0);
 	return TEST_OK;
 }
