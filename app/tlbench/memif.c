@@ -220,27 +220,62 @@ mf_wait(struct mf_side *s, uint64_t want)
 	return s->got >= want ? 0 : -1;
 }
 
+/*
+ * EAL with both memif ports, an ethdev iface on each (@p a on net_memif0, @p b on
+ * net_memif1), links up and an ep each way.  -1 before the ifaces are open, 1 after (close
+ * them with mf_pair_close()), 0 when all is set.
+ */
 static int
-mf_unio(unsigned int n)
+mf_pair_open(struct mf_side *a, struct mf_side *b, uint16_t *p0)
 {
 	const struct unio_tl_driver *drv = unio_tl_driver_find("ethdev");
 	static struct unio_config cfg;
+	uint16_t p1;
+
+	setenv("UNIO_ETHDEV_IP", "net_memif0:10.77.5.1,net_memif1:10.77.5.2", 1);
+	if (drv == NULL || mf_eal() != 0 || unio_config_snapshot(&cfg) != UNIO_OK ||
+	    mf_port("net_memif0", p0) != 0 || mf_port("net_memif1", &p1) != 0)
+		return -1;
+	if (mf_open(drv, &cfg, "net_memif0", a) != 0 || mf_open(drv, &cfg, "net_memif1", b) != 0)
+		return -1;
+	if (mf_links_up(*p0, p1, a->iface, b->iface) != 0 || mf_connect(a, b) != 0 ||
+	    mf_connect(b, a) != 0)
+		return 1;
+	return 0;
+}
+
+/* Let the last acks cross, then close what mf_pair_open() opened, the client's port first. */
+static void
+mf_pair_close(struct mf_side *a, struct mf_side *b, uint16_t p0)
+{
+	for (int k = 0; a->ep != NULL && b->ep != NULL && k < 100; k++) {
+		unio_tl_iface_progress(a->iface);
+		unio_tl_iface_progress(b->iface);
+	}
+	if (a->ep != NULL)
+		unio_tl_ep_destroy(a->ep);
+	if (b->ep != NULL)
+		unio_tl_ep_destroy(b->ep);
+	unio_tl_iface_close(b->iface);
+	mf_link_down_wait(p0);
+	unio_tl_iface_close(a->iface);
+}
+
+static int
+mf_unio(unsigned int n)
+{
 	struct mf_side a = { 0 }, b = { 0 };
 	static double ns[MF_MAX_BATCHES];
 	unsigned int nb = 0;
 	double t0 = 0;
-	uint16_t p0, p1;
-	int rc = 1;
+	uint16_t p0;
+	int rc = mf_pair_open(&a, &b, &p0);
 
-	setenv("UNIO_ETHDEV_IP", "net_memif0:10.77.5.1,net_memif1:10.77.5.2", 1);
-	if (drv == NULL || mf_eal() != 0 || unio_config_snapshot(&cfg) != UNIO_OK ||
-	    mf_port("net_memif0", &p0) != 0 || mf_port("net_memif1", &p1) != 0)
+	if (rc != 0) {
+		if (rc > 0)
+			mf_pair_close(&a, &b, p0);
 		return 1;
-	if (mf_open(drv, &cfg, "net_memif0", &a) != 0 || mf_open(drv, &cfg, "net_memif1", &b) != 0)
-		return 1;
-	if (mf_links_up(p0, p1, a.iface, b.iface) != 0 || mf_connect(&a, &b) != 0 ||
-	    mf_connect(&b, &a) != 0)
-		goto out;
+	}
 	for (unsigned int i = 0; i < n; i++) {
 		if (i % MF_BATCH == 0)
 			t0 = mf_now();
@@ -254,19 +289,7 @@ mf_unio(unsigned int n)
 	printf("memif 8-byte am_short round trips: %" PRIu64 " of %u, %" PRIu64 " bad\n", a.got,
 	       n, a.bad + b.bad);
 	rc = a.got == n && b.got == n && a.bad + b.bad == 0 ? 0 : 1;
-	/* let the last acks cross before the ports close */
-	for (int k = 0; k < 100; k++) {
-		unio_tl_iface_progress(a.iface);
-		unio_tl_iface_progress(b.iface);
-	}
-out:
-	if (a.ep != NULL)
-		unio_tl_ep_destroy(a.ep);
-	if (b.ep != NULL)
-		unio_tl_ep_destroy(b.ep);
-	unio_tl_iface_close(b.iface);
-	mf_link_down_wait(p0);
-	unio_tl_iface_close(a.iface);
+	mf_pair_close(&a, &b, p0);
 	return rc;
 }
 
@@ -316,8 +339,6 @@ mf_put_one(struct mf_side *a, struct mf_side *b, const uint8_t *src, uint8_t *ds
 static int
 mf_put(unsigned int n)
 {
-	const struct unio_tl_driver *drv = unio_tl_driver_find("ethdev");
-	static struct unio_config cfg;
 	struct mf_side a = { 0 }, b = { 0 };
 	static double mbs[MF_MAX_BATCHES];
 	uint8_t key[UNIO_TL_RKEY_MAX];
@@ -326,20 +347,17 @@ mf_put(unsigned int n)
 	uint8_t *src = NULL, *dst = NULL;
 	unsigned int nb = 0, done = 0;
 	double t0 = 0;
-	uint16_t p0, p1;
-	int rc = 1;
+	uint16_t p0;
+	int rc = mf_pair_open(&a, &b, &p0);
 
-	setenv("UNIO_ETHDEV_IP", "net_memif0:10.77.5.1,net_memif1:10.77.5.2", 1);
-	if (drv == NULL || mf_eal() != 0 || unio_config_snapshot(&cfg) != UNIO_OK ||
-	    mf_port("net_memif0", &p0) != 0 || mf_port("net_memif1", &p1) != 0)
-		return 1;
-	if (mf_open(drv, &cfg, "net_memif0", &a) != 0 || mf_open(drv, &cfg, "net_memif1", &b) != 0)
+	if (rc < 0)
 		return 1;
 	src = aligned_alloc(64, MF_MIB);
 	dst = aligned_alloc(64, MF_MIB);
-	if (src == NULL || dst == NULL || mf_links_up(p0, p1, a.iface, b.iface) != 0 ||
-	    mf_connect(&a, &b) != 0 || mf_connect(&b, &a) != 0)
+	if (rc != 0 || src == NULL || dst == NULL) {
+		rc = 1;
 		goto out;
+	}
 	for (size_t i = 0; i < MF_MIB; i++)
 		src[i] = (uint8_t)(i * 131 + (i >> 11));
 	memset(dst, 0, MF_MIB);
@@ -347,6 +365,7 @@ mf_put(unsigned int n)
 	    unio_tl_rkey_pack(b.iface, &memh, key) != UNIO_OK ||
 	    unio_tl_rkey_unpack(a.ep, key, b.iface->attr.rkey_packed_len, &rkey) != UNIO_OK) {
 		fprintf(stderr, "unio-tlbench: cannot register and key the target region\n");
+		rc = 1;
 		goto out;
 	}
 	for (uint64_t i = 0; i < n; i++, done++) {
@@ -376,22 +395,12 @@ mf_put(unsigned int n)
 	rc = done == n && memcmp(src, dst, MF_MIB) == 0 ? 0 : 1;
 	printf("memif 1 MiB puts: %u of %u, region %s\n", done, n,
 	       rc == 0 ? "verified" : "differs");
-	for (int k = 0; k < 100; k++) {
-		unio_tl_iface_progress(a.iface);
-		unio_tl_iface_progress(b.iface);
-	}
 out:
 	if (rkey.priv != NULL)
 		unio_tl_rkey_release(a.ep, &rkey);
 	if (memh.priv != NULL)
 		unio_tl_mem_dereg(b.iface, &memh);
-	if (a.ep != NULL)
-		unio_tl_ep_destroy(a.ep);
-	if (b.ep != NULL)
-		unio_tl_ep_destroy(b.ep);
-	unio_tl_iface_close(b.iface);
-	mf_link_down_wait(p0);
-	unio_tl_iface_close(a.iface);
+	mf_pair_close(&a, &b, p0);
 	free(src);
 	free(dst);
 	return rc;

@@ -1917,22 +1917,34 @@ ethdev_zc_gone_run(int argc, char **argv)
 	return 0;
 }
 
-UNIO_TEST(ethdev_zcopy_ep_gone, mp)
+/*
+ * Run child @p child with EAL arguments @p eal and UNIO_ETHDEV_IP @p ip, both in its
+ * environment only; remove the memif socket @p sock after it.  Its exit code.
+ */
+static int
+memif_child(const char *child, const char *eal, const char *ip, const char *sock)
 {
-	char vdev[160];
 	pid_t pid;
 	int r;
 
-	snprintf(vdev, sizeof(vdev), "--vdev=net_memif0,role=server,socket=/tmp/unio-zcg-%d.sock,"
-		 "mac=02:00:00:00:05:0a", getpid());
-	setenv("UNIO_EAL_ARGS", vdev, 1);
-	setenv("UNIO_ETHDEV_IP", "10.77.5.1", 1);
-	pid = test_spawn("ethdev_zc_gone", NULL);
+	setenv("UNIO_EAL_ARGS", eal, 1);
+	setenv("UNIO_ETHDEV_IP", ip, 1);
+	pid = test_spawn(child, NULL);
 	unsetenv("UNIO_EAL_ARGS");
 	unsetenv("UNIO_ETHDEV_IP");
 	r = test_wait(pid, 60000);
-	test_system("rm -f /tmp/unio-zcg-%d.sock", getpid());
-	TEST_ASSERT_EQ(r, 0);
+	unlink(sock);
+	return r;
+}
+
+UNIO_TEST(ethdev_zcopy_ep_gone, mp)
+{
+	char vdev[160], sock[64];
+
+	snprintf(sock, sizeof(sock), "/tmp/unio-zcg-%d.sock", getpid());
+	snprintf(vdev, sizeof(vdev), "--vdev=net_memif0,role=server,socket=%s,"
+		 "mac=02:00:00:00:05:0a", sock);
+	TEST_ASSERT_EQ(memif_child("ethdev_zc_gone", vdev, "10.77.5.1", sock), 0);
 	return TEST_OK;
 }
 
@@ -2090,24 +2102,17 @@ huge_free(void)
 
 UNIO_TEST(ethdev_port_pools_huge, mp)
 {
-	char vdev[320];
+	char vdev[320], sock[64];
 	long n = huge_free();
-	pid_t pid;
-	int r;
 
 	if (n < 64)
 		TEST_SKIP_BECAUSE("%ld free 2 MiB hugepages, 64 wanted (.ci/run reserves them)", n);
-	snprintf(vdev, sizeof(vdev), "--vdev=net_memif0,role=server,socket=/tmp/unio-pools-%d.sock,"
-		 "mac=02:00:00:00:06:0a --vdev=net_memif1,role=client,"
-		 "socket=/tmp/unio-pools-%d.sock,mac=02:00:00:00:06:0b", getpid(), getpid());
-	setenv("UNIO_EAL_ARGS", vdev, 1);
-	setenv("UNIO_ETHDEV_IP", "net_memif0:10.77.6.1,net_memif1:10.77.6.2", 1);
-	pid = test_spawn("ethdev_pools", NULL);
-	unsetenv("UNIO_EAL_ARGS");
-	unsetenv("UNIO_ETHDEV_IP");
-	r = test_wait(pid, 60000);
-	test_system("rm -f /tmp/unio-pools-%d.sock", getpid());
-	TEST_ASSERT_EQ(r, 0);
+	snprintf(sock, sizeof(sock), "/tmp/unio-pools-%d.sock", getpid());
+	snprintf(vdev, sizeof(vdev), "--vdev=net_memif0,role=server,socket=%s,"
+		 "mac=02:00:00:00:06:0a --vdev=net_memif1,role=client,socket=%s,"
+		 "mac=02:00:00:00:06:0b", sock, sock);
+	TEST_ASSERT_EQ(memif_child("ethdev_pools", vdev,
+				   "net_memif0:10.77.6.1,net_memif1:10.77.6.2", sock), 0);
 	return TEST_OK;
 }
 
