@@ -79,7 +79,9 @@ struct peer {
 	uint64_t zc_big;            /* zcopy sends left in progress (not completed at once) */
 	uint64_t zc_now;            /* ... of ETH_ZCOPY_MIN and more completed at once (a
 				     * lossless ep: the PMD copied every frame) */
+	uint64_t zc_in_send;        /* completions run inside a send call (must be none) */
 	int slow;                   /* slowrx receiver: sleeps 1 ms after each progress call */
+	uint64_t slow_after;        /* ... once it received this many messages */
 	uint8_t buf[ETH_MAX_MSG];
 };
 
@@ -327,6 +329,7 @@ struct zc_req {
 
 static uint8_t zc_buf[ZC_BUFS][ETH_MAX_MSG];
 static struct zc_req zc_req[ZC_BUFS];
+static bool zc_sending;        /* inside unio_tl_ep_am_zcopy() */
 
 static void
 zc_cb(struct unio_tl_completion *c)
@@ -335,6 +338,7 @@ zc_cb(struct unio_tl_completion *c)
 
 	r->busy = 0;
 	r->p->zc_done++;
+	r->p->zc_in_send += zc_sending;
 	if (c->status != UNIO_OK)
 		r->p->bad++;
 }
@@ -363,7 +367,9 @@ send_zc(struct peer *p)
 	r->c = (struct unio_tl_completion){ .func = zc_cb, .count = 1, .status = UNIO_OK };
 	r->p = p;
 	r->busy = 1;
+	zc_sending = true;
 	st = unio_tl_ep_am_zcopy(p->ep, AM_DATA, zc_buf[k], 16, iov, 2, 0, &r->c);
+	zc_sending = false;
 	p->zc_big += st == UNIO_INPROGRESS;
 	if (st != UNIO_INPROGRESS) {
 		r->busy = 0;
@@ -675,7 +681,7 @@ peer_run(struct peer *p, struct fuzz *fz, uint64_t fuzz_k, double deadline)
 		/* idle: let the kernel's softirqs (bridge, tbf, veth) run on this shared CPU */
 		if (unio_tl_iface_progress(p->iface) == 0)
 			sched_yield();
-		if (p->slow)
+		if (p->slow && p->rcvd >= p->slow_after)
 			usleep(1000);
 		while (p->sent < p->n_tx && send_one(p) == UNIO_OK)
 			p->sent++;
@@ -1093,6 +1099,12 @@ ethdev_peer_run(int argc, char **argv)
 		p.slow = role == 1;
 		mode = "stream";
 	}
+	if (strcmp(mode, "zcslow") == 0) {   /* zero copy to a receiver that polls every ms */
+		p.slow = role == 1;          /* once the sender's ep is lossless (memif) */
+		p.slow_after = 100;
+		p.zc = 1;
+		mode = "zc";
+	}
 	if (strcmp(mode, "stream") == 0 || p.zc) {
 		p.n_tx = role == 0 ? p.n_tx : 0;
 		p.n_rx = role == 1 ? p.n_rx : 0;
@@ -1202,9 +1214,12 @@ ethdev_peer_run(int argc, char **argv)
 	if (rc == TEST_OK && fuzz_k != 0 && role == 0)
 		rc = fuzz_check(&s, fuzz_k);
 	if (rc == TEST_OK && p.zc && role == 0) {
-		TEST_LOG("zero-copy messages %" PRIu64 ", completions %" PRIu64, s.tx_zcopy,
-			 p.zc_done);
+		TEST_LOG("zero-copy messages %" PRIu64 ", completions %" PRIu64 ", inside a "
+			 "send %" PRIu64, s.tx_zcopy, p.zc_done, p.zc_in_send);
 		TEST_ASSERT_EQ(p.zc_done, p.n_tx);
+		/* a completion runs from progress: a PMD freeing earlier frames inside the
+		 * send (memif, af_packet copy at tx) ran it in the middle of the driver's work */
+		TEST_ASSERT_EQ(p.zc_in_send, 0);
 		TEST_ASSERT_EQ(s.tx_zcopy, p.zc_big + p.zc_now);
 		TEST_ASSERT(s.tx_zcopy > 0, "zero copy never used");
 	}
@@ -1456,6 +1471,18 @@ UNIO_TEST(ethdev_zcopy_af_packet, mp)
 UNIO_TEST(ethdev_zcopy_memif, mp)
 {
 	return memif_pair(&(struct pair_run){ NULL, NULL, NULL, "2000", "full", "0", "zc" });
+}
+
+/*
+ * Zero copy over memif to a receiver that polls once a millisecond after its first 100
+ * messages (the sender's ep has gone lossless by then): the ring fills, frames wait in the
+ * sender's tx queue, and a later send hands them to the PMD, which copies and
+ * frees them inside that send.  Their messages' completions must still run from progress,
+ * not inside the send (zc_in_send), where a user's callback would re-enter the driver.
+ */
+UNIO_TEST(ethdev_zcopy_memif_slowrx, mp)
+{
+	return memif_pair(&(struct pair_run){ NULL, NULL, NULL, "500", "64k", "0", "zcslow" });
 }
 
 /* Zero copy through 5 % loss: retransmissions read the user's memory until the ack. */

@@ -769,34 +769,67 @@ zc_put(struct eth_zc_set *set, struct eth_zc *z)
 	set->busy--;
 }
 
-/* The last frame referencing a zero-copy message was freed (acked and sent): complete it. */
+/*
+ * The last frame referencing a zero-copy message was freed (acked and sent): its completion
+ * is due, and runs at the end of the next progress call (zc_reported()).  This runs wherever
+ * the frame is freed: in ack processing, and inside rte_eth_tx_burst() when the PMD copied it
+ * (memif, af_packet), which may be a send of the user's (am_zcopy, put) in the middle of the
+ * driver's work on that ep.
+ */
 static void
 zc_done(void *addr, void *opaque)
 {
 	struct eth_zc *z = opaque;
 	struct eth_zc_set *set = z->set;
 	struct eth_ep *ep = set->ep;
-	struct unio_tl_completion *comp = z->comp;
+	struct eth_iface *ei;
 
 	RTE_SET_USED(addr);
-	zc_put(set, z);
 	if (ep == NULL) {       /* the ep went while a PMD or the tx queue held the frames */
+		struct unio_tl_completion *comp = z->comp;
+
+		zc_put(set, z);
 		if (set->busy == 0)
 			free(set);
 		unio_tl_completion_done(comp, UNIO_ERR_CANCELED);
 		return;
 	}
-	ep->ei->n_zc_done++;    /* work the next progress call reports */
-	unio_tl_completion_done(comp, ep->failed ? ep->fail_status : UNIO_OK);
+	ei = ep->ei;
+	z->st = ep->failed ? ep->fail_status : UNIO_OK;
+	z->next_free = NULL;
+	*ei->zc_due_tail = z;
+	ei->zc_due_tail = &z->next_free;
+	set->due++;
+	ei->n_zc_done++;        /* work the next progress call reports */
 }
 
-/* What a progress call reports besides the frames it read: zero-copy sends it completed. */
-static inline unsigned int
+/*
+ * What a progress call reports besides the frames it read: zero-copy sends it completed,
+ * whose completions run here, in the order their frames were freed.  A completion may send
+ * (frames freed then are appended and run in this loop), destroy its ep (the record's set
+ * stays until its last record is back) or progress the iface again.
+ */
+static unsigned int
 zc_reported(struct eth_iface *ei)
 {
 	unsigned int n = ei->n_zc_done;
+	struct eth_zc *z;
 
 	ei->n_zc_done = 0;
+	while ((z = ei->zc_due) != NULL) {
+		struct eth_zc_set *set = z->set;
+		struct unio_tl_completion *comp = z->comp;
+		unio_status_t st = z->st;
+
+		ei->zc_due = z->next_free;
+		if (ei->zc_due == NULL)
+			ei->zc_due_tail = &ei->zc_due;
+		set->due--;
+		zc_put(set, z);
+		if (set->ep == NULL && set->busy == 0)
+			free(set);
+		unio_tl_completion_done(comp, st);
+	}
 	return n;
 }
 
@@ -1553,7 +1586,7 @@ ep_free(struct eth_ep *ep)
 	if (ep->zc->busy == 0)
 		free(ep->zc);
 	else
-		ei->st.zc_orphaned += ep->zc->busy;
+		ei->st.zc_orphaned += ep->zc->busy - ep->zc->due;
 	while (ep->aliases != NULL) {       /* the iface closes under them */
 		struct eth_ep_alias *a = ep->aliases;
 
@@ -2113,6 +2146,7 @@ eth_iface_close(struct unio_tl_iface *iface)
 	if (ei->n_stash != 0)           /* before the port (and maybe its pool) goes */
 		rte_mempool_put_bulk(ei->mp, (void **)ei->stash, ei->n_stash);
 	ei->n_stash = 0;
+	zc_reported(ei);                /* the completions still due */
 	eth_port_close(ei);
 	rte_free(ei);
 }
@@ -2223,6 +2257,7 @@ eth_iface_open(const struct unio_tl_iface_params *params, struct unio_tl_iface *
 	ei = rte_zmalloc("unio_eth_iface", sizeof(*ei), RTE_CACHE_LINE_SIZE);
 	if (ei == NULL)
 		return UNIO_ERR_NO_MEMORY;
+	ei->zc_due_tail = &ei->zc_due;
 	st = eth_port_open(ei, params->config, params->dev_name);
 	if (st != UNIO_OK) {
 		rte_free(ei);

@@ -153,6 +153,8 @@ struct eth_rma_op {
 	uint32_t iovcnt;
 	uint32_t req_id;
 	uint32_t chunks_left;  /**< put: PUT_ACKs still expected */
+	uint32_t chunks_unacked; /**< put: chunks sent and not yet acked (a PUT_ACK beyond
+				  *   them is forged: it must not complete the put early) */
 	size_t length, done;   /**< get: bytes asked and received */
 	unio_status_t st;
 	bool used, put;
@@ -235,7 +237,8 @@ struct eth_zc {
 	struct rte_mbuf_ext_shared_info shinfo;
 	struct unio_tl_completion *comp;
 	struct eth_zc_set *set;
-	struct eth_zc *next_free;
+	struct eth_zc *next_free;   /**< the set's free list, or the iface's zc_due list */
+	unio_status_t st;           /**< on zc_due: the status its completion gets */
 };
 
 /*
@@ -246,7 +249,8 @@ struct eth_zc {
  */
 struct eth_zc_set {
 	struct eth_ep *ep;      /**< NULL: the ep is gone */
-	unsigned int busy;      /**< records whose frames are still referenced */
+	unsigned int busy;      /**< records not free: frames still referenced, or due */
+	unsigned int due;       /**< of those, on the iface's zc_due list */
 	struct eth_zc *free;
 	struct eth_zc zc[ETH_MAX_COMPS];
 };
@@ -380,6 +384,10 @@ struct eth_iface {
 	uint32_t n_free;
 	struct rte_mbuf *to_free[ETH_FREE_MAX];  /**< frames freed at the end of the call */
 	uint32_t n_zc_done;      /**< zero-copy sends completed since progress last returned */
+	/** zero-copy messages whose frames are all freed: their completions run at the end of
+	 *  the next progress call (zc_reported()), never inside a send, where a PMD that lets
+	 *  go of earlier frames would run a user's callback in the middle of the driver's work */
+	struct eth_zc *zc_due, **zc_due_tail;
 	uint32_t n_stash;
 	struct rte_mbuf *stash[ETH_STASH];       /**< freed mbufs of mp, taken by sends */
 	uint64_t timer_period, last_timer;

@@ -232,32 +232,31 @@ job_sent(struct eth_rma_job *j, unio_status_t st, size_t chunk)
 	return st;
 }
 
+static struct eth_rma_op *op_find(struct eth_ep *ep, uint32_t req_id, bool put);
+
 /*
- * Send the put chunk @p h of @p len bytes at @p iov from the initiator's memory: frames of
- * the header and external segments pointing at @p iov, as am_zcopy sends them.  The put's
- * completion counts each such chunk as one more operation, done when its last frame is
- * freed (acked and let go by the PMD), so the put completes only once the target acked
- * every chunk (op_complete()) and no frame reads the user's memory any more.  A put without
- * a completion, or an ep without a free zero-copy record, copies.
+ * Send the chunk of put @p op in @p v (@p n entries: the header, then @p len bytes of the
+ * initiator's memory) from that memory: frames of the header and external segments pointing
+ * at it, as am_zcopy sends them.  The put's completion counts each such chunk as one more
+ * operation, done (from a later progress call) once the chunk's last frame is freed: acked,
+ * or on a lossless ep sent, and let go by the PMD.  So the put completes only once the
+ * target acked every chunk (op_complete()) and no frame reads the user's memory any more,
+ * except after an ep failure: its error completes the put while a PMD or the tx queue may
+ * still hold frames.  A put without a completion, or an ep without a free zero-copy
+ * record, copies.
  */
 static unio_status_t
-put_zc(struct eth_ep *ep, const struct eth_rma_hdr *h, const struct iovec *iov, size_t iovcnt,
-       size_t len)
+put_zc(struct eth_ep *ep, struct eth_rma_op *op, const struct iovec *v, size_t n, size_t len)
 {
-	struct eth_rma_op *op = &ep->rma->ops[h->req_id % ETH_RMA_OPS];
-	struct iovec v[UNIO_TL_MAX_IOV + 1];
+	const struct eth_rma_hdr *h = v[0].iov_base;
 	unio_status_t st;
 
-	RTE_ASSERT(op->used && op->put && op->req_id == h->req_id);
 	if (unlikely(ep->failed))
 		return ep->fail_status;
-	if (op->comp == NULL || ep->zc->free == NULL) {
-		v[0] = (struct iovec){ (void *)(uintptr_t)h, sizeof(*h) };
-		memcpy(v + 1, iov, iovcnt * sizeof(*iov));
-		return eth_send_msg(ep, ETH_AM_PUT, v, iovcnt + 1, sizeof(*h) + len);
-	}
+	if (op->comp == NULL || ep->zc->free == NULL)
+		return eth_send_msg(ep, ETH_AM_PUT, v, n, sizeof(*h) + len);
 	op->comp->count++;
-	st = eth_send_zc(ep, ETH_AM_PUT, h, sizeof(*h), iov, iovcnt, sizeof(*h) + len,
+	st = eth_send_zc(ep, ETH_AM_PUT, h, sizeof(*h), v + 1, n - 1, sizeof(*h) + len,
 			 op->comp);
 	if (st == UNIO_INPROGRESS) {
 		ep->ei->st.tx_zcopy_put++;
@@ -285,8 +284,18 @@ job_step(struct eth_ep *ep, struct eth_rma_job *j)
 		h.off = (uint32_t)(j->base + j->sent);
 	}
 	v[0] = (struct iovec){ &h, sizeof(h) };
-	if (j->id == ETH_AM_PUT && chunk >= ETH_ZCOPY_MIN && ep->ei->tx_multiseg)
-		return job_sent(j, put_zc(ep, &h, v + 1, n - 1, chunk), chunk);
+	if (j->id == ETH_AM_PUT) {
+		struct eth_rma_op *op = op_find(ep, h.req_id, true);
+
+		if (unlikely(op == NULL)) {       /* cannot be: the job goes with its op */
+			j->sent = j->total;
+			return UNIO_OK;
+		}
+		st = chunk >= ETH_ZCOPY_MIN && ep->ei->tx_multiseg ?
+		     put_zc(ep, op, v, n, chunk) : eth_send_msg(ep, j->id, v, n, sizeof(h) + chunk);
+		op->chunks_unacked += st == UNIO_OK;
+		return job_sent(j, st, chunk);
+	}
 	if (!j->from_region)
 		return job_sent(j, eth_send_msg(ep, j->id, v, n, sizeof(h) + chunk), chunk);
 	/* read from the registered memory: only while the key still holds */
@@ -341,6 +350,7 @@ op_complete(struct eth_ep *ep, struct eth_rma_op *op, unio_status_t st)
 	struct unio_tl_completion *c = op->comp;
 
 	op->used = false;
+	op->comp = NULL;
 	ep->rma->n_ops--;
 	if (c != NULL)
 		unio_tl_completion_done(c, st);
@@ -666,8 +676,11 @@ eth_rma_input(struct eth_ep *ep, uint8_t id, const void *data, size_t len)
 		return;
 	case ETH_AM_PUT_ACK:
 		op = op_find(ep, h.req_id, true);
-		if (op == NULL || len != 0 || h.status > 0 || h.status <= UNIO_ERR_LAST)
-			goto bad;   /* a status from the peer is an error code or UNIO_OK */
+		if (op == NULL || len != 0 || h.status > 0 || h.status <= UNIO_ERR_LAST ||
+		    op->chunks_unacked == 0)
+			goto bad;   /* a status from the peer is an error code or UNIO_OK; an ack
+				     * of a chunk not sent yet is forged */
+		op->chunks_unacked--;
 		if (h.status != UNIO_OK && op->st == UNIO_OK)
 			op->st = h.status;
 		if (--op->chunks_left == 0)
