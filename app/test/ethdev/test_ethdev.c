@@ -2113,6 +2113,177 @@ ethdev_pools_run(void)
 	return 0;
 }
 
+/* ---- a peer that acks put chunks it has not received ---- */
+
+struct put_seen {
+	struct unio_tl_completion comp;   /* first: the callback casts back */
+	int calls;
+};
+
+static void
+put_seen_cb(struct unio_tl_completion *c)
+{
+	((struct put_seen *)c)->calls++;
+}
+
+static unio_status_t
+count_rx_cb(void *arg, const void *data, size_t length, unsigned int flags,
+	    unio_tl_conn_id_t conn_id)
+{
+	RTE_SET_USED(data), RTE_SET_USED(length), RTE_SET_USED(flags), RTE_SET_USED(conn_id);
+	(*(unsigned int *)arg)++;
+	return UNIO_OK;
+}
+
+static size_t
+forged_ack_pack(void *dest, void *arg)
+{
+	memcpy(dest, arg, sizeof(struct eth_rma_hdr));
+	return sizeof(struct eth_rma_hdr);
+}
+
+static void
+pair_progress(struct unio_tl_iface *a, struct unio_tl_iface *b, unsigned int n)
+{
+	for (unsigned int k = 0; k < n; k++) {
+		unio_tl_iface_progress(a);
+		if (b != NULL)
+			unio_tl_iface_progress(b);
+	}
+}
+
+static int ethdev_forged_ack_run(void);
+
+UNIO_TEST_CHILD(ethdev_forged_ack)
+{
+	RTE_SET_USED(argc), RTE_SET_USED(argv);
+	return t_release(ethdev_forged_ack_run());
+}
+
+/*
+ * A 4 MiB put from net_memif0's iface into a region of net_memif1's, whose iface does not
+ * progress, so the put's later chunks wait in its job; meanwhile the target's side sends
+ * 100 PUT_ACKs for it (AM id ETH_AM_PUT_ACK through am_bcopy, as a misbehaving peer
+ * would).  Only as many as chunks were sent may count: the put must not complete while
+ * chunks of it are still to be read from the buffer, the rest are dropped and counted
+ * (drop_bad_msg).  Then the target progresses: the put completes exactly once, UNIO_OK,
+ * and the region holds the source.
+ */
+static int
+ethdev_forged_ack_run(void)
+{
+	static const char *const devs[2] = { "net_memif0", "net_memif1" };
+	const uint32_t len = 4u << 20;
+	const struct unio_tl_driver *drv = unio_tl_driver_find("ethdev");
+	struct unio_tl_iface *ifc[2] = { NULL, NULL };
+	struct unio_tl_ep *ep[2] = { NULL, NULL };
+	struct unio_tl_ethdev_stats s0, s1;
+	struct put_seen ps = { .comp = { .func = put_seen_cb, .count = 1 } };
+	struct unio_tl_memh memh = { 0 };
+	struct unio_tl_rkey rkey = { 0 };
+	struct eth_rma_hdr ack = { .req_id = 0, .status = UNIO_OK };
+	uint8_t key[UNIO_TL_RKEY_MAX], *src, *dst;
+	struct rte_eth_link link;
+	unsigned int forged = 0, got = 0;
+	uint16_t pid0;
+	unio_status_t st;
+	double end;
+
+	if (drv == NULL || unio_env_init_default() != UNIO_OK ||
+	    rte_eth_dev_get_port_by_name(devs[0], &pid0) != 0)
+		return 10;
+	src = malloc(len);
+	dst = calloc(1, len);
+	if (src == NULL || dst == NULL)
+		return 11;
+	test_fill(src, len, 0xf0f0);
+	for (int i = 0; i < 2; i++) {
+		struct unio_tl_iface_params ip = { .config = unio_config_env(), .dev_name = devs[i],
+						   .cpu = -1 };
+
+		if (t_iface_open(drv, &ip, &ifc[i]) != UNIO_OK)
+			return 12;
+	}
+	for (int i = 0; i < 2; i++) {
+		struct eth_addr addr;
+
+		if (unio_tl_iface_set_am_handler(ifc[i], AM_DATA, count_rx_cb, &got) != UNIO_OK ||
+		    unio_tl_iface_get_address(ifc[!i], &addr) != UNIO_OK ||
+		    t_ep_create(ifc[i], &(struct unio_tl_ep_params){
+					.iface_addr = &addr, .iface_addr_len = sizeof(addr) },
+				&ep[i]) != UNIO_OK)
+			return 13;
+	}
+	/* both links up, both eps answered (lossless by now) */
+	end = test_now_s() + 20;
+	for (unsigned int sent = 0; got < 64 && test_now_s() < end;) {
+		if (sent < 64 && unio_tl_ep_am_short(ep[sent % 2], AM_DATA, sent, NULL, 0) ==
+		    UNIO_OK)
+			sent++;
+		pair_progress(ifc[0], ifc[1], 1);
+	}
+	pair_progress(ifc[0], ifc[1], 1000);
+	if (got != 64)
+		return 14;
+	if (unio_tl_mem_reg(ifc[1], dst, len, &memh) != UNIO_OK ||
+	    unio_tl_rkey_pack(ifc[1], &memh, key) != UNIO_OK ||
+	    unio_tl_rkey_unpack(ep[0], key, ifc[1]->attr.rkey_packed_len, &rkey) != UNIO_OK)
+		return 15;
+	unio_tl_ethdev_stats(ifc[0], &s0);
+	st = unio_tl_ep_put_zcopy(ep[0], &(struct iovec){ src, len }, 1, (uintptr_t)dst, &rkey,
+				  &ps.comp);
+	if (st != UNIO_INPROGRESS)
+		return 16;
+	pair_progress(ifc[0], NULL, 2000);      /* the target does not read */
+	while (forged < 100 &&
+	       unio_tl_ep_am_bcopy(ep[1], ETH_AM_PUT_ACK, forged_ack_pack, &ack, 0) >= 0)
+		forged++;
+	pair_progress(ifc[0], NULL, 2000);
+	unio_tl_ethdev_stats(ifc[0], &s1);
+	fprintf(stderr, "forged acks %u; put chunks sent %" PRIu64 " of %zu; dropped %" PRIu64
+		"; completion calls %d\n", forged, s1.tx_zcopy_put - s0.tx_zcopy_put,
+		len / eth_rma_chunk(ifc[0]->attr.max_short + sizeof(uint64_t)) + 1,
+		s1.drop_bad_msg - s0.drop_bad_msg, ps.calls);
+	if (forged != 100 || ps.calls != 0 || s1.tx_zcopy_put - s0.tx_zcopy_put >= forged ||
+	    s1.drop_bad_msg - s0.drop_bad_msg != forged - (s1.tx_zcopy_put - s0.tx_zcopy_put))
+		return 17;
+	/* the target reads and answers now: the put completes once, with its data */
+	end = test_now_s() + 20;
+	while (ps.calls == 0 && test_now_s() < end)
+		pair_progress(ifc[0], ifc[1], 1);
+	pair_progress(ifc[0], ifc[1], 1000);
+	fprintf(stderr, "completion calls %d, status %s\n", ps.calls,
+		unio_status_string(ps.comp.status));
+	if (ps.calls != 1 || ps.comp.status != UNIO_OK || memcmp(src, dst, len) != 0)
+		return 18;
+	unio_tl_rkey_release(ep[0], &rkey);
+	unio_tl_mem_dereg(ifc[1], &memh);
+	t_ep_destroy(ep[0]);
+	t_ep_destroy(ep[1]);
+	t_iface_close(ifc[1]);          /* memif: the client first, the server once it is down */
+	end = test_now_s() + 5;
+	while (rte_eth_link_get_nowait(pid0, &link) == 0 && link.link_status &&
+	       test_now_s() < end)
+		usleep(10000);
+	t_iface_close(ifc[0]);
+	free(src);
+	free(dst);
+	return 0;
+}
+
+UNIO_TEST(ethdev_forged_put_ack, mp)
+{
+	char vdev[320], sock[64];
+
+	snprintf(sock, sizeof(sock), "/tmp/unio-fack-%d.sock", getpid());
+	snprintf(vdev, sizeof(vdev), "--vdev=net_memif0,role=server,socket=%s,"
+		 "mac=02:00:00:00:07:0a --vdev=net_memif1,role=client,socket=%s,"
+		 "mac=02:00:00:00:07:0b", sock, sock);
+	TEST_ASSERT_EQ(memif_child("ethdev_forged_ack", vdev,
+				   "net_memif0:10.77.7.1,net_memif1:10.77.7.2", sock), 0);
+	return TEST_OK;
+}
+
 static long
 huge_free(void)
 {
