@@ -2055,9 +2055,9 @@ ethdev_pools_run(void)
 
 	if (drv == NULL || unio_env_init_default() != UNIO_OK)
 		return 10;
-	if (!rte_eal_has_hugepages()) {
+	if (!rte_eal_has_hugepages()) {   /* other tests took them since the parent looked */
 		fprintf(stderr, "EAL took no hugepages: %s\n", unio_env_eal_args());
-		return 11;
+		return 77;
 	}
 	for (int i = 0; i < 2; i++) {
 		struct unio_tl_iface_params ip = { .config = unio_config_env(), .dev_name = devs[i],
@@ -2285,17 +2285,27 @@ UNIO_TEST(ethdev_forged_put_ack, mp)
 }
 
 static long
-huge_free(void)
+huge_count(const char *name)
 {
-	FILE *f = fopen("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "r");
-	long n = -1;
+	char path[128];
+	FILE *f;
+	long n = 0;
 
+	snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/hugepages-2048kB/%s", name);
+	f = fopen(path, "r");
 	if (f != NULL) {
 		if (fscanf(f, "%ld", &n) != 1)
-			n = -1;
+			n = 0;
 		fclose(f);
 	}
 	return n;
+}
+
+/* 2 MiB hugepages free and not reserved by another process's mapping */
+static long
+huge_free(void)
+{
+	return huge_count("free_hugepages") - huge_count("resv_hugepages");
 }
 
 UNIO_TEST(ethdev_port_pools_huge, mp)
@@ -2309,8 +2319,11 @@ UNIO_TEST(ethdev_port_pools_huge, mp)
 	snprintf(vdev, sizeof(vdev), "--vdev=net_memif0,role=server,socket=%s,"
 		 "mac=02:00:00:00:06:0a --vdev=net_memif1,role=client,socket=%s,"
 		 "mac=02:00:00:00:06:0b", sock, sock);
-	TEST_ASSERT_EQ(memif_child("ethdev_pools", vdev,
-				   "net_memif0:10.77.6.1,net_memif1:10.77.6.2", sock), 0);
+	n = memif_child("ethdev_pools", vdev, "net_memif0:10.77.6.1,net_memif1:10.77.6.2", sock);
+	if (n == 77)
+		TEST_SKIP_BECAUSE("the child's EAL got no hugepages (UNIO_HUGEPAGES=no, or "
+				  "other tests took them)");
+	TEST_ASSERT_EQ(n, 0);
 	return TEST_OK;
 }
 
