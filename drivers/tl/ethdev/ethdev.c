@@ -880,9 +880,9 @@ zc_frame(struct eth_ep *ep, struct eth_zc *z, struct rte_mbuf *h, uint8_t id,
 }
 
 /*
- * Send hdr + iov with frames that point at the user's memory; comp runs when all are acked
- * and freed.  UNIO_OK: the frames are gone already (comp is not called); UNIO_INPROGRESS;
- * UNIO_ERR_NO_RESOURCE (no record, window or mbufs: nothing sent).
+ * Send hdr + iov with frames that point at the user's memory; comp runs from the progress
+ * call after all are acked and freed.  UNIO_OK: the frames are gone already (comp is not
+ * called); UNIO_INPROGRESS; UNIO_ERR_NO_RESOURCE (no record, window or mbufs: nothing sent).
  */
 unio_status_t
 eth_send_zc(struct eth_ep *ep, uint8_t id, const void *hdr, size_t hdr_len,

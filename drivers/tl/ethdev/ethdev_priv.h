@@ -477,9 +477,9 @@ unio_status_t eth_send_msg(struct eth_ep *ep, uint8_t id, const struct iovec *io
 			   size_t iovcnt, size_t total);
 /**
  * Send @p hdr and @p iov (@p total bytes with the header) as one message whose frames point
- * at @p iov's memory (the iface must have tx_multiseg); @p comp is called once every frame
- * was acked and freed.  UNIO_OK: all are freed already, @p comp is not called;
- * UNIO_INPROGRESS; UNIO_ERR_NO_RESOURCE: nothing sent.
+ * at @p iov's memory (the iface must have tx_multiseg); @p comp is called from the progress
+ * call after every frame was acked and freed.  UNIO_OK: all are freed already, @p comp is
+ * not called; UNIO_INPROGRESS; UNIO_ERR_NO_RESOURCE: nothing sent.
  */
 unio_status_t eth_send_zc(struct eth_ep *ep, uint8_t id, const void *hdr, size_t hdr_len,
 			  const struct iovec *iov, size_t iovcnt, size_t total,
