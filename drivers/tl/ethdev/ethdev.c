@@ -759,14 +759,18 @@ eth_send_msg(struct eth_ep *ep, uint8_t id, const struct iovec *iov, size_t iovc
 
 /* ---- zero copy: frames whose payload segments are the user's memory ---- */
 
-/* Record @p z of @p set is free again (its message complete). */
+/*
+ * Record @p z of @p set is free again (its message complete); a set its ep left behind goes
+ * with its last record.
+ */
 static inline void
 zc_put(struct eth_zc_set *set, struct eth_zc *z)
 {
 	z->comp = NULL;
 	z->next_free = set->free;
 	set->free = z;
-	set->busy--;
+	if (--set->busy == 0 && set->ep == NULL)
+		free(set);
 }
 
 /*
@@ -789,8 +793,6 @@ zc_done(void *addr, void *opaque)
 		struct unio_tl_completion *comp = z->comp;
 
 		zc_put(set, z);
-		if (set->busy == 0)
-			free(set);
 		unio_tl_completion_done(comp, UNIO_ERR_CANCELED);
 		return;
 	}
@@ -826,8 +828,6 @@ zc_reported(struct eth_iface *ei)
 			ei->zc_due_tail = &ei->zc_due;
 		set->due--;
 		zc_put(set, z);
-		if (set->ep == NULL && set->busy == 0)
-			free(set);
 		unio_tl_completion_done(comp, st);
 	}
 	return n;
