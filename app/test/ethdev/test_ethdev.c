@@ -1964,6 +1964,68 @@ memif_child(const char *child, const char *eal, const char *ip, const char *sock
 	return r;
 }
 
+/*
+ * Run child @p child with two memif ports of one socket (net_memif0 the server, net_memif1
+ * the client), their MACs 02:00:00:00:@p net:0a / 0b and IPv4 10.77.@p net .1 / .2.
+ */
+static int
+memif2_child(const char *child, unsigned int net)
+{
+	char vdev[320], sock[64], ip[64];
+
+	snprintf(sock, sizeof(sock), "/tmp/unio-%s-%d.sock", child + strlen("ethdev_"),
+		 getpid());
+	snprintf(vdev, sizeof(vdev), "--vdev=net_memif0,role=server,socket=%s,"
+		 "mac=02:00:00:00:%02x:0a --vdev=net_memif1,role=client,socket=%s,"
+		 "mac=02:00:00:00:%02x:0b", sock, net, sock, net);
+	snprintf(ip, sizeof(ip), "net_memif0:10.77.%u.1,net_memif1:10.77.%u.2", net, net);
+	return memif_child(child, vdev, ip, sock);
+}
+
+/* In such a child: EAL, and an ethdev iface on each port (@p pid: their port ids). */
+static int
+memif2_open(struct unio_tl_iface *ifc[2], uint16_t pid[2])
+{
+	static const char *const devs[2] = { "net_memif0", "net_memif1" };
+	const struct unio_tl_driver *drv = unio_tl_driver_find("ethdev");
+
+	if (drv == NULL || unio_env_init_default() != UNIO_OK)
+		return -1;
+	for (int i = 0; i < 2; i++) {
+		struct unio_tl_iface_params ip = { .config = unio_config_env(), .dev_name = devs[i],
+						   .cpu = -1 };
+
+		if (rte_eth_dev_get_port_by_name(devs[i], &pid[i]) != 0 ||
+		    t_iface_open(drv, &ip, &ifc[i]) != UNIO_OK)
+			return -1;
+	}
+	return 0;
+}
+
+/* Close memif2_open()'s ifaces: the client first, the server once its link is down. */
+static void
+memif2_close(struct unio_tl_iface *ifc[2], uint16_t pid0)
+{
+	struct rte_eth_link link;
+	double end = test_now_s() + 5;
+
+	t_iface_close(ifc[1]);
+	while (rte_eth_link_get_nowait(pid0, &link) == 0 && link.link_status &&
+	       test_now_s() < end)
+		usleep(10000);
+	t_iface_close(ifc[0]);
+}
+
+static void
+pair_progress(struct unio_tl_iface *a, struct unio_tl_iface *b, unsigned int n)
+{
+	for (unsigned int k = 0; k < n; k++) {
+		unio_tl_iface_progress(a);
+		if (b != NULL)
+			unio_tl_iface_progress(b);
+	}
+}
+
 UNIO_TEST(ethdev_zcopy_ep_gone, mp)
 {
 	char vdev[160], sock[64];
@@ -2041,40 +2103,31 @@ UNIO_TEST_CHILD(ethdev_pools)
 static int
 ethdev_pools_run(void)
 {
-	static const char *const devs[2] = { "net_memif0", "net_memif1" };
-	const struct unio_tl_driver *drv = unio_tl_driver_find("ethdev");
 	static struct pool_ranges rg[2];
 	struct unio_tl_iface *ifc[2] = { NULL, NULL };
 	struct unio_tl_ep *ep = NULL;
 	struct rte_mempool *mp[2];
 	struct pool_rx rx = { .own = &rg[1], .other = &rg[0] };
 	struct eth_addr addr;
-	struct rte_eth_link link;
 	uint16_t pid[2];
 	double end;
 
-	if (drv == NULL || unio_env_init_default() != UNIO_OK)
+	if (memif2_open(ifc, pid) != 0)
 		return 10;
 	if (!rte_eal_has_hugepages()) {   /* other tests took them since the parent looked */
 		fprintf(stderr, "EAL took no hugepages: %s\n", unio_env_eal_args());
 		return 77;
 	}
 	for (int i = 0; i < 2; i++) {
-		struct unio_tl_iface_params ip = { .config = unio_config_env(), .dev_name = devs[i],
-						   .cpu = -1 };
 		char name[RTE_MEMPOOL_NAMESIZE];
 
-		if (rte_eth_dev_get_port_by_name(devs[i], &pid[i]) != 0 ||
-		    t_iface_open(drv, &ip, &ifc[i]) != UNIO_OK)
-			return 12;
 		snprintf(name, sizeof(name), "unio_eth%u", pid[i]);
 		mp[i] = rte_mempool_lookup(name);
 		if (mp[i] == NULL)
 			return 13;
 		rte_mempool_mem_iter(mp[i], pool_chunk, &rg[i]);
-		fprintf(stderr, "port %u (%s): pool %s, %u mbufs, %u memory chunks, %u not in "
-			"hugepages\n", pid[i], devs[i], mp[i]->name, mp[i]->size, rg[i].n,
-			rg[i].small);
+		fprintf(stderr, "port %u: pool %s, %u mbufs, %u memory chunks, %u not in "
+			"hugepages\n", pid[i], mp[i]->name, mp[i]->size, rg[i].n, rg[i].small);
 		if (rg[i].n == 0 || rg[i].small != 0)
 			return 14;
 	}
@@ -2091,25 +2144,15 @@ ethdev_pools_run(void)
 	for (unsigned int sent = 0; rx.got < 64 && test_now_s() < end;) {
 		if (sent < 64 && unio_tl_ep_am_short(ep, AM_DATA, sent, NULL, 0) == UNIO_OK)
 			sent++;
-		unio_tl_iface_progress(ifc[0]);
-		unio_tl_iface_progress(ifc[1]);
+		pair_progress(ifc[0], ifc[1], 1);
 	}
 	fprintf(stderr, "received %u: %u in the receiving port's pool, %u in the other's\n",
 		rx.got, rx.in_own, rx.in_other);
 	if (rx.got != 64 || rx.in_own != 64 || rx.in_other != 0)
 		return 17;
-	/* memif: the client goes first, the server once its link is down */
-	for (int k = 0; k < 1000; k++) {
-		unio_tl_iface_progress(ifc[0]);
-		unio_tl_iface_progress(ifc[1]);
-	}
+	pair_progress(ifc[0], ifc[1], 1000);
 	t_ep_destroy(ep);
-	t_iface_close(ifc[1]);
-	end = test_now_s() + 5;
-	while (rte_eth_link_get_nowait(pid[0], &link) == 0 && link.link_status &&
-	       test_now_s() < end)
-		usleep(10000);
-	t_iface_close(ifc[0]);
+	memif2_close(ifc, pid[0]);
 	return 0;
 }
 
@@ -2142,16 +2185,6 @@ forged_ack_pack(void *dest, void *arg)
 	return sizeof(struct eth_rma_hdr);
 }
 
-static void
-pair_progress(struct unio_tl_iface *a, struct unio_tl_iface *b, unsigned int n)
-{
-	for (unsigned int k = 0; k < n; k++) {
-		unio_tl_iface_progress(a);
-		if (b != NULL)
-			unio_tl_iface_progress(b);
-	}
-}
-
 static int ethdev_forged_ack_run(void);
 
 UNIO_TEST_CHILD(ethdev_forged_ack)
@@ -2172,9 +2205,7 @@ UNIO_TEST_CHILD(ethdev_forged_ack)
 static int
 ethdev_forged_ack_run(void)
 {
-	static const char *const devs[2] = { "net_memif0", "net_memif1" };
 	const uint32_t len = 4u << 20;
-	const struct unio_tl_driver *drv = unio_tl_driver_find("ethdev");
 	struct unio_tl_iface *ifc[2] = { NULL, NULL };
 	struct unio_tl_ep *ep[2] = { NULL, NULL };
 	struct unio_tl_ethdev_stats s0, s1;
@@ -2183,27 +2214,18 @@ ethdev_forged_ack_run(void)
 	struct unio_tl_rkey rkey = { 0 };
 	struct eth_rma_hdr ack = { .req_id = 0, .status = UNIO_OK };
 	uint8_t key[UNIO_TL_RKEY_MAX], *src, *dst;
-	struct rte_eth_link link;
 	unsigned int forged = 0, got = 0;
-	uint16_t pid0;
+	uint16_t pid[2];
 	unio_status_t st;
 	double end;
 
-	if (drv == NULL || unio_env_init_default() != UNIO_OK ||
-	    rte_eth_dev_get_port_by_name(devs[0], &pid0) != 0)
+	if (memif2_open(ifc, pid) != 0)
 		return 10;
 	src = malloc(len);
 	dst = calloc(1, len);
 	if (src == NULL || dst == NULL)
 		return 11;
 	test_fill(src, len, 0xf0f0);
-	for (int i = 0; i < 2; i++) {
-		struct unio_tl_iface_params ip = { .config = unio_config_env(), .dev_name = devs[i],
-						   .cpu = -1 };
-
-		if (t_iface_open(drv, &ip, &ifc[i]) != UNIO_OK)
-			return 12;
-	}
 	for (int i = 0; i < 2; i++) {
 		struct eth_addr addr;
 
@@ -2260,12 +2282,7 @@ ethdev_forged_ack_run(void)
 	unio_tl_mem_dereg(ifc[1], &memh);
 	t_ep_destroy(ep[0]);
 	t_ep_destroy(ep[1]);
-	t_iface_close(ifc[1]);          /* memif: the client first, the server once it is down */
-	end = test_now_s() + 5;
-	while (rte_eth_link_get_nowait(pid0, &link) == 0 && link.link_status &&
-	       test_now_s() < end)
-		usleep(10000);
-	t_iface_close(ifc[0]);
+	memif2_close(ifc, pid[0]);
 	free(src);
 	free(dst);
 	return 0;
@@ -2273,14 +2290,7 @@ ethdev_forged_ack_run(void)
 
 UNIO_TEST(ethdev_forged_put_ack, mp)
 {
-	char vdev[320], sock[64];
-
-	snprintf(sock, sizeof(sock), "/tmp/unio-fack-%d.sock", getpid());
-	snprintf(vdev, sizeof(vdev), "--vdev=net_memif0,role=server,socket=%s,"
-		 "mac=02:00:00:00:07:0a --vdev=net_memif1,role=client,socket=%s,"
-		 "mac=02:00:00:00:07:0b", sock, sock);
-	TEST_ASSERT_EQ(memif_child("ethdev_forged_ack", vdev,
-				   "net_memif0:10.77.7.1,net_memif1:10.77.7.2", sock), 0);
+	TEST_ASSERT_EQ(memif2_child("ethdev_forged_ack", 7), 0);
 	return TEST_OK;
 }
 
@@ -2310,16 +2320,11 @@ huge_free(void)
 
 UNIO_TEST(ethdev_port_pools_huge, mp)
 {
-	char vdev[320], sock[64];
 	long n = huge_free();
 
 	if (n < 64)
 		TEST_SKIP_BECAUSE("%ld free 2 MiB hugepages, 64 wanted (.ci/run reserves them)", n);
-	snprintf(sock, sizeof(sock), "/tmp/unio-pools-%d.sock", getpid());
-	snprintf(vdev, sizeof(vdev), "--vdev=net_memif0,role=server,socket=%s,"
-		 "mac=02:00:00:00:06:0a --vdev=net_memif1,role=client,socket=%s,"
-		 "mac=02:00:00:00:06:0b", sock, sock);
-	n = memif_child("ethdev_pools", vdev, "net_memif0:10.77.6.1,net_memif1:10.77.6.2", sock);
+	n = memif2_child("ethdev_pools", 6);
 	if (n == 77)
 		TEST_SKIP_BECAUSE("the child's EAL got no hugepages (UNIO_HUGEPAGES=no, or "
 				  "other tests took them)");
